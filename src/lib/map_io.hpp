@@ -1,0 +1,39 @@
+// nvlslice — readers and writers of rack maps.
+//
+// Three inputs give the same RackMap:
+//  - nvlslice's own YAML rack map (schema in README and etc/nvlslice-map.yaml);
+//  - Slurm's topology.conf: BlockName= lines (topology/block) or SwitchName=
+//    lines (topology/tree; every leaf switch, a switch with Nodes=, is a domain);
+//  - Slurm's topology.yaml (25.05+): a block or a tree topology.
+// Slurm's files carry no GPU or spare counts: those come from MapDefaults.
+// Every error is a ParseError naming file:line:column, the key and what
+// would be accepted.
+#pragma once
+
+#include "model.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace nvl {
+
+RackMap read_rack_map_yaml(std::string_view text, const std::string& file);
+RackMap read_topology_conf(std::string_view text, const std::string& file, const MapDefaults& defaults = {});
+// `topology` selects an entry by name; empty: the cluster_default one, else
+// the first block or tree topology of the file.
+RackMap read_topology_yaml(std::string_view text, const std::string& file, const MapDefaults& defaults = {},
+                           std::string_view topology = {});
+
+enum class MapFormat { Auto, NvlYaml, TopologyConf, TopologyYaml };
+// Reads a file; Auto tells the format from the name and content: *.conf is
+// topology.conf, a YAML list is Slurm's topology.yaml, a YAML mapping is
+// nvlslice's map.
+RackMap load_map(const std::string& path, MapFormat fmt = MapFormat::Auto, const MapDefaults& defaults = {});
+
+std::string write_rack_map_yaml(const RackMap& map);
+std::string write_topology_conf_block(const RackMap& map);
+// One leaf switch per domain under one top switch named `top`.
+std::string write_topology_conf_tree(const RackMap& map, std::string_view top = "spine");
+std::string write_topology_yaml(const RackMap& map, bool tree = false, std::string_view name = "nvlslice");
+
+} // namespace nvl

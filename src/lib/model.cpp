@@ -1,0 +1,154 @@
+#include "model.hpp"
+
+#include "hostlist.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace nvl {
+
+bool Domain::allows_slice(int k) const {
+    if (k <= 0 || k > capacity()) return false;
+    return slice_sizes.empty() || std::find(slice_sizes.begin(), slice_sizes.end(), k) != slice_sizes.end();
+}
+
+DomainId RackMap::add_domain(Domain d, const std::vector<std::string>& node_names) {
+    // Errors carry the domain's position when it came from a file.
+    auto fail = [&](const std::string& msg) -> void {
+        if (d.pos.line) throw ParseError(d.pos, msg);
+        throw Error(msg);
+    };
+    if (d.name.empty()) fail("domain without a name");
+    if (domain_index_.count(d.name))
+        fail(fmt::format("domain \"{}\" is defined twice (domain names must be unique)", d.name));
+    if (node_names.empty())
+        fail(fmt::format("domain \"{}\" has no nodes", d.name));
+    if (d.gpus_per_node < 1)
+        fail(fmt::format("domain \"{}\": gpus_per_node must be at least 1, got {}", d.name, d.gpus_per_node));
+    if (d.spares < 0 || d.spares >= int(node_names.size()))
+        fail(fmt::format("domain \"{}\": spares must be between 0 and {} (its node count - 1), got {}",
+                                d.name, node_names.size() - 1, d.spares));
+    DomainId id = DomainId(domains_.size());
+    std::vector<NodeId> ids;
+    ids.reserve(node_names.size());
+    for (const auto& n : node_names) {
+        auto it = node_index_.find(n);
+        if (it != node_index_.end()) {
+            const bool own = it->second >= names_.size() - ids.size();
+            const std::string other = own ? d.name : domains_[node_domain_[it->second]].name;
+            // Roll back what this call added so the map stays consistent.
+            for (NodeId added : ids) node_index_.erase(names_[added]);
+            names_.resize(names_.size() - ids.size());
+            node_domain_.resize(node_domain_.size() - ids.size());
+            if (own)
+                fail(fmt::format("node \"{}\" is listed twice in domain \"{}\"", n, d.name));
+            fail(fmt::format("node \"{}\" of domain \"{}\" is already in domain \"{}\" (a node belongs to one domain)",
+                                    n, d.name, other));
+        }
+        NodeId nid = NodeId(names_.size());
+        names_.push_back(n);
+        node_domain_.push_back(id);
+        node_index_.emplace(n, nid);
+        ids.push_back(nid);
+    }
+    d.nodes = std::move(ids);
+    if (d.feature.empty()) d.feature = d.name;
+    domain_index_.emplace(d.name, id);
+    domains_.push_back(std::move(d));
+    return id;
+}
+
+std::optional<NodeId> RackMap::find_node(std::string_view name) const {
+    auto it = node_index_.find(std::string(name));
+    if (it == node_index_.end()) return std::nullopt;
+    return it->second;
+}
+
+std::optional<DomainId> RackMap::find_domain(std::string_view name) const {
+    auto it = domain_index_.find(std::string(name));
+    if (it == domain_index_.end()) return std::nullopt;
+    return it->second;
+}
+
+int RackMap::max_slice() const {
+    int m = 0;
+    for (const auto& d : domains_) m = std::max(m, d.capacity());
+    return m;
+}
+
+std::vector<std::string> RackMap::node_names(const std::vector<NodeId>& ids) const {
+    std::vector<std::string> out;
+    out.reserve(ids.size());
+    for (NodeId n : ids) out.push_back(names_[n]);
+    return out;
+}
+
+std::string RackMap::domain_hostlist(DomainId d) const {
+    return hostlist_compress(node_names(domains_[d].nodes));
+}
+
+const char* to_string(NodeState s) {
+    switch (s) {
+    case NodeState::Idle: return "idle";
+    case NodeState::Allocated: return "allocated";
+    case NodeState::Mixed: return "mixed";
+    case NodeState::Draining: return "draining";
+    case NodeState::Drained: return "drained";
+    case NodeState::Down: return "down";
+    case NodeState::SpareReserved: return "spare";
+    case NodeState::Unknown: return "unknown";
+    }
+    return "unknown";
+}
+
+std::optional<NodeState> parse_node_state(std::string_view s) {
+    static const NodeState all[] = {NodeState::Idle, NodeState::Allocated, NodeState::Mixed,
+                                    NodeState::Draining, NodeState::Drained, NodeState::Down,
+                                    NodeState::SpareReserved, NodeState::Unknown};
+    for (NodeState st : all)
+        if (s == to_string(st)) return st;
+    return std::nullopt;
+}
+
+Snapshot::Snapshot(const RackMap& map)
+    : map_(&map), nodes_(map.node_count()), counts_(map.domains().size()) {
+    for (DomainId d = 0; d < counts_.size(); ++d) {
+        counts_[d].free = map.domain(d).size();
+        counts_[d].healthy = map.domain(d).size();
+    }
+}
+
+void Snapshot::account(DomainId d, const NodeStatus& st, int sign) {
+    DomainCounts& c = counts_[d];
+    if (is_free(st.state)) c.free += sign;
+    if (is_healthy(st.state)) c.healthy += sign;
+    if (st.preemptible && is_healthy(st.state) && !is_free(st.state)) c.preemptible += sign;
+}
+
+void Snapshot::set(NodeId n, const NodeStatus& st) {
+    DomainId d = map_->domain_of(n);
+    account(d, nodes_[n], -1);
+    nodes_[n] = st;
+    account(d, st, +1);
+}
+
+void Snapshot::set_state(NodeId n, NodeState s) {
+    NodeStatus st = nodes_[n];
+    st.state = s;
+    set(n, st);
+}
+
+int Snapshot::total_free() const {
+    int t = 0;
+    for (const auto& c : counts_) t += c.free;
+    return t;
+}
+
+int Snapshot::total_healthy() const {
+    int t = 0;
+    for (const auto& c : counts_) t += c.healthy;
+    return t;
+}
+
+} // namespace nvl

@@ -1,0 +1,143 @@
+// nvlslice — the rack / NVLink-domain model and a cluster snapshot.
+//
+// A RackMap is the static description of the cluster (what an admin writes
+// once): domains (one NVL72 rack = one NVLink domain), their ordered nodes,
+// GPUs per node, the spares each domain keeps, and the slice sizes allowed.
+// A Snapshot is the live state on top of a map: per node its state and
+// owner. The core never includes a Slurm header: adapters translate Slurm's
+// node and job records into a Snapshot.
+#pragma once
+
+#include "error.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace nvl {
+
+using NodeId = uint32_t;
+using DomainId = uint32_t;
+using JobId = uint32_t;
+inline constexpr DomainId kNoDomain = UINT32_MAX;
+
+struct Domain {
+    std::string name;
+    std::vector<NodeId> nodes; // in map order: the order slices are cut in
+    int gpus_per_node = 4;
+    int spares = 2;
+    std::vector<int> slice_sizes; // allowed slice sizes; empty = any size
+    std::string feature;          // Slurm node feature naming the rack
+    SourcePos pos;                // where the domain was defined, if from a file
+
+    int size() const { return int(nodes.size()); }
+    // The largest slice this domain can ever host while keeping its spares.
+    int capacity() const { return size() > spares ? size() - spares : 0; }
+    bool allows_slice(int k) const;
+};
+
+struct MapDefaults {
+    int gpus_per_node = 4;
+    int spares = 2;
+    int default_slice = 16;       // used when a job asks for a slice without a size
+    std::vector<int> slice_sizes; // empty = any size up to a domain's capacity
+};
+
+class RackMap {
+  public:
+    RackMap() = default;
+    explicit RackMap(MapDefaults d) : defaults_(std::move(d)) {}
+
+    // Adds a domain whose nodes are given by name. Throws nvl::Error (with
+    // the domain's SourcePos) on a duplicate domain name, a node already in
+    // another domain, an empty domain, or spares/gpus out of range.
+    DomainId add_domain(Domain d, const std::vector<std::string>& node_names);
+
+    const MapDefaults& defaults() const { return defaults_; }
+    MapDefaults& defaults() { return defaults_; }
+    const std::vector<Domain>& domains() const { return domains_; }
+    const Domain& domain(DomainId d) const { return domains_[d]; }
+    size_t node_count() const { return names_.size(); }
+    const std::string& node_name(NodeId n) const { return names_[n]; }
+    DomainId domain_of(NodeId n) const { return node_domain_[n]; }
+    std::optional<NodeId> find_node(std::string_view name) const;
+    std::optional<DomainId> find_domain(std::string_view name) const;
+
+    // The per-rack limit: the largest capacity() of any domain.
+    int max_slice() const;
+    // Hostlist expression of a domain's nodes.
+    std::string domain_hostlist(DomainId d) const;
+    std::vector<std::string> node_names(const std::vector<NodeId>& ids) const;
+
+  private:
+    MapDefaults defaults_;
+    std::vector<Domain> domains_;
+    std::vector<std::string> names_;
+    std::vector<DomainId> node_domain_;
+    std::unordered_map<std::string, NodeId> node_index_;
+    std::unordered_map<std::string, DomainId> domain_index_;
+};
+
+enum class NodeState : uint8_t {
+    Idle,          // up, no job
+    Allocated,     // fully allocated to a job
+    Mixed,         // partly allocated (not free for a whole-node slice)
+    Draining,      // a job still runs, the node will drain
+    Drained,       // no job, out of service
+    Down,          // not responding / failed
+    SpareReserved, // up, no job, inside the spare pool of its domain
+    Unknown,
+};
+
+const char* to_string(NodeState s);
+std::optional<NodeState> parse_node_state(std::string_view s);
+
+// Up and not on its way out: counts toward a domain's healthy nodes.
+inline bool is_healthy(NodeState s) {
+    return s == NodeState::Idle || s == NodeState::Allocated || s == NodeState::Mixed ||
+           s == NodeState::SpareReserved;
+}
+// Up and without a job: can take a new slice node.
+inline bool is_free(NodeState s) { return s == NodeState::Idle || s == NodeState::SpareReserved; }
+
+struct NodeStatus {
+    NodeState state = NodeState::Idle;
+    JobId job_id = 0;          // the (first) job on the node, 0 = none
+    int16_t slice = -1;        // slice index of that job on this node, -1 = not a slice job
+    bool preemptible = false;  // the job may be requeued (checkpointable, lent a spare)
+};
+
+// Per-domain counts kept up to date by Snapshot::set(); placement reads
+// these instead of walking every node (the hot path).
+struct DomainCounts {
+    int free = 0;        // idle + spare-reserved
+    int healthy = 0;     // is_healthy()
+    int preemptible = 0; // healthy nodes running preemptible single-node work
+};
+
+class Snapshot {
+  public:
+    // Every node starts Idle. The map must outlive the snapshot.
+    explicit Snapshot(const RackMap& map);
+
+    const RackMap& map() const { return *map_; }
+    const NodeStatus& node(NodeId n) const { return nodes_[n]; }
+    void set(NodeId n, const NodeStatus& st);
+    void set_state(NodeId n, NodeState s);
+    const DomainCounts& counts(DomainId d) const { return counts_[d]; }
+    const std::vector<DomainCounts>& all_counts() const { return counts_; }
+    int total_free() const;
+    int total_healthy() const;
+
+  private:
+    void account(DomainId d, const NodeStatus& st, int sign);
+
+    const RackMap* map_;
+    std::vector<NodeStatus> nodes_;
+    std::vector<DomainCounts> counts_;
+};
+
+} // namespace nvl

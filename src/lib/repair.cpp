@@ -1,0 +1,150 @@
+#include "repair.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace nvl {
+
+const char* to_string(RepairAction a) {
+    switch (a) {
+    case RepairAction::Keep: return "keep";
+    case RepairAction::ReplaceInDomain: return "replace_in_domain";
+    case RepairAction::MoveDomain: return "move_domain";
+    case RepairAction::Wait: return "wait";
+    }
+    return "unknown";
+}
+
+namespace {
+
+bool contains(const std::vector<NodeId>& v, NodeId id) { return std::find(v.begin(), v.end(), id) != v.end(); }
+
+// Replacement candidates of one domain in the order they are used.
+void candidates(const Snapshot& snap, DomainId d, const std::vector<NodeId>& taken, std::vector<NodeId>& out,
+                bool include_lent) {
+    const Domain& dom = snap.map().domain(d);
+    out.clear();
+    for (NodeId id : dom.nodes)
+        if (snap.node(id).state == NodeState::SpareReserved && !contains(taken, id)) out.push_back(id);
+    for (NodeId id : dom.nodes)
+        if (snap.node(id).state == NodeState::Idle && !contains(taken, id)) out.push_back(id);
+    if (!include_lent) return;
+    for (NodeId id : dom.nodes) {
+        const NodeStatus& st = snap.node(id);
+        if (st.preemptible && is_healthy(st.state) && !is_free(st.state) && !contains(taken, id)) out.push_back(id);
+    }
+}
+
+} // namespace
+
+RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std::vector<NodeId>& failed) {
+    const RackMap& map = snap.map();
+    RepairPlan plan;
+    plan.job_id = running.job_id;
+    plan.placement = running;
+    plan.feasible = true;
+
+    auto is_failed = [&](NodeId id) { return contains(failed, id) || !is_healthy(snap.node(id).state); };
+
+    // Nodes already handed out by this plan, and the job's own nodes (not
+    // replacement candidates even if the snapshot shows them idle).
+    std::vector<NodeId> taken = running.nodes();
+    std::vector<NodeId> cand;
+
+    for (auto& slice : plan.placement.slices) {
+        SliceRepair rep;
+        rep.slice_index = slice.index;
+        rep.from = slice.domain;
+        for (NodeId id : slice.nodes)
+            if (is_failed(id)) rep.removed.push_back(id);
+        if (rep.removed.empty()) {
+            rep.to = slice.domain;
+            plan.slices.push_back(std::move(rep));
+            continue;
+        }
+        const int lost = int(rep.removed.size());
+        const int k = int(slice.nodes.size());
+
+        // 1. the same domain
+        if (slice.domain != kNoDomain) {
+            candidates(snap, slice.domain, taken, cand, true);
+            if (int(cand.size()) >= lost) {
+                rep.action = RepairAction::ReplaceInDomain;
+                rep.to = slice.domain;
+                rep.added.assign(cand.begin(), cand.begin() + lost);
+                for (NodeId id : rep.added) {
+                    taken.push_back(id);
+                    const NodeStatus& st = snap.node(id);
+                    if (!is_free(st.state) && st.job_id) rep.preempt.push_back(st.job_id);
+                }
+                std::vector<NodeId> nodes;
+                for (NodeId id : slice.nodes)
+                    if (!contains(rep.removed, id)) nodes.push_back(id);
+                nodes.insert(nodes.end(), rep.added.begin(), rep.added.end());
+                std::sort(nodes.begin(), nodes.end());
+                slice.nodes = std::move(nodes);
+                rep.detail = fmt::format("slice {}: {} failed node(s) replaced inside {}", slice.index, lost,
+                                         map.domain(slice.domain).name);
+                ++plan.replaced_in_domain;
+                plan.slices.push_back(std::move(rep));
+                continue;
+            }
+        }
+
+        // 2. another domain, best fit, keeping that domain's spares
+        DomainId best = kNoDomain;
+        int best_room = 0;
+        for (DomainId d = 0; d < map.domains().size(); ++d) {
+            if (d == slice.domain || !map.domain(d).allows_slice(k)) continue;
+            int free_n = 0;
+            for (NodeId id : map.domain(d).nodes)
+                if (is_free(snap.node(id).state) && !contains(taken, id)) ++free_n;
+            int room = free_n - map.domain(d).spares;
+            if (room >= k && (best == kNoDomain || room < best_room)) {
+                best = d;
+                best_room = room;
+            }
+        }
+        if (best != kNoDomain) {
+            rep.action = RepairAction::MoveDomain;
+            rep.to = best;
+            rep.removed = slice.nodes;
+            candidates(snap, best, taken, cand, false);
+            // idle nodes before the spare-reserved ones: the target keeps its spares
+            std::stable_partition(cand.begin(), cand.end(),
+                                  [&](NodeId id) { return snap.node(id).state == NodeState::Idle; });
+            rep.added.assign(cand.begin(), cand.begin() + k);
+            std::sort(rep.added.begin(), rep.added.end());
+            taken.insert(taken.end(), rep.added.begin(), rep.added.end());
+            rep.detail = fmt::format("slice {}: {} failed node(s), no spare left in {}; moved to {}", slice.index,
+                                     lost, slice.domain == kNoDomain ? "(split)" : map.domain(slice.domain).name,
+                                     map.domain(best).name);
+            slice.nodes = rep.added;
+            slice.domain = best;
+            ++plan.moved;
+            plan.slices.push_back(std::move(rep));
+            continue;
+        }
+
+        // 3. wait
+        rep.action = RepairAction::Wait;
+        rep.detail = fmt::format("slice {}: {} failed node(s), no spare left in {} and no other domain has room for {} nodes",
+                                 slice.index, lost,
+                                 slice.domain == kNoDomain ? "(split)" : map.domain(slice.domain).name, k);
+        if (plan.feasible) plan.reason = rep.detail;
+        plan.feasible = false;
+        plan.slices.push_back(std::move(rep));
+    }
+
+    for (const auto& r : plan.slices)
+        for (JobId j : r.preempt)
+            if (std::find(plan.preempt.begin(), plan.preempt.end(), j) == plan.preempt.end()) plan.preempt.push_back(j);
+    if (!plan.feasible) {
+        plan.placement = running; // nothing to pin: the job waits
+        plan.preempt.clear();
+    }
+    return plan;
+}
+
+} // namespace nvl

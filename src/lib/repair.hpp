@@ -1,0 +1,51 @@
+// nvlslice — repair plans for running slice jobs whose nodes failed.
+//
+// For each slice that lost nodes, in this order (SPEC §1, §3):
+//  1. replace the failed nodes inside the same domain: the domain's
+//     spare-reserved nodes first, then its other free nodes, then nodes lent
+//     to preemptible single-node work (those jobs are requeued first);
+//  2. else move the whole slice to another domain, best fit, without taking
+//     that domain's spares;
+//  3. else the job is requeued and waits, with the reason.
+// Several failures at once, in one slice or several, are planned together:
+// no node is handed out twice.
+#pragma once
+
+#include "model.hpp"
+#include "placement.hpp"
+
+#include <string>
+#include <vector>
+
+namespace nvl {
+
+enum class RepairAction { Keep, ReplaceInDomain, MoveDomain, Wait };
+const char* to_string(RepairAction a);
+
+struct SliceRepair {
+    int slice_index = 0;
+    RepairAction action = RepairAction::Keep;
+    DomainId from = kNoDomain;
+    DomainId to = kNoDomain;
+    std::vector<NodeId> removed; // failed nodes (and, on a move, the rest of the old slice)
+    std::vector<NodeId> added;   // replacement nodes
+    std::vector<JobId> preempt;  // preemptible jobs on the replacement nodes
+    std::string detail;
+};
+
+struct RepairPlan {
+    JobId job_id = 0;
+    bool feasible = false;          // every slice is kept, repaired or moved
+    std::vector<SliceRepair> slices;
+    Placement placement;            // the job's placement after the repair
+    std::vector<JobId> preempt;     // all jobs to requeue first, no duplicates
+    std::string reason;             // when not feasible: why the job must wait
+    int replaced_in_domain = 0;     // slices repaired from their own domain
+    int moved = 0;                  // slices moved to another domain
+};
+
+// `failed` are nodes of `running` that drained or went down; nodes of the
+// placement that the snapshot shows unhealthy are treated as failed too.
+RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std::vector<NodeId>& failed);
+
+} // namespace nvl

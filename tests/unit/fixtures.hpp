@@ -1,0 +1,49 @@
+// Shared fixtures for the unit tests: regular maps and state helpers.
+#pragma once
+
+#include "hostlist.hpp"
+#include "model.hpp"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+namespace nvl::test {
+
+// `racks` domains r1..rN of `per` nodes each, nodes n001.. in order.
+inline RackMap make_map(int racks, int per, int spares = 2, int gpus = 4) {
+    MapDefaults defs;
+    defs.spares = spares;
+    defs.gpus_per_node = gpus;
+    defs.default_slice = per - spares;
+    RackMap map(defs);
+    for (int r = 0; r < racks; ++r) {
+        std::vector<std::string> names;
+        for (int i = 0; i < per; ++i) names.push_back(fmt::format("n{:03d}", r * per + i + 1));
+        Domain d;
+        d.name = fmt::format("r{}", r + 1);
+        d.spares = spares;
+        d.gpus_per_node = gpus;
+        map.add_domain(std::move(d), names);
+    }
+    return map;
+}
+
+inline NodeId id(const RackMap& m, const std::string& name) { return *m.find_node(name); }
+
+inline void set_all(Snapshot& s, const std::string& hostlist, NodeState st, JobId job = 0) {
+    for (const auto& n : hostlist_expand(hostlist)) s.set(id(s.map(), n), {st, job, -1, false});
+}
+
+// Makes `busy` nodes of domain `d` allocated, starting at its first node.
+inline void occupy(Snapshot& s, DomainId d, int busy, JobId job = 99) {
+    const auto& nodes = s.map().domain(d).nodes;
+    for (int i = 0; i < busy; ++i) s.set(nodes[size_t(i)], {NodeState::Allocated, job, -1, false});
+}
+
+inline std::string names(const RackMap& m, const std::vector<NodeId>& ids) {
+    return hostlist_compress(m.node_names(ids));
+}
+
+} // namespace nvl::test

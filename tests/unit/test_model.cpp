@@ -1,0 +1,62 @@
+#include "fixtures.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace nvl;
+using namespace nvl::test;
+
+TEST_CASE("rack map indexes nodes and domains", "[model][quick]") {
+    RackMap m = make_map(3, 18);
+    CHECK(m.node_count() == 54);
+    CHECK(m.domains().size() == 3);
+    CHECK(m.domain_of(id(m, "n019")) == 1);
+    CHECK(*m.find_domain("r3") == 2);
+    CHECK_FALSE(m.find_node("nope"));
+    CHECK(m.domain_hostlist(1) == "n[019-036]");
+    CHECK(m.max_slice() == 16);
+    CHECK(m.domain(0).capacity() == 16);
+    CHECK(m.domain(0).feature == "r1");
+}
+
+TEST_CASE("rack map refuses inconsistent domains", "[model][quick]") {
+    RackMap m = make_map(1, 4);
+    Domain d;
+    d.name = "r1";
+    d.spares = 0;
+    CHECK_THROWS_WITH(m.add_domain(d, {"x1"}), Catch::Contains("defined twice"));
+    d.name = "r9";
+    CHECK_THROWS_WITH(m.add_domain(d, {"x1", "n002"}), Catch::Contains("already in domain \"r1\""));
+    CHECK(m.node_count() == 4); // the failed call left nothing behind
+    CHECK_FALSE(m.find_node("x1"));
+    CHECK_THROWS_WITH(m.add_domain(d, {"x1", "x1", "x2"}), Catch::Contains("listed twice"));
+    d.spares = 3;
+    CHECK_THROWS_WITH(m.add_domain(d, {"y1", "y2", "y3"}), Catch::Contains("spares must be between 0 and 2"));
+    d.spares = 0;
+    CHECK_THROWS_WITH(m.add_domain(d, {}), Catch::Contains("has no nodes"));
+}
+
+TEST_CASE("snapshot keeps per-domain counts in step with node states", "[model][quick]") {
+    RackMap m = make_map(2, 18);
+    Snapshot s(m);
+    CHECK(s.counts(0).free == 18);
+    CHECK(s.total_free() == 36);
+    s.set_state(id(m, "n001"), NodeState::Allocated);
+    s.set_state(id(m, "n002"), NodeState::Down);
+    s.set_state(id(m, "n003"), NodeState::SpareReserved);
+    s.set_state(id(m, "n004"), NodeState::Draining);
+    s.set(id(m, "n005"), {NodeState::Allocated, 7, -1, true});
+    CHECK(s.counts(0).free == 18 - 4); // spare-reserved is still free
+    CHECK(s.counts(0).healthy == 18 - 2);
+    CHECK(s.counts(0).preemptible == 1);
+    s.set_state(id(m, "n002"), NodeState::Idle);
+    CHECK(s.counts(0).free == 15);
+    CHECK(s.counts(0).healthy == 17);
+    CHECK(s.counts(1).free == 18);
+}
+
+TEST_CASE("node states print and parse", "[model][quick]") {
+    for (auto st : {NodeState::Idle, NodeState::Allocated, NodeState::Mixed, NodeState::Draining, NodeState::Drained,
+                    NodeState::Down, NodeState::SpareReserved, NodeState::Unknown})
+        CHECK(parse_node_state(to_string(st)) == st);
+    CHECK_FALSE(parse_node_state("bogus"));
+}

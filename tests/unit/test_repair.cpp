@@ -1,0 +1,124 @@
+#include "fixtures.hpp"
+#include "repair.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace nvl;
+using namespace nvl::test;
+
+namespace {
+
+// A running 2 x 16 job on r1 and r2 of a `racks` x 18 cluster; spares of r1
+// and r2 marked spare-reserved, as the helper keeps them.
+struct Running {
+    RackMap map;
+    Snapshot snap;
+    Placement placement;
+    explicit Running(int racks) : map(make_map(racks, 18)), snap(map) {
+        SliceRequest r;
+        r.job_id = 42;
+        r.slice_size = 16;
+        r.slice_count = 2;
+        auto p = place(snap, r);
+        REQUIRE(p.ok);
+        placement = p.placement;
+        for (const auto& s : placement.slices)
+            for (NodeId n : s.nodes) snap.set(n, {NodeState::Allocated, 42, int16_t(s.index), false});
+        set_all(snap, "n[017-018,035-036]", NodeState::SpareReserved);
+    }
+    void fail(const std::string& hl, NodeState st = NodeState::Down) {
+        for (const auto& n : hostlist_expand(hl)) snap.set(id(map, n), {st, 42, 0, false});
+    }
+    std::vector<NodeId> ids(const std::string& hl) {
+        std::vector<NodeId> v;
+        for (const auto& n : hostlist_expand(hl)) v.push_back(id(map, n));
+        return v;
+    }
+};
+
+} // namespace
+
+TEST_CASE("repair takes a spare of the same rack first", "[repair][quick]") {
+    Running j(3);
+    j.fail("n003", NodeState::Drained);
+    RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n003"));
+    REQUIRE(p.feasible);
+    CHECK(p.replaced_in_domain == 1);
+    CHECK(p.moved == 0);
+    CHECK(p.slices[0].action == RepairAction::ReplaceInDomain);
+    CHECK(p.slices[1].action == RepairAction::Keep);
+    CHECK(names(j.map, p.slices[0].added) == "n017");
+    CHECK(names(j.map, p.placement.slices[0].nodes) == "n[001-002,004-017]");
+    CHECK(names(j.map, p.placement.slices[1].nodes) == "n[019-034]");
+}
+
+TEST_CASE("two failures in one slice use both spares", "[repair][quick]") {
+    Running j(2);
+    j.fail("n[005,009]");
+    RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n[005,009]"));
+    REQUIRE(p.feasible);
+    CHECK(names(j.map, p.slices[0].removed) == "n[005,009]");
+    CHECK(names(j.map, p.slices[0].added) == "n[017-018]");
+}
+
+TEST_CASE("failures in two slices at once are repaired each in its own rack", "[repair][quick]") {
+    Running j(2);
+    j.fail("n[002,020]");
+    RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n[002,020]"));
+    REQUIRE(p.feasible);
+    CHECK(names(j.map, p.slices[0].added) == "n017");
+    CHECK(names(j.map, p.slices[1].added) == "n035");
+    CHECK(p.replaced_in_domain == 2);
+}
+
+TEST_CASE("spares gone: the slice moves to another healthy rack", "[repair][quick]") {
+    Running j(3);
+    j.fail("n[001-003]");
+    RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n[001-003]"));
+    REQUIRE(p.feasible);
+    CHECK(p.moved == 1);
+    CHECK(p.slices[0].action == RepairAction::MoveDomain);
+    CHECK(j.map.domain(p.slices[0].to).name == "r3");
+    CHECK(names(j.map, p.placement.slices[0].nodes) == "n[037-052]");
+    CHECK(p.placement.slices[0].domain == 2);
+    CHECK_THAT(p.slices[0].detail, Catch::Contains("no spare left in r1; moved to r3"));
+}
+
+TEST_CASE("no rack has room: the job waits with the reason", "[repair][quick]") {
+    Running j(3);
+    occupy(j.snap, 2, 3, 77); // r3: 15 free, room 13 < 16
+    j.fail("n[001-003]");
+    RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n[001-003]"));
+    CHECK_FALSE(p.feasible);
+    CHECK(p.slices[0].action == RepairAction::Wait);
+    CHECK_THAT(p.reason, Catch::Contains("no spare left in r1 and no other domain has room for 16 nodes"));
+    CHECK(p.placement.nodes() == j.placement.nodes()); // nothing half-planned
+}
+
+TEST_CASE("a spare lent to preemptible work is taken back, the lender requeued", "[repair][quick]") {
+    Running j(2);
+    j.snap.set(id(j.map, "n017"), {NodeState::Allocated, 555, -1, true});
+    j.snap.set(id(j.map, "n018"), {NodeState::Allocated, 556, -1, true});
+    j.fail("n004");
+    RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n004"));
+    REQUIRE(p.feasible);
+    CHECK(names(j.map, p.slices[0].added) == "n017");
+    CHECK(p.preempt == std::vector<JobId>{555});
+}
+
+TEST_CASE("a move does not eat the target rack's spares", "[repair][quick]") {
+    Running j(3);
+    occupy(j.snap, 2, 1, 77); // r3: 17 free, room 15: cannot take a 16-node slice
+    j.fail("n[019-021]");
+    RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n[019-021]"));
+    CHECK_FALSE(p.feasible);
+    CHECK(p.slices[1].action == RepairAction::Wait);
+}
+
+TEST_CASE("nodes the snapshot shows failed count even if not listed", "[repair][quick]") {
+    Running j(2);
+    j.fail("n010", NodeState::Draining);
+    RepairPlan p = plan_repair(j.snap, j.placement, {});
+    REQUIRE(p.feasible);
+    CHECK(names(j.map, p.slices[0].removed) == "n010");
+}

@@ -1,0 +1,137 @@
+#include "map_io.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+using namespace nvl;
+
+namespace {
+
+template <class F> std::string error_of(F&& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+void same_domains(const RackMap& a, const RackMap& b) {
+    REQUIRE(a.domains().size() == b.domains().size());
+    for (DomainId d = 0; d < a.domains().size(); ++d) {
+        CHECK(a.domain(d).name == b.domain(d).name);
+        CHECK(a.domain_hostlist(d) == b.domain_hostlist(d));
+    }
+}
+
+} // namespace
+
+TEST_CASE("topology.conf block lines become domains", "[topology][quick]") {
+    const char* conf = "# racks\nBlockName=b1 Nodes=nvl[01-18]\nblockname=b2   nodes=nvl[19-36]  # second\n\nBlockSizes=18,36\n";
+    MapDefaults defs;
+    defs.gpus_per_node = 4;
+    defs.spares = 2;
+    RackMap m = read_topology_conf(conf, "topology.conf", defs);
+    REQUIRE(m.domains().size() == 2);
+    CHECK(m.domain(1).name == "b2");
+    CHECK(m.domain_hostlist(1) == "nvl[19-36]");
+    CHECK(m.domain(1).spares == 2);
+    CHECK(m.max_slice() == 16);
+}
+
+TEST_CASE("topology.conf tree: every leaf switch is a domain", "[topology][quick]") {
+    const char* conf = "SwitchName=s1 Nodes=n[1-4] LinkSpeed=400\nSwitchName=s2 Nodes=n[5-8]\nSwitchName=top Switches=s[1-2]\n";
+    RackMap m = read_topology_conf(conf, "t.conf");
+    REQUIRE(m.domains().size() == 2);
+    CHECK(m.domain(0).name == "s1");
+    CHECK(m.domain(0).spares == 2);
+    CHECK(m.domain_hostlist(1) == "n[5-8]");
+}
+
+TEST_CASE("topology.conf errors name line and column", "[topology][quick]") {
+    auto err = [](const char* text) { return error_of([&] { read_topology_conf(text, "t.conf"); }); };
+    CHECK_THAT(err("BlockName=b1 Nodes=n[1-4]\nSwitchName=s1 Nodes=n[5-8]\n"),
+               Catch::StartsWith("t.conf:2:1: SwitchName= in a file of BlockName= lines"));
+    CHECK_THAT(err("BlockName=b1 Nodes=n[1-4] Speed=3\n"),
+               Catch::StartsWith("t.conf:1:27: unknown or repeated key \"speed\" on a blockname line (accepted: nodes)"));
+    CHECK_THAT(err("PartitionName=x\n"), Catch::StartsWith("t.conf:1:1: unknown line key \"partitionname\""));
+    CHECK_THAT(err("BlockName=b1\n"), Catch::StartsWith("t.conf:1:1: block \"b1\" needs Nodes="));
+    CHECK_THAT(err("BlockName=b1 Nodes=n[1-4\n"), Catch::StartsWith("t.conf:1:14: Nodes=: hostlist"));
+    CHECK_THAT(err("  BlockName=b1 Nodes\n"), Catch::StartsWith("t.conf:1:16: expected Key=Value, got \"Nodes\""));
+    CHECK_THAT(err("BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[4-5]\n"),
+               Catch::StartsWith("t.conf:2:1: node \"n4\" of domain \"b2\" is already in domain \"b1\""));
+    CHECK_THAT(err("# nothing\n"), Catch::Contains("no domain found"));
+    CHECK_THAT(err("BlockSizes=4,x\nBlockName=b1 Nodes=n[1-4]\n"), Catch::StartsWith("t.conf:1:1: BlockSizes must be"));
+    CHECK_THAT(err("BlockName=b1 Nodes=\n"), Catch::StartsWith("t.conf:1:14: \"nodes\" has an empty value"));
+}
+
+TEST_CASE("topology.yaml block and tree sections", "[topology][quick]") {
+    const char* y = R"(- topology: topo1
+  cluster_default: false
+  tree:
+    switches:
+    - switch: sw_root
+      children: s[1-2]
+    - switch: s1
+      nodes: node[01-04]
+    - switch: s2
+      nodes: node[05-08]
+- topology: topo2
+  cluster_default: true
+  block:
+    block_sizes:
+      - 4
+      - 8
+    blocks:
+    - block: b1
+      nodes: node[01-04]
+    - block: b2
+      nodes: node[05-08]
+- topology: topo3
+  flat: true
+)";
+    RackMap def = read_topology_yaml(y, "topology.yaml");
+    REQUIRE(def.domains().size() == 2);
+    CHECK(def.domain(0).name == "b1"); // the cluster_default one
+    RackMap tree = read_topology_yaml(y, "topology.yaml", {}, "topo1");
+    REQUIRE(tree.domains().size() == 2);
+    CHECK(tree.domain(0).name == "s1");
+    CHECK(tree.domain_hostlist(1) == "node[05-08]");
+    CHECK_THAT(error_of([&] { read_topology_yaml(y, "topology.yaml", {}, "topo9"); }),
+               Catch::Contains("no block or tree topology named \"topo9\" (found: topo1, topo2, topo3)"));
+    CHECK_THAT(error_of([&] { read_topology_yaml("- topology: t\n  block:\n    blockz: []\n", "y"); }),
+               Catch::StartsWith("y:3:5: unknown key \"blockz\" (accepted here: block_sizes, blocks)"));
+    CHECK_THAT(error_of([&] { read_topology_yaml("- topology: t\n  block:\n    blocks:\n    - nodes: n1\n", "y"); }),
+               Catch::StartsWith("y:4:7: a block needs \"block\""));
+    CHECK_THAT(error_of([&] { read_topology_yaml("topology: t\n", "y"); }),
+               Catch::StartsWith("y:1:1: topology.yaml must be a list"));
+}
+
+TEST_CASE("writers round-trip a map through every Slurm format", "[topology][quick]") {
+    RackMap m = load_map(std::string(NVL_ETC) + "/nvlslice-map.yaml");
+    MapDefaults defs = m.defaults();
+    std::string block = write_topology_conf_block(m);
+    CHECK_THAT(block, Catch::Contains("BlockName=rack001 Nodes=nvl[0001-0018]\n") && Catch::Contains("BlockSizes=18\n"));
+    same_domains(m, read_topology_conf(block, "block.conf", defs));
+    std::string tree = write_topology_conf_tree(m);
+    CHECK_THAT(tree, Catch::Contains("SwitchName=spine Switches=rack[001-128]\n"));
+    same_domains(m, read_topology_conf(tree, "tree.conf", defs));
+    same_domains(m, read_topology_yaml(write_topology_yaml(m), "t.yaml", defs));
+    same_domains(m, read_topology_yaml(write_topology_yaml(m, true), "t.yaml", defs));
+    same_domains(m, read_rack_map_yaml(write_rack_map_yaml(m), "m.yaml"));
+}
+
+TEST_CASE("load_map tells the formats apart", "[topology][quick]") {
+    RackMap m = load_map(std::string(NVL_ETC) + "/nvlslice-map-small.yaml");
+    const std::string dir = NVL_TEST_DATA;
+    std::string p = "nvl-unit-topology.yaml";
+    {
+        std::ofstream(p) << "---\n# comment\n" << write_topology_yaml(m);
+    }
+    same_domains(m, load_map(p));
+    std::remove(p.c_str());
+    CHECK_THAT(error_of([] { load_map("/nonexistent/map.yaml"); }), Catch::Contains("/nonexistent/map.yaml: cannot open"));
+}
