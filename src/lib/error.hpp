@@ -29,8 +29,7 @@ struct SourcePos {
 // Thrown by the readers: "file:line:column: message".
 class ParseError : public Error {
   public:
-    ParseError(const SourcePos& pos, const std::string& msg)
-        : Error(pos.str() + ": " + msg), pos_(pos) {}
+    ParseError(const SourcePos& pos, const std::string& msg) : Error(pos.str() + ": " + msg), pos_(pos) {}
     const SourcePos& pos() const { return pos_; }
 
   private:

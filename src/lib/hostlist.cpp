@@ -54,13 +54,13 @@ size_t parse_group(std::string_view expr, size_t b, size_t end, std::vector<Rang
         out.push_back({lo, hi, w});
         if (i >= end) fail(expr, b, "unmatched '[' (expected ']')");
         if (expr[i] == ']') return i + 1;
-        if (expr[i] != ',') fail(expr, i, fmt::format("unexpected '{}' inside [...] (expected digits, '-', ',' or ']')", expr[i]));
+        if (expr[i] != ',')
+            fail(expr, i, fmt::format("unexpected '{}' inside [...] (expected digits, '-', ',' or ']')", expr[i]));
         ++i;
     }
 }
 
-void expand_item(std::string_view expr, size_t begin, size_t end, size_t max_hosts,
-                 std::vector<std::string>& out) {
+void expand_item(std::string_view expr, size_t begin, size_t end, size_t max_hosts, std::vector<std::string>& out) {
     std::vector<Segment> segs;
     size_t i = begin;
     uint64_t product = 1;
@@ -71,8 +71,7 @@ void expand_item(std::string_view expr, size_t begin, size_t end, size_t max_hos
             uint64_t n = 0;
             for (const auto& r : s.ranges) n += r.hi - r.lo + 1;
             product *= n;
-            if (product > max_hosts)
-                fail(expr, begin, fmt::format("expands to more than {} hosts", max_hosts));
+            if (product > max_hosts) fail(expr, begin, fmt::format("expands to more than {} hosts", max_hosts));
             segs.push_back(std::move(s));
         } else if (expr[i] == ']') {
             fail(expr, i, "unmatched ']'");
@@ -82,8 +81,7 @@ void expand_item(std::string_view expr, size_t begin, size_t end, size_t max_hos
             segs.push_back({std::string(expr.substr(s, i - s)), {}});
         }
     }
-    if (out.size() + product > max_hosts)
-        fail(expr, begin, fmt::format("expands to more than {} hosts", max_hosts));
+    if (out.size() + product > max_hosts) fail(expr, begin, fmt::format("expands to more than {} hosts", max_hosts));
     // Odometer over the bracket groups, first group outermost, like Slurm.
     std::vector<size_t> ri(segs.size(), 0);
     std::vector<uint64_t> val(segs.size(), 0);
@@ -119,7 +117,9 @@ void expand_item(std::string_view expr, size_t begin, size_t end, size_t max_hos
     }
 }
 
-bool is_sep(char c) { return c == ',' || c == ' ' || c == '\t' || c == '\n'; }
+bool is_sep(char c) {
+    return c == ',' || c == ' ' || c == '\t' || c == '\n';
+}
 
 } // namespace
 
@@ -151,8 +151,7 @@ std::vector<std::string> hostlist_expand(std::string_view expr, size_t max_hosts
         expand_item(expr, s, i, max_hosts, out);
         any = true;
     }
-    if (n > 0 && expr.find(',') != std::string_view::npos && !any)
-        fail(expr, n - 1, "empty host name after ','");
+    if (n > 0 && expr.find(',') != std::string_view::npos && !any) fail(expr, n - 1, "empty host name after ','");
     return out;
 }
 
@@ -206,8 +205,7 @@ std::string hostlist_compress(const std::vector<std::string>& names) {
         size_t j = i + 1;
         for (; j < names.size(); ++j) {
             Split sp = split_name(names[j]);
-            if (sp.digits == 0 || sp.prefix != first.prefix || sp.suffix != first.suffix ||
-                !fits_width(sp, width))
+            if (sp.digits == 0 || sp.prefix != first.prefix || sp.suffix != first.suffix || !fits_width(sp, width))
                 break;
             if (sp.value == ranges.back().hi + 1)
                 ranges.back().hi = sp.value;

@@ -21,8 +21,7 @@ namespace nvl {
 // Expands a hostlist expression. Throws nvl::Error naming the expression,
 // the offending column and what was expected. `max_hosts` bounds the result
 // so that a typo such as "n[1-999999999]" is refused instead of eating memory.
-std::vector<std::string> hostlist_expand(std::string_view expr,
-                                         size_t max_hosts = 1u << 20);
+std::vector<std::string> hostlist_expand(std::string_view expr, size_t max_hosts = 1u << 20);
 
 // Compresses names to a hostlist expression; hostlist_expand() of the result
 // gives back exactly `names`, in the same order.

@@ -52,31 +52,32 @@ RackMap read_rack_map_yaml(std::string_view text, const std::string& file) {
     yaml_node_t* domains = nullptr;
     yaml_node_t* default_slice_node = nullptr;
     bool have_version = false;
-    doc.for_each_pair(root, {"version", "defaults", "domains"}, [&](const std::string& key, yaml_node_t*, yaml_node_t* v) {
-        if (key == "version") {
-            if (doc.integer(v, key, 1, 1000) != 1)
-                doc.fail(v, "\"version\" must be 1 (the only rack map version this nvlslice reads)");
-            have_version = true;
-        } else if (key == "defaults") {
-            doc.expect_mapping(v, "\"defaults\"");
-            doc.for_each_pair(v, {"gpus_per_node", "spares", "slice_sizes", "default_slice"},
-                              [&](const std::string& k, yaml_node_t*, yaml_node_t* val) {
-                                  if (k == "gpus_per_node")
-                                      defs.gpus_per_node = int(doc.integer(val, k, 1, kMaxGpus));
-                                  else if (k == "spares")
-                                      defs.spares = int(doc.integer(val, k, 0, kMaxNodesPerDomain));
-                                  else if (k == "slice_sizes") {
-                                      defs.slice_sizes = doc.int_list(val, k, 1, kMaxNodesPerDomain);
-                                      check_slice_sizes(doc, val, defs.slice_sizes);
-                                  } else {
-                                      defs.default_slice = int(doc.integer(val, k, 1, kMaxNodesPerDomain));
-                                      default_slice_node = val;
-                                  }
-                              });
-        } else {
-            domains = v;
-        }
-    });
+    doc.for_each_pair(
+        root, {"version", "defaults", "domains"}, [&](const std::string& key, yaml_node_t*, yaml_node_t* v) {
+            if (key == "version") {
+                if (doc.integer(v, key, 1, 1000) != 1)
+                    doc.fail(v, "\"version\" must be 1 (the only rack map version this nvlslice reads)");
+                have_version = true;
+            } else if (key == "defaults") {
+                doc.expect_mapping(v, "\"defaults\"");
+                doc.for_each_pair(v, {"gpus_per_node", "spares", "slice_sizes", "default_slice"},
+                                  [&](const std::string& k, yaml_node_t*, yaml_node_t* val) {
+                                      if (k == "gpus_per_node")
+                                          defs.gpus_per_node = int(doc.integer(val, k, 1, kMaxGpus));
+                                      else if (k == "spares")
+                                          defs.spares = int(doc.integer(val, k, 0, kMaxNodesPerDomain));
+                                      else if (k == "slice_sizes") {
+                                          defs.slice_sizes = doc.int_list(val, k, 1, kMaxNodesPerDomain);
+                                          check_slice_sizes(doc, val, defs.slice_sizes);
+                                      } else {
+                                          defs.default_slice = int(doc.integer(val, k, 1, kMaxNodesPerDomain));
+                                          default_slice_node = val;
+                                      }
+                                  });
+            } else {
+                domains = v;
+            }
+        });
     if (!have_version) doc.fail(root, "missing \"version: 1\" at the top of the rack map");
     if (!domains) doc.fail(root, "missing \"domains\" (the list of racks / NVLink domains)");
     doc.expect_sequence(domains, "\"domains\"");
@@ -110,9 +111,11 @@ RackMap read_rack_map_yaml(std::string_view text, const std::string& file) {
                               }
                           });
         if (d.name.empty()) doc.fail(item, "a domain needs a \"name\"");
-        if (names.empty()) doc.fail(item, fmt::format("domain \"{}\" needs \"nodes\" (a hostlist such as nvl[0001-0018])", d.name));
+        if (names.empty())
+            doc.fail(item, fmt::format("domain \"{}\" needs \"nodes\" (a hostlist such as nvl[0001-0018])", d.name));
         if (int(names.size()) > kMaxNodesPerDomain)
-            doc.fail(item, fmt::format("domain \"{}\" has {} nodes, more than {}", d.name, names.size(), kMaxNodesPerDomain));
+            doc.fail(item,
+                     fmt::format("domain \"{}\" has {} nodes, more than {}", d.name, names.size(), kMaxNodesPerDomain));
         if (d.spares >= int(names.size()))
             doc.fail(spares_node, fmt::format("domain \"{}\": spares ({}) must be fewer than its {} nodes", d.name,
                                               d.spares, names.size()));
@@ -120,8 +123,9 @@ RackMap read_rack_map_yaml(std::string_view text, const std::string& file) {
     });
     if (map.domains().empty()) doc.fail(domains, "\"domains\" is empty: describe at least one rack");
     if (default_slice_node && defs.default_slice > map.max_slice())
-        doc.fail(default_slice_node, fmt::format("\"default_slice\" {} is larger than any domain can hold ({} = nodes - spares)",
-                                                 defs.default_slice, map.max_slice()));
+        doc.fail(default_slice_node,
+                 fmt::format("\"default_slice\" {} is larger than any domain can hold ({} = nodes - spares)",
+                             defs.default_slice, map.max_slice()));
     if (!default_slice_node) map.defaults().default_slice = std::min(defs.default_slice, map.max_slice());
     return map;
 }
@@ -179,8 +183,9 @@ RackMap read_topology_conf(std::string_view text, const std::string& file, const
         else if (head == "blocksizes")
             known = {"blocksizes"};
         else
-            throw ParseError(at(toks[0]), fmt::format("unknown line key \"{}\" (expected SwitchName=, BlockName= or BlockSizes=)",
-                                                      toks[0].key));
+            throw ParseError(
+                at(toks[0]),
+                fmt::format("unknown line key \"{}\" (expected SwitchName=, BlockName= or BlockSizes=)", toks[0].key));
         const ConfToken* nodes = nullptr;
         for (size_t t = 0; t < toks.size(); ++t) {
             if (std::find(known.begin(), known.end(), toks[t].key) == known.end() || (t > 0 && toks[t].key == head)) {
@@ -194,24 +199,31 @@ RackMap read_topology_conf(std::string_view text, const std::string& file, const
             if (toks[t].key == "nodes") nodes = &toks[t];
         }
         if (head == "blocksizes") {
-            if (kind == Tree) throw ParseError(at(toks[0]), "BlockSizes= in a file of SwitchName= lines (one topology per file: block or tree)");
+            if (kind == Tree)
+                throw ParseError(at(toks[0]),
+                                 "BlockSizes= in a file of SwitchName= lines (one topology per file: block or tree)");
             kind = Block;
             for (size_t a = 0, b; a <= toks[0].value.size(); a = b + 1) {
                 b = toks[0].value.find(',', a);
                 if (b == std::string::npos) b = toks[0].value.size();
                 std::string n = toks[0].value.substr(a, b - a);
                 if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos)
-                    throw ParseError(at(toks[0]), fmt::format("BlockSizes must be a comma-separated list of node counts, got \"{}\"",
-                                                              toks[0].value));
+                    throw ParseError(at(toks[0]),
+                                     fmt::format("BlockSizes must be a comma-separated list of node counts, got \"{}\"",
+                                                 toks[0].value));
             }
             continue;
         }
         if (head == "blockname") {
-            if (kind == Tree) throw ParseError(at(toks[0]), "BlockName= in a file of SwitchName= lines (one topology per file: block or tree)");
+            if (kind == Tree)
+                throw ParseError(at(toks[0]),
+                                 "BlockName= in a file of SwitchName= lines (one topology per file: block or tree)");
             kind = Block;
             if (!nodes) throw ParseError(at(toks[0]), fmt::format("block \"{}\" needs Nodes=", toks[0].value));
         } else {
-            if (kind == Block) throw ParseError(at(toks[0]), "SwitchName= in a file of BlockName= lines (one topology per file: block or tree)");
+            if (kind == Block)
+                throw ParseError(at(toks[0]),
+                                 "SwitchName= in a file of BlockName= lines (one topology per file: block or tree)");
             kind = Tree;
             if (!nodes) continue; // an upper-level switch: not a domain
         }
@@ -230,7 +242,8 @@ RackMap read_topology_conf(std::string_view text, const std::string& file, const
         map.add_domain(std::move(d), names); // errors name d.pos
     }
     if (map.domains().empty())
-        throw ParseError({file, line_no, 0}, "no domain found: expected BlockName=... Nodes=... or leaf SwitchName=... Nodes=... lines");
+        throw ParseError({file, line_no, 0},
+                         "no domain found: expected BlockName=... Nodes=... or leaf SwitchName=... Nodes=... lines");
     map.defaults().default_slice = std::min(defaults.default_slice, map.max_slice());
     return map;
 }
@@ -288,58 +301,58 @@ RackMap read_topology_yaml(std::string_view text, const std::string& file, const
         d.pos = doc.pos(item);
         map.add_domain(std::move(d), names); // errors name d.pos
     };
-    doc.for_each_pair(chosen, {"topology", "cluster_default", "block", "tree", "flat"},
-                      [&](const std::string& k, yaml_node_t*, yaml_node_t* v) {
-                          if (k == "block") {
-                              doc.expect_mapping(v, "\"block\"");
-                              yaml_node_t* blocks = nullptr;
-                              doc.for_each_pair(v, {"block_sizes", "blocks"},
-                                                [&](const std::string& bk, yaml_node_t*, yaml_node_t* bv) {
-                                                    if (bk == "block_sizes")
-                                                        doc.int_list(bv, bk, 1, kMaxNodesPerDomain);
-                                                    else
-                                                        blocks = bv;
-                                                });
-                              if (!blocks) doc.fail(v, "\"block\" needs \"blocks\"");
-                              doc.expect_sequence(blocks, "\"blocks\"");
-                              doc.for_each_item(blocks, [&](yaml_node_t* b) {
-                                  doc.expect_mapping(b, "a block");
-                                  std::string name;
-                                  yaml_node_t* nodes = nullptr;
-                                  doc.for_each_pair(b, {"block", "nodes"},
-                                                    [&](const std::string& bk, yaml_node_t*, yaml_node_t* bv) {
-                                                        if (bk == "block")
-                                                            name = doc.scalar(bv, bk);
-                                                        else
-                                                            nodes = bv;
-                                                    });
-                                  if (name.empty()) doc.fail(b, "a block needs \"block\" (its name)");
-                                  if (!nodes) doc.fail(b, fmt::format("block \"{}\" needs \"nodes\"", name));
-                                  add(b, name, nodes);
-                              });
-                          } else if (k == "tree") {
-                              doc.expect_mapping(v, "\"tree\"");
-                              yaml_node_t* switches = nullptr;
-                              doc.for_each_pair(v, {"switches"},
-                                                [&](const std::string&, yaml_node_t*, yaml_node_t* sv) { switches = sv; });
-                              if (!switches) doc.fail(v, "\"tree\" needs \"switches\"");
-                              doc.expect_sequence(switches, "\"switches\"");
-                              doc.for_each_item(switches, [&](yaml_node_t* s) {
-                                  doc.expect_mapping(s, "a switch");
-                                  std::string name;
-                                  yaml_node_t* nodes = nullptr;
-                                  doc.for_each_pair(s, {"switch", "children", "nodes"},
-                                                    [&](const std::string& sk, yaml_node_t*, yaml_node_t* sv) {
-                                                        if (sk == "switch")
-                                                            name = doc.scalar(sv, sk);
-                                                        else if (sk == "nodes")
-                                                            nodes = sv;
-                                                    });
-                                  if (name.empty()) doc.fail(s, "a switch needs \"switch\" (its name)");
-                                  if (nodes) add(s, name, nodes); // leaf switch = domain
-                              });
-                          }
-                      });
+    doc.for_each_pair(
+        chosen, {"topology", "cluster_default", "block", "tree", "flat"},
+        [&](const std::string& k, yaml_node_t*, yaml_node_t* v) {
+            if (k == "block") {
+                doc.expect_mapping(v, "\"block\"");
+                yaml_node_t* blocks = nullptr;
+                doc.for_each_pair(v, {"block_sizes", "blocks"},
+                                  [&](const std::string& bk, yaml_node_t*, yaml_node_t* bv) {
+                                      if (bk == "block_sizes")
+                                          doc.int_list(bv, bk, 1, kMaxNodesPerDomain);
+                                      else
+                                          blocks = bv;
+                                  });
+                if (!blocks) doc.fail(v, "\"block\" needs \"blocks\"");
+                doc.expect_sequence(blocks, "\"blocks\"");
+                doc.for_each_item(blocks, [&](yaml_node_t* b) {
+                    doc.expect_mapping(b, "a block");
+                    std::string name;
+                    yaml_node_t* nodes = nullptr;
+                    doc.for_each_pair(b, {"block", "nodes"}, [&](const std::string& bk, yaml_node_t*, yaml_node_t* bv) {
+                        if (bk == "block")
+                            name = doc.scalar(bv, bk);
+                        else
+                            nodes = bv;
+                    });
+                    if (name.empty()) doc.fail(b, "a block needs \"block\" (its name)");
+                    if (!nodes) doc.fail(b, fmt::format("block \"{}\" needs \"nodes\"", name));
+                    add(b, name, nodes);
+                });
+            } else if (k == "tree") {
+                doc.expect_mapping(v, "\"tree\"");
+                yaml_node_t* switches = nullptr;
+                doc.for_each_pair(v, {"switches"},
+                                  [&](const std::string&, yaml_node_t*, yaml_node_t* sv) { switches = sv; });
+                if (!switches) doc.fail(v, "\"tree\" needs \"switches\"");
+                doc.expect_sequence(switches, "\"switches\"");
+                doc.for_each_item(switches, [&](yaml_node_t* s) {
+                    doc.expect_mapping(s, "a switch");
+                    std::string name;
+                    yaml_node_t* nodes = nullptr;
+                    doc.for_each_pair(s, {"switch", "children", "nodes"},
+                                      [&](const std::string& sk, yaml_node_t*, yaml_node_t* sv) {
+                                          if (sk == "switch")
+                                              name = doc.scalar(sv, sk);
+                                          else if (sk == "nodes")
+                                              nodes = sv;
+                                      });
+                    if (name.empty()) doc.fail(s, "a switch needs \"switch\" (its name)");
+                    if (nodes) add(s, name, nodes); // leaf switch = domain
+                });
+            }
+        });
     if (map.domains().empty()) doc.fail(chosen, "the topology defines no block and no leaf switch with nodes");
     map.defaults().default_slice = std::min(defaults.default_slice, map.max_slice());
     return map;
@@ -390,8 +403,8 @@ std::string int_list(const std::vector<int>& v) {
 
 // Quote a YAML scalar only when it would otherwise not read back as itself.
 std::string yaml_str(const std::string& s) {
-    bool plain = !s.empty() && s.find_first_of(":#{}&*!|>'\"%@`,\n") == std::string::npos &&
-                 s.front() != '-' && s.front() != '[' && s.front() != ' ' && s.back() != ' ';
+    bool plain = !s.empty() && s.find_first_of(":#{}&*!|>'\"%@`,\n") == std::string::npos && s.front() != '-' &&
+                 s.front() != '[' && s.front() != ' ' && s.back() != ' ';
     if (plain) return s;
     std::string q = "\"";
     for (char c : s) {
@@ -447,8 +460,9 @@ std::string write_topology_conf_tree(const RackMap& map, std::string_view top) {
 }
 
 std::string write_topology_yaml(const RackMap& map, bool tree, std::string_view name) {
-    std::string out = fmt::format("# topology.yaml written by nvlslice: one {} per NVLink domain\n- topology: {}\n  cluster_default: true\n",
-                                  tree ? "leaf switch" : "block", name);
+    std::string out = fmt::format(
+        "# topology.yaml written by nvlslice: one {} per NVLink domain\n- topology: {}\n  cluster_default: true\n",
+        tree ? "leaf switch" : "block", name);
     if (tree) {
         out += "  tree:\n    switches:\n";
         std::vector<std::string> leaves;

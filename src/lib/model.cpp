@@ -22,13 +22,12 @@ DomainId RackMap::add_domain(Domain d, const std::vector<std::string>& node_name
     if (d.name.empty()) fail("domain without a name");
     if (domain_index_.count(d.name))
         fail(fmt::format("domain \"{}\" is defined twice (domain names must be unique)", d.name));
-    if (node_names.empty())
-        fail(fmt::format("domain \"{}\" has no nodes", d.name));
+    if (node_names.empty()) fail(fmt::format("domain \"{}\" has no nodes", d.name));
     if (d.gpus_per_node < 1)
         fail(fmt::format("domain \"{}\": gpus_per_node must be at least 1, got {}", d.name, d.gpus_per_node));
     if (d.spares < 0 || d.spares >= int(node_names.size()))
-        fail(fmt::format("domain \"{}\": spares must be between 0 and {} (its node count - 1), got {}",
-                                d.name, node_names.size() - 1, d.spares));
+        fail(fmt::format("domain \"{}\": spares must be between 0 and {} (its node count - 1), got {}", d.name,
+                         node_names.size() - 1, d.spares));
     DomainId id = DomainId(domains_.size());
     std::vector<NodeId> ids;
     ids.reserve(node_names.size());
@@ -41,10 +40,9 @@ DomainId RackMap::add_domain(Domain d, const std::vector<std::string>& node_name
             for (NodeId added : ids) node_index_.erase(names_[added]);
             names_.resize(names_.size() - ids.size());
             node_domain_.resize(node_domain_.size() - ids.size());
-            if (own)
-                fail(fmt::format("node \"{}\" is listed twice in domain \"{}\"", n, d.name));
+            if (own) fail(fmt::format("node \"{}\" is listed twice in domain \"{}\"", n, d.name));
             fail(fmt::format("node \"{}\" of domain \"{}\" is already in domain \"{}\" (a node belongs to one domain)",
-                                    n, d.name, other));
+                             n, d.name, other));
         }
         NodeId nid = NodeId(names_.size());
         names_.push_back(n);
@@ -103,16 +101,15 @@ const char* to_string(NodeState s) {
 }
 
 std::optional<NodeState> parse_node_state(std::string_view s) {
-    static const NodeState all[] = {NodeState::Idle, NodeState::Allocated, NodeState::Mixed,
-                                    NodeState::Draining, NodeState::Drained, NodeState::Down,
+    static const NodeState all[] = {NodeState::Idle,          NodeState::Allocated, NodeState::Mixed,
+                                    NodeState::Draining,      NodeState::Drained,   NodeState::Down,
                                     NodeState::SpareReserved, NodeState::Unknown};
     for (NodeState st : all)
         if (s == to_string(st)) return st;
     return std::nullopt;
 }
 
-Snapshot::Snapshot(const RackMap& map)
-    : map_(&map), nodes_(map.node_count()), counts_(map.domains().size()) {
+Snapshot::Snapshot(const RackMap& map) : map_(&map), nodes_(map.node_count()), counts_(map.domains().size()) {
     for (DomainId d = 0; d < counts_.size(); ++d) {
         counts_[d].free = map.domain(d).size();
         counts_[d].healthy = map.domain(d).size();

@@ -97,17 +97,18 @@ std::optional<NodeState> parse_node_state(std::string_view s);
 
 // Up and not on its way out: counts toward a domain's healthy nodes.
 inline bool is_healthy(NodeState s) {
-    return s == NodeState::Idle || s == NodeState::Allocated || s == NodeState::Mixed ||
-           s == NodeState::SpareReserved;
+    return s == NodeState::Idle || s == NodeState::Allocated || s == NodeState::Mixed || s == NodeState::SpareReserved;
 }
 // Up and without a job: can take a new slice node.
-inline bool is_free(NodeState s) { return s == NodeState::Idle || s == NodeState::SpareReserved; }
+inline bool is_free(NodeState s) {
+    return s == NodeState::Idle || s == NodeState::SpareReserved;
+}
 
 struct NodeStatus {
     NodeState state = NodeState::Idle;
-    JobId job_id = 0;          // the (first) job on the node, 0 = none
-    int16_t slice = -1;        // slice index of that job on this node, -1 = not a slice job
-    bool preemptible = false;  // the job may be requeued (checkpointable, lent a spare)
+    JobId job_id = 0;         // the (first) job on the node, 0 = none
+    int16_t slice = -1;       // slice index of that job on this node, -1 = not a slice job
+    bool preemptible = false; // the job may be requeued (checkpointable, lent a spare)
 };
 
 // Per-domain counts kept up to date by Snapshot::set(); placement reads

@@ -89,7 +89,8 @@ bool resolve_shape(const RackMap& map, const SliceRequest& req, Shape& s, Placem
             if (k == 0) {
                 err = fail(Reason::InvalidRequest,
                            fmt::format("{} nodes cannot be cut into equal slices of at most {} nodes{}", n,
-                                       map.max_slice(), map.defaults().slice_sizes.empty() ? "" : " among the map's slice_sizes"));
+                                       map.max_slice(),
+                                       map.defaults().slice_sizes.empty() ? "" : " among the map's slice_sizes"));
                 return false;
             }
         }
@@ -97,15 +98,17 @@ bool resolve_shape(const RackMap& map, const SliceRequest& req, Shape& s, Placem
         n = k * std::max(req.slice_count, 1);
     }
     if (n % k) {
-        err = fail(Reason::InvalidRequest,
-                   fmt::format("{} nodes are not a multiple of the slice size {} (use -N {} or -N {}, or --nvl-slice=auto)",
-                               n, k, n / k * k, (n / k + 1) * k));
+        const std::string hint = n < k ? fmt::format("use -N {} or a slice size that divides {}", k, n)
+                                       : fmt::format("use -N {} or -N {}", n / k * k, (n / k + 1) * k);
+        err =
+            fail(Reason::InvalidRequest,
+                 fmt::format("{} nodes are not a multiple of the slice size {} ({}, or --nvl-slice=auto)", n, k, hint));
         return false;
     }
     int c = n / k;
     if (req.slice_count && req.slice_count != c) {
-        err = fail(Reason::InvalidRequest,
-                   fmt::format("{} slices of {} nodes are {} nodes, not {}", req.slice_count, k, req.slice_count * k, n));
+        err = fail(Reason::InvalidRequest, fmt::format("{} slices of {} nodes are {} nodes, not {}", req.slice_count, k,
+                                                       req.slice_count * k, n));
         return false;
     }
     s = {k, c, n};
@@ -115,8 +118,7 @@ bool resolve_shape(const RackMap& map, const SliceRequest& req, Shape& s, Placem
 // Usable free nodes per domain for this request: free minus spares (spares
 // stay for repairs) unless the request may borrow spares. The fast path
 // reads the snapshot's per-domain counts; only `allowed` forces a walk.
-void compute_rooms(const Snapshot& snap, const SliceRequest& req, std::vector<int>& room,
-                   std::vector<int>* healthy) {
+void compute_rooms(const Snapshot& snap, const SliceRequest& req, std::vector<int>& room, std::vector<int>* healthy) {
     const RackMap& map = snap.map();
     const size_t nd = map.domains().size();
     room.resize(nd);
@@ -147,8 +149,8 @@ bool allowed_node(const SliceRequest& req, NodeId id) {
 
 // Takes `want` free nodes of domain `d` not yet in `taken`: plain idle nodes
 // first, so that the nodes the helper keeps as spares stay spares.
-void take_nodes(const Snapshot& snap, const SliceRequest& req, DomainId d, int want,
-                std::vector<NodeId>& taken, std::vector<NodeId>& out) {
+void take_nodes(const Snapshot& snap, const SliceRequest& req, DomainId d, int want, std::vector<NodeId>& taken,
+                std::vector<NodeId>& out) {
     const Domain& dom = snap.map().domain(d);
     for (int pass = 0; pass < 2 && want > 0; ++pass) {
         const NodeState wanted = pass == 0 ? NodeState::Idle : NodeState::SpareReserved;
@@ -165,8 +167,8 @@ void take_nodes(const Snapshot& snap, const SliceRequest& req, DomainId d, int w
 }
 
 // Why a sliced request does not fit, with the figures an admin wants to see.
-PlacementResult explain(const Snapshot& snap, const SliceRequest& req, const Shape& s,
-                        const std::vector<int>& room, const std::vector<int>& healthy) {
+PlacementResult explain(const Snapshot& snap, const SliceRequest& req, const Shape& s, const std::vector<int>& room,
+                        const std::vector<int>& healthy) {
     const RackMap& map = snap.map();
     int largest = 0, ever = 0, degraded = 0, with_spares = 0, usable = 0, fitting = 0;
     int best_room = 0, best_room_count = 0;
@@ -191,28 +193,32 @@ PlacementResult explain(const Snapshot& snap, const SliceRequest& req, const Sha
         }
     }
     if (largest < s.k)
-        return fail(Reason::SliceTooLarge,
-                    fmt::format("a {}-node slice fits no domain: the largest takes {} (nodes minus spares)", s.k, largest));
+        return fail(
+            Reason::SliceTooLarge,
+            fmt::format("a {}-node slice fits no domain: the largest takes {} (nodes minus spares)", s.k, largest));
     if (ever < s.c)
-        return fail(Reason::NoDomainLargeEnough,
-                    fmt::format("no domain large enough: healthy domains hold {} of {} {}-node slices ({} degraded by failed nodes)",
-                                ever, s.c, s.k, degraded));
+        return fail(
+            Reason::NoDomainLargeEnough,
+            fmt::format(
+                "no domain large enough: healthy domains hold {} of {} {}-node slices ({} degraded by failed nodes)",
+                ever, s.c, s.k, degraded));
     if (with_spares >= s.c)
         return fail(Reason::WouldConsumeSpares,
                     fmt::format("would consume spares: {} of {} {}-node slices fit without taking domains' spares",
                                 fitting, s.c, s.k));
     if (usable >= s.n)
-        return fail(Reason::Fragmented,
-                    fmt::format("fragmented: {} usable free nodes for {}, but {} of {} {}-node slices fit; {} racks with {} free",
-                                usable, s.n, fitting, s.c, s.k, best_room_count, best_room));
+        return fail(
+            Reason::Fragmented,
+            fmt::format(
+                "fragmented: {} usable free nodes for {}, but {} of {} {}-node slices fit; {} racks with {} free",
+                usable, s.n, fitting, s.c, s.k, best_room_count, best_room));
     return fail(Reason::Busy, fmt::format("busy: {} usable free nodes, {} needed ({} of {} {}-node slices fit)", usable,
                                           s.n, fitting, s.c, s.k));
 }
 
 // Prefer mode after its wait: the fewest domains, largest rooms first, the
 // last one best fit; then cut the node sequence into slices.
-bool place_split(const Snapshot& snap, const SliceRequest& req, const Shape& s, std::vector<int> room,
-                 Placement& out) {
+bool place_split(const Snapshot& snap, const SliceRequest& req, const Shape& s, std::vector<int> room, Placement& out) {
     const size_t nd = room.size();
     std::vector<DomainId> order(nd);
     for (DomainId d = 0; d < nd; ++d) order[d] = d;
@@ -286,8 +292,7 @@ PlacementResult place_plain(const Snapshot& snap, const SliceRequest& req, const
                 order.push_back(d);
                 usable += room[d];
             }
-        if (usable < s.n)
-            return fail(Reason::Busy, fmt::format("busy: {} usable free nodes, {} needed", usable, s.n));
+        if (usable < s.n) return fail(Reason::Busy, fmt::format("busy: {} usable free nodes, {} needed", usable, s.n));
         std::sort(order.begin(), order.end(), better);
         int need = s.n;
         for (DomainId d : order) {

@@ -25,10 +25,10 @@ enum class PlacementMode { Strict, Prefer };
 
 struct SliceRequest {
     JobId job_id = 0;
-    int total_nodes = 0;  // N; 0 = slice_size * slice_count
-    int slice_size = 0;   // k; 0 = auto (balanced)
-    int slice_count = 0;  // 0 = total_nodes / slice_size
-    bool sliced = true;   // false: a plain job with no slice constraint
+    int total_nodes = 0; // N; 0 = slice_size * slice_count
+    int slice_size = 0;  // k; 0 = auto (balanced)
+    int slice_count = 0; // 0 = total_nodes / slice_size
+    bool sliced = true;  // false: a plain job with no slice constraint
     PlacementMode mode = PlacementMode::Strict;
     // Prefer mode once its wait has passed: if no slice-per-domain placement
     // exists, place on the fewest domains and mark the placement split.

@@ -18,7 +18,9 @@ const char* to_string(RepairAction a) {
 
 namespace {
 
-bool contains(const std::vector<NodeId>& v, NodeId id) { return std::find(v.begin(), v.end(), id) != v.end(); }
+bool contains(const std::vector<NodeId>& v, NodeId id) {
+    return std::find(v.begin(), v.end(), id) != v.end();
+}
 
 // Replacement candidates of one domain in the order they are used.
 void candidates(const Snapshot& snap, DomainId d, const std::vector<NodeId>& taken, std::vector<NodeId>& out,
@@ -117,8 +119,8 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
             rep.added.assign(cand.begin(), cand.begin() + k);
             std::sort(rep.added.begin(), rep.added.end());
             taken.insert(taken.end(), rep.added.begin(), rep.added.end());
-            rep.detail = fmt::format("slice {}: {} failed node(s), no spare left in {}; moved to {}", slice.index,
-                                     lost, slice.domain == kNoDomain ? "(split)" : map.domain(slice.domain).name,
+            rep.detail = fmt::format("slice {}: {} failed node(s), no spare left in {}; moved to {}", slice.index, lost,
+                                     slice.domain == kNoDomain ? "(split)" : map.domain(slice.domain).name,
                                      map.domain(best).name);
             slice.nodes = rep.added;
             slice.domain = best;
@@ -129,9 +131,9 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
 
         // 3. wait
         rep.action = RepairAction::Wait;
-        rep.detail = fmt::format("slice {}: {} failed node(s), no spare left in {} and no other domain has room for {} nodes",
-                                 slice.index, lost,
-                                 slice.domain == kNoDomain ? "(split)" : map.domain(slice.domain).name, k);
+        rep.detail =
+            fmt::format("slice {}: {} failed node(s), no spare left in {} and no other domain has room for {} nodes",
+                        slice.index, lost, slice.domain == kNoDomain ? "(split)" : map.domain(slice.domain).name, k);
         if (plan.feasible) plan.reason = rep.detail;
         plan.feasible = false;
         plan.slices.push_back(std::move(rep));

@@ -35,13 +35,13 @@ struct SliceRepair {
 
 struct RepairPlan {
     JobId job_id = 0;
-    bool feasible = false;          // every slice is kept, repaired or moved
+    bool feasible = false; // every slice is kept, repaired or moved
     std::vector<SliceRepair> slices;
-    Placement placement;            // the job's placement after the repair
-    std::vector<JobId> preempt;     // all jobs to requeue first, no duplicates
-    std::string reason;             // when not feasible: why the job must wait
-    int replaced_in_domain = 0;     // slices repaired from their own domain
-    int moved = 0;                  // slices moved to another domain
+    Placement placement;        // the job's placement after the repair
+    std::vector<JobId> preempt; // all jobs to requeue first, no duplicates
+    std::string reason;         // when not feasible: why the job must wait
+    int replaced_in_domain = 0; // slices repaired from their own domain
+    int moved = 0;              // slices moved to another domain
 };
 
 // `failed` are nodes of `running` that drained or went down; nodes of the

@@ -36,14 +36,18 @@ YamlDoc::~YamlDoc() {
     if (loaded_) yaml_document_delete(&doc_);
 }
 
-yaml_node_t* YamlDoc::root() { return yaml_document_get_root_node(&doc_); }
+yaml_node_t* YamlDoc::root() {
+    return yaml_document_get_root_node(&doc_);
+}
 
 SourcePos YamlDoc::pos(const yaml_node_t* n) const {
     if (!n) return {file_, 0, 0};
     return {file_, int(n->start_mark.line) + 1, int(n->start_mark.column) + 1};
 }
 
-void YamlDoc::fail(const yaml_node_t* n, const std::string& msg) const { throw ParseError(pos(n), msg); }
+void YamlDoc::fail(const yaml_node_t* n, const std::string& msg) const {
+    throw ParseError(pos(n), msg);
+}
 
 static const char* kind(const yaml_node_t* n) {
     switch (n->type) {
@@ -74,8 +78,7 @@ long YamlDoc::integer(const yaml_node_t* n, std::string_view key, long min, long
     char* end = nullptr;
     errno = 0;
     long v = std::strtol(s.c_str(), &end, 10);
-    if (s.empty() || *end || errno)
-        fail(n, fmt::format("\"{}\" must be an integer, got \"{}\"", key, s));
+    if (s.empty() || *end || errno) fail(n, fmt::format("\"{}\" must be an integer, got \"{}\"", key, s));
     if (v < min || v > max) fail(n, fmt::format("\"{}\" must be between {} and {}, got {}", key, min, max, v));
     return v;
 }

@@ -78,7 +78,9 @@ class Options {
 
 // A uniform draw in [0, 1) from raw generator bits: the same on every
 // platform for a seed (std::uniform_real_distribution is not).
-inline double unit(std::mt19937_64& g) { return double(g() >> 11) * (1.0 / 9007199254740992.0); }
+inline double unit(std::mt19937_64& g) {
+    return double(g() >> 11) * (1.0 / 9007199254740992.0);
+}
 
 // Scatters small jobs (1-4 nodes each) over the cluster rack-blind, the way
 // free nodes end up on a busy shared cluster, until `fraction` of the nodes

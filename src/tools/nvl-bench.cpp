@@ -45,8 +45,13 @@ template <class F> std::vector<double> measure(int n, int snapshots, F&& f) {
 int main(int argc, char** argv) {
     try {
         cli::Options o(argc, argv,
-                       {{"json", false}, {"racks", true}, {"nodes-per-rack", true}, {"decisions", true},
-                        {"baseline-decisions", true}, {"seed", true}, {"help", false}});
+                       {{"json", false},
+                        {"racks", true},
+                        {"nodes-per-rack", true},
+                        {"decisions", true},
+                        {"baseline-decisions", true},
+                        {"seed", true},
+                        {"help", false}});
         if (o.has("help")) {
             std::puts("usage: nvl-bench [--json] [--racks 1400] [--nodes-per-rack 18] [--decisions 10000]\n"
                       "                 [--baseline-decisions 2000] [--seed 42]");
@@ -94,14 +99,16 @@ int main(int argc, char** argv) {
         size_t sink = 0;
         // warm-up
         for (int i = 0; i < 200; ++i) sink += place(*snaps[size_t(i % nsnap)], req).placement.slices.size();
-        auto engine = measure(decisions, nsnap, [&](int s) { sink += place(*snaps[size_t(s)], req).placement.slices.size(); });
+        auto engine =
+            measure(decisions, nsnap, [&](int s) { sink += place(*snaps[size_t(s)], req).placement.slices.size(); });
         auto naive = measure(base_decisions, nsnap,
                              [&](int s) { sink += place_naive(*snaps[size_t(s)], req).placement.slices.size(); });
         // A refused request (every rack too small: 4 x 17 does not fit 18 - 2)
         // exercises the explanation path.
         SliceRequest big = req;
         big.slice_size = 17;
-        auto refused = measure(decisions / 10, nsnap, [&](int s) { sink += place(*snaps[size_t(s)], big).detail.size(); });
+        auto refused =
+            measure(decisions / 10, nsnap, [&](int s) { sink += place(*snaps[size_t(s)], big).detail.size(); });
 
         const double p50 = pct(engine, 0.50), p99 = pct(engine, 0.99);
         const double b50 = pct(naive, 0.50), b99 = pct(naive, 0.99);

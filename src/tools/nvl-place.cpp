@@ -42,9 +42,21 @@ static void mark(Snapshot& snap, const std::string& list, NodeState st, const ch
 int main(int argc, char** argv) {
     try {
         cli::Options o(argc, argv,
-                       {{"map", true}, {"nodes", true}, {"nvl-slice", true}, {"nvl-placement", true}, {"split", false},
-                        {"plain", false}, {"fill", true}, {"seed", true}, {"idle-racks", true}, {"down", true},
-                        {"drain", true}, {"gpus-per-node", true}, {"spares", true}, {"json", false}, {"help", false}});
+                       {{"map", true},
+                        {"nodes", true},
+                        {"nvl-slice", true},
+                        {"nvl-placement", true},
+                        {"split", false},
+                        {"plain", false},
+                        {"fill", true},
+                        {"seed", true},
+                        {"idle-racks", true},
+                        {"down", true},
+                        {"drain", true},
+                        {"gpus-per-node", true},
+                        {"spares", true},
+                        {"json", false},
+                        {"help", false}});
         if (o.has("help")) {
             std::fputs(kUsage, stdout);
             return 0;
@@ -89,20 +101,21 @@ int main(int argc, char** argv) {
                                       s.domain == kNoDomain ? "" : map.domain(s.domain).name,
                                       hostlist_compress(map.node_names(s.nodes)), map.node_name(s.nodes.front()));
             }
-            fmt::print(R"({{"ok":{},"reason":"{}","detail":"{}","slice_size":{},"split":{},"slices":[{}]}})" "\n",
+            fmt::print(R"({{"ok":{},"reason":"{}","detail":"{}","slice_size":{},"split":{},"slices":[{}]}})"
+                       "\n",
                        r.ok, to_string(r.reason), r.detail, r.placement.slice_size, r.placement.split, slices);
             return r.ok ? 0 : 2;
         }
-        fmt::print("map: {} domains, {} nodes; {} nodes busy, {} free\n", map.domains().size(), map.node_count(),
-                   busy, snap.total_free());
+        fmt::print("map: {} domains, {} nodes; {} nodes busy, {} free\n", map.domains().size(), map.node_count(), busy,
+                   snap.total_free());
         fmt::print("request: {} nodes, --nvl-slice={}, {}{}\n", req.total_nodes, slice, mode,
                    req.sliced ? "" : " (plain job)");
         if (!r.ok) {
             fmt::print("not placed: {}\n", r.detail);
             return 2;
         }
-        fmt::print("placed: {} slice(s) of {} on {} domain(s){}\n", r.placement.slices.size(),
-                   r.placement.slice_size, r.placement.domain_count(map), r.placement.split ? "\n  " + r.detail : "");
+        fmt::print("placed: {} slice(s) of {} on {} domain(s){}\n", r.placement.slices.size(), r.placement.slice_size,
+                   r.placement.domain_count(map), r.placement.split ? "\n  " + r.detail : "");
         for (const auto& s : r.placement.slices)
             fmt::print("  slice {:<3} {:<10} {:<28} leader {}\n", s.index,
                        s.domain == kNoDomain ? "(split)" : map.domain(s.domain).name,

@@ -30,7 +30,9 @@ inline RackMap make_map(int racks, int per, int spares = 2, int gpus = 4) {
     return map;
 }
 
-inline NodeId id(const RackMap& m, const std::string& name) { return *m.find_node(name); }
+inline NodeId id(const RackMap& m, const std::string& name) {
+    return *m.find_node(name);
+}
 
 inline void set_all(Snapshot& s, const std::string& hostlist, NodeState st, JobId job = 0) {
     for (const auto& n : hostlist_expand(hostlist)) s.set(id(s.map(), n), {st, job, -1, false});

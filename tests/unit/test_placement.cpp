@@ -35,7 +35,7 @@ TEST_CASE("auto sizing is balanced and never exceeds the per-rack limit", "[plac
     CHECK(auto_slice_size(64, 16) == 16);
     CHECK(auto_slice_size(16, 16) == 16);
     CHECK(auto_slice_size(12, 16) == 12);
-    CHECK(auto_slice_size(34, 16) == 2); // 34 = 2 x 17 > 16, so 17 x 2
+    CHECK(auto_slice_size(34, 16) == 2);             // 34 = 2 x 17 > 16, so 17 x 2
     CHECK(auto_slice_size(24, 16, {16, 8, 4}) == 8); // 12 not allowed: 3 x 8
     CHECK(auto_slice_size(0, 16) == 0);
     CHECK(auto_slice_size(7, 0) == 0);

@@ -85,7 +85,8 @@ TEST_CASE("malformed rack maps name file:line:column, the key and the fix", "[ma
     // version
     CHECK_THAT(error_of("domains: []\n"), Catch::Contains("missing \"version: 1\""));
     CHECK_THAT(error_of("version: 2\ndomains: []\n"), Catch::Contains("map.yaml:1:10: \"version\" must be 1"));
-    CHECK_THAT(error_of("version: one\n"), Catch::Contains("map.yaml:1:10: \"version\" must be an integer, got \"one\""));
+    CHECK_THAT(error_of("version: one\n"),
+               Catch::Contains("map.yaml:1:10: \"version\" must be an integer, got \"one\""));
     // unknown keys, at every level
     CHECK_THAT(error_of("version: 1\nrack: x\n"),
                Catch::Contains("map.yaml:2:1: unknown key \"rack\" (accepted here: version, defaults, domains)"));
@@ -97,7 +98,8 @@ TEST_CASE("malformed rack maps name file:line:column, the key and the fix", "[ma
     CHECK_THAT(error_of("version: 1\n"), Catch::Contains("missing \"domains\""));
     CHECK_THAT(error_of("version: 1\ndomains: {}\n"), Catch::Contains("map.yaml:2:10: \"domains\" must be a list"));
     CHECK_THAT(error_of("version: 1\ndomains: []\n"), Catch::Contains("\"domains\" is empty"));
-    CHECK_THAT(error_of("version: 1\ndomains:\n  - nodes: n[1-4]\n"), Catch::Contains("map.yaml:3:5: a domain needs a \"name\""));
+    CHECK_THAT(error_of("version: 1\ndomains:\n  - nodes: n[1-4]\n"),
+               Catch::Contains("map.yaml:3:5: a domain needs a \"name\""));
     CHECK_THAT(error_of("version: 1\ndomains:\n  - name: a\n"), Catch::Contains("domain \"a\" needs \"nodes\""));
     CHECK_THAT(error_of("version: 1\ndomains:\n  - name: a\n    nodes: n[1-4\n"),
                Catch::Contains("map.yaml:4:12: \"nodes\": hostlist \"n[1-4\"") && Catch::Contains("unmatched '['"));

@@ -30,7 +30,8 @@ void same_domains(const RackMap& a, const RackMap& b) {
 } // namespace
 
 TEST_CASE("topology.conf block lines become domains", "[topology][quick]") {
-    const char* conf = "# racks\nBlockName=b1 Nodes=nvl[01-18]\nblockname=b2   nodes=nvl[19-36]  # second\n\nBlockSizes=18,36\n";
+    const char* conf =
+        "# racks\nBlockName=b1 Nodes=nvl[01-18]\nblockname=b2   nodes=nvl[19-36]  # second\n\nBlockSizes=18,36\n";
     MapDefaults defs;
     defs.gpus_per_node = 4;
     defs.spares = 2;
@@ -43,7 +44,8 @@ TEST_CASE("topology.conf block lines become domains", "[topology][quick]") {
 }
 
 TEST_CASE("topology.conf tree: every leaf switch is a domain", "[topology][quick]") {
-    const char* conf = "SwitchName=s1 Nodes=n[1-4] LinkSpeed=400\nSwitchName=s2 Nodes=n[5-8]\nSwitchName=top Switches=s[1-2]\n";
+    const char* conf =
+        "SwitchName=s1 Nodes=n[1-4] LinkSpeed=400\nSwitchName=s2 Nodes=n[5-8]\nSwitchName=top Switches=s[1-2]\n";
     RackMap m = read_topology_conf(conf, "t.conf");
     REQUIRE(m.domains().size() == 2);
     CHECK(m.domain(0).name == "s1");
@@ -55,8 +57,9 @@ TEST_CASE("topology.conf errors name line and column", "[topology][quick]") {
     auto err = [](const char* text) { return error_of([&] { read_topology_conf(text, "t.conf"); }); };
     CHECK_THAT(err("BlockName=b1 Nodes=n[1-4]\nSwitchName=s1 Nodes=n[5-8]\n"),
                Catch::StartsWith("t.conf:2:1: SwitchName= in a file of BlockName= lines"));
-    CHECK_THAT(err("BlockName=b1 Nodes=n[1-4] Speed=3\n"),
-               Catch::StartsWith("t.conf:1:27: unknown or repeated key \"speed\" on a blockname line (accepted: nodes)"));
+    CHECK_THAT(
+        err("BlockName=b1 Nodes=n[1-4] Speed=3\n"),
+        Catch::StartsWith("t.conf:1:27: unknown or repeated key \"speed\" on a blockname line (accepted: nodes)"));
     CHECK_THAT(err("PartitionName=x\n"), Catch::StartsWith("t.conf:1:1: unknown line key \"partitionname\""));
     CHECK_THAT(err("BlockName=b1\n"), Catch::StartsWith("t.conf:1:1: block \"b1\" needs Nodes="));
     CHECK_THAT(err("BlockName=b1 Nodes=n[1-4\n"), Catch::StartsWith("t.conf:1:14: Nodes=: hostlist"));
@@ -114,7 +117,8 @@ TEST_CASE("writers round-trip a map through every Slurm format", "[topology][qui
     RackMap m = load_map(std::string(NVL_ETC) + "/nvlslice-map.yaml");
     MapDefaults defs = m.defaults();
     std::string block = write_topology_conf_block(m);
-    CHECK_THAT(block, Catch::Contains("BlockName=rack001 Nodes=nvl[0001-0018]\n") && Catch::Contains("BlockSizes=18\n"));
+    CHECK_THAT(block,
+               Catch::Contains("BlockName=rack001 Nodes=nvl[0001-0018]\n") && Catch::Contains("BlockSizes=18\n"));
     same_domains(m, read_topology_conf(block, "block.conf", defs));
     std::string tree = write_topology_conf_tree(m);
     CHECK_THAT(tree, Catch::Contains("SwitchName=spine Switches=rack[001-128]\n"));
@@ -128,10 +132,9 @@ TEST_CASE("load_map tells the formats apart", "[topology][quick]") {
     RackMap m = load_map(std::string(NVL_ETC) + "/nvlslice-map-small.yaml");
     const std::string dir = NVL_TEST_DATA;
     std::string p = "nvl-unit-topology.yaml";
-    {
-        std::ofstream(p) << "---\n# comment\n" << write_topology_yaml(m);
-    }
+    { std::ofstream(p) << "---\n# comment\n" << write_topology_yaml(m); }
     same_domains(m, load_map(p));
     std::remove(p.c_str());
-    CHECK_THAT(error_of([] { load_map("/nonexistent/map.yaml"); }), Catch::Contains("/nonexistent/map.yaml: cannot open"));
+    CHECK_THAT(error_of([] { load_map("/nonexistent/map.yaml"); }),
+               Catch::Contains("/nonexistent/map.yaml: cannot open"));
 }
