@@ -1,0 +1,262 @@
+#!/bin/bash
+# A real multi-host Slurm cluster on this one machine, for nvlslice's tests
+# and demo: stock Debian slurmctld/slurmd 22.05, one network namespace,
+# hostname and slurmd per compute node on a private bridge, an own munged.
+#
+#   tests/cluster/cluster.sh up       start (idempotent: a healthy cluster of
+#                                     the same geometry is left running)
+#   tests/cluster/cluster.sh down     stop what this script started, by PID
+#   tests/cluster/cluster.sh status   sinfo of the cluster
+#   tests/cluster/cluster.sh env      the export line clients need
+#
+# Settings (environment):
+#   NVL_CLUSTER_DIR    all state: configs, keys, logs, spool (/tmp/nvlslice-cluster)
+#   NVL_RACKS          racks (2)          NVL_NODES_PER_RACK  nodes per rack (18)
+#   NVL_SPARES         spares per rack in the generated map (2)
+#   NVL_SUBNET         first three octets of the private /24 (10.77.0)
+#   NVL_PLUGIN         spank_nvlslice.so to load through PlugStackConfig (none)
+#   NVL_PLUGIN_ARGS    extra plugstack.conf arguments for it
+# Must run as root (network namespaces). Nodes are nvl0001.. with Slurm
+# feature rack001.. naming their rack; the rack map is DIR/etc/nvlslice.yaml.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+DIR=${NVL_CLUSTER_DIR:-/tmp/nvlslice-cluster}
+RACKS=${NVL_RACKS:-2}
+PER=${NVL_NODES_PER_RACK:-18}
+SPARES=${NVL_SPARES:-2}
+SUBNET=${NVL_SUBNET:-10.77.0}
+PLUGIN=${NVL_PLUGIN:-}
+PLUGIN_ARGS=${NVL_PLUGIN_ARGS:-}
+BRIDGE=nvlbr0
+CTL_NAME=nvlctl
+CTL_IP=$SUBNET.1
+FIRST_IP=11
+NODES=$((RACKS * PER))
+CONF=$DIR/etc/slurm.conf
+export SLURM_CONF=$CONF
+
+die() { echo "cluster: $*" >&2; exit 1; }
+log() { echo "cluster: $*"; }
+
+node_name() { printf 'nvl%04d' "$1"; }
+node_ns() { printf 'nvlns%04d' "$1"; }
+node_veth() { printf 'nvlv%04d' "$1"; }
+
+[ "$NODES" -ge 1 ] && [ "$NODES" -le 200 ] || die "NVL_RACKS x NVL_NODES_PER_RACK must be 1..200 (one /24), got $NODES"
+
+install_packages() {
+    local missing=()
+    for p in slurmctld slurmd slurm-client munge iproute2 util-linux; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        log "installing ${missing[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+    # slurm-wlm-emulator, if present, takes over the daemons through
+    # update-alternatives: use the real ones.
+    SLURMCTLD=/usr/sbin/slurmctld
+    SLURMD=/usr/sbin/slurmd
+    [ -x /usr/sbin/slurmctld-wlm ] && SLURMCTLD=/usr/sbin/slurmctld-wlm
+    [ -x /usr/sbin/slurmd-wlm ] && SLURMD=/usr/sbin/slurmd-wlm
+    if [ -e /usr/sbin/slurmstepd-wlm ] && [ "$(readlink -f /usr/sbin/slurmstepd)" != /usr/sbin/slurmstepd-wlm ]; then
+        update-alternatives --set slurmstepd /usr/sbin/slurmstepd-wlm >/dev/null 2>&1 || true
+    fi
+}
+
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+write_map() {
+    "$SRC/contrib/gen-map.sh" "$RACKS" "$PER" nvl rack "$SPARES" > "$DIR/etc/nvlslice.yaml"
+}
+
+write_conf() {
+    local nodes_line="" r lo hi feat
+    for ((r = 1; r <= RACKS; r++)); do
+        lo=$(( (r - 1) * PER + 1 )); hi=$(( r * PER ))
+        feat=$(printf 'rack%03d' "$r")
+        nodes_line+="NodeName=$(printf 'nvl[%04d-%04d]' "$lo" "$hi") NodeAddr=$SUBNET.[$((FIRST_IP + lo - 1))-$((FIRST_IP + hi - 1))] CPUs=1 RealMemory=500 Features=$feat State=UNKNOWN"$'\n'
+    done
+    cat > "$CONF" <<CONF
+# Written by tests/cluster/cluster.sh: nvlslice's local test cluster.
+ClusterName=nvltest
+SlurmctldHost=$CTL_NAME($CTL_IP)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$DIR/munge/munge.socket.2,cred_expire=30
+StateSaveLocation=$DIR/state
+SlurmdSpoolDir=$DIR/spool/%n
+SlurmctldPidFile=$DIR/run/slurmctld.pid
+SlurmdPidFile=$DIR/run/slurmd-%n.pid
+SlurmctldLogFile=$DIR/log/slurmctld.log
+SlurmdLogFile=$DIR/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2
+SlurmdTimeout=10
+JobRequeue=1
+UnkillableStepTimeout=120
+MinJobAge=600
+SchedulerParameters=sched_interval=5,bf_interval=5
+MailProg=/bin/true
+PlugStackConfig=$DIR/etc/plugstack.conf
+$nodes_line
+PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE
+CONF
+    if [ -n "$PLUGIN" ]; then
+        echo "required $PLUGIN map=$DIR/etc/nvlslice.yaml $PLUGIN_ARGS" > "$DIR/etc/plugstack.conf"
+    else
+        : > "$DIR/etc/plugstack.conf"
+    fi
+    echo "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS" > "$DIR/etc/geometry"
+}
+
+start_munge() {
+    alive "$DIR/run/munged.pid" && return 0
+    [ -f "$DIR/munge/munge.key" ] || { dd if=/dev/urandom bs=1024 count=1 of="$DIR/munge/munge.key" 2>/dev/null; chmod 400 "$DIR/munge/munge.key"; }
+    munged -f --socket="$DIR/munge/munge.socket.2" --key-file="$DIR/munge/munge.key" \
+        --pid-file="$DIR/run/munged.pid" --log-file="$DIR/log/munged.log" --seed-file="$DIR/munge/munged.seed"
+}
+
+setup_network() {
+    if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
+        ip link add "$BRIDGE" type bridge
+        ip addr add "$CTL_IP/24" dev "$BRIDGE"
+    fi
+    ip link set "$BRIDGE" up
+    local i ns veth
+    for ((i = 1; i <= NODES; i++)); do
+        ns=$(node_ns "$i"); veth=$(node_veth "$i")
+        [ -e "/run/netns/$ns" ] || ip netns add "$ns"
+        if ! ip link show "$veth" >/dev/null 2>&1; then
+            ip link add "$veth" type veth peer name eth0 netns "$ns"
+            ip -n "$ns" addr add "$SUBNET.$((FIRST_IP + i - 1))/24" dev eth0
+            ip -n "$ns" link set lo up
+            ip -n "$ns" link set eth0 up
+            ip link set "$veth" master "$BRIDGE" up
+        fi
+    done
+}
+
+start_slurmctld() {
+    alive "$DIR/run/slurmctld.pid" && return 0
+    # slurmctld checks its own hostname against SlurmctldHost
+    setsid unshare --uts sh -c "hostname $CTL_NAME && exec $SLURMCTLD -D -i -f $CONF" \
+        >"$DIR/log/slurmctld.stdout" 2>&1 < /dev/null &
+    echo $! > "$DIR/run/slurmctld.wrapper.pid"
+}
+
+start_slurmd() {
+    local i=$1 name ns
+    name=$(node_name "$i"); ns=$(node_ns "$i")
+    alive "$DIR/run/slurmd-$name.pid" && return 0
+    mkdir -p "$DIR/spool/$name"
+    # Not `ip netns exec`: it remounts /sys and hides the cgroup tree slurmd needs.
+    setsid nsenter --net="/run/netns/$ns" unshare --uts --mount --propagation private \
+        sh -c "hostname $name && exec $SLURMD -D -N $name -f $CONF" \
+        >"$DIR/log/slurmd-$name.stdout" 2>&1 < /dev/null &
+    echo $! > "$DIR/run/slurmd-$name.wrapper.pid"
+}
+
+wait_ready() {
+    local deadline=$(( $(date +%s) + ${1:-90} )) idle
+    while [ "$(date +%s)" -lt "$deadline" ]; do
+        # exact per-node states: "idle" alone, not idle+drain or idle*
+        idle=$(sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2 == "idle"' | sort -u | wc -l)
+        if [ "$idle" -eq "$NODES" ]; then
+            log "ready: $NODES nodes idle ($RACKS racks x $PER), SLURM_CONF=$CONF"
+            return 0
+        fi
+        sleep 0.5
+    done
+    sinfo -N -o '%N %T %E' 2>&1 | head -20 >&2 || true
+    tail -20 "$DIR/log/slurmctld.log" >&2 || true
+    die "not ready after ${1:-90} s"
+}
+
+healthy() {
+    [ -f "$DIR/etc/geometry" ] || return 1
+    [ "$(cat "$DIR/etc/geometry")" = "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS" ] || return 1
+    alive "$DIR/run/slurmctld.pid" && alive "$DIR/run/munged.pid" || return 1
+    local i
+    for ((i = 1; i <= NODES; i++)); do alive "$DIR/run/slurmd-$(node_name "$i").pid" || return 1; done
+    [ "$(sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2 == "idle" || $2 == "allocated" || $2 == "mixed"' | sort -u | wc -l)" -eq "$NODES" ]
+}
+
+stop_pidfile() {
+    local f=$1 pid
+    [ -f "$f" ] || return 0
+    pid=$(cat "$f")
+    if kill -0 "$pid" 2>/dev/null; then
+        kill "$pid" 2>/dev/null || true
+        for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$f"
+}
+
+# Processes left inside our namespaces (job steps, slurmstepd): only ours.
+kill_ns_procs() {
+    local ns=$1 pids
+    pids=$(ip netns pids "$ns" 2>/dev/null || true)
+    [ -n "$pids" ] && kill -9 $pids 2>/dev/null || true
+}
+
+down() {
+    local f i
+    for f in "$DIR"/run/slurmd-*.pid "$DIR"/run/slurmd-*.wrapper.pid "$DIR"/run/nvlsliced*.pid; do
+        [ -e "$f" ] && stop_pidfile "$f"
+    done
+    stop_pidfile "$DIR/run/slurmctld.pid"
+    stop_pidfile "$DIR/run/slurmctld.wrapper.pid"
+    stop_pidfile "$DIR/run/munged.pid"
+    for ns in $(ip netns list 2>/dev/null | awk '/^nvlns[0-9]+/ {print $1}'); do
+        kill_ns_procs "$ns"
+        ip netns del "$ns" 2>/dev/null || true
+    done
+    for veth in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E '^nvlv[0-9]+$' || true); do
+        ip link del "$veth" 2>/dev/null || true
+    done
+    ip link show "$BRIDGE" >/dev/null 2>&1 && ip link del "$BRIDGE" || true
+    log "down"
+}
+
+up() {
+    [ "$(id -u)" -eq 0 ] || die "must run as root (it creates network namespaces)"
+    install_packages
+    if healthy; then
+        log "already up: $NODES nodes, SLURM_CONF=$CONF"
+        return 0
+    fi
+    down >/dev/null 2>&1 || true
+    rm -rf "$DIR/state" "$DIR/spool" "$DIR/log"
+    mkdir -p "$DIR"/{etc,munge,state,spool,log,run}
+    chmod 700 "$DIR/munge"
+    write_map
+    write_conf
+    start_munge
+    setup_network
+    start_slurmctld
+    for ((i = 1; i <= NODES; i++)); do start_slurmd "$i"; done
+    wait_ready 90
+}
+
+case "${1:-}" in
+    up) up ;;
+    down) down ;;
+    status) sinfo -N -o '%N %T %f %E' ;;
+    env) echo "export SLURM_CONF=$CONF" ;;
+    *) echo "usage: $0 up|down|status|env" >&2; exit 2 ;;
+esac
