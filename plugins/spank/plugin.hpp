@@ -1,0 +1,45 @@
+// nvlslice SPANK plugin — state shared by the per-context modules. Only
+// spank_nvlslice.cpp holds SPANK_PLUGIN and the slurm_spank_* symbols; it
+// switches on the context into alloc.cpp (sbatch/salloc/srun submitting)
+// and remote.cpp (slurmstepd on the nodes). Every function here may throw
+// nvl::Error; the boundary catches.
+#pragma once
+
+#include "model.hpp"
+#include "plugin_config.hpp"
+#include "slice_job.hpp"
+
+extern "C" {
+#include <slurm/spank.h>
+}
+
+#include <memory>
+#include <string>
+
+namespace nvl::spank {
+
+struct State {
+    PluginConfig config;
+    SliceOptions options;
+    std::unique_ptr<RackMap> map; // loaded on first use
+};
+
+State& state();
+const RackMap& rack_map(); // loads config.map once; throws with the file's error
+
+// Allocator context (sbatch, salloc, srun creating an allocation): validate
+// and hand the request to the helper: the job is submitted held and tagged.
+void submit_hand_off(spank_t sp);
+
+// Remote context (slurmstepd): the NVL_* variables of one task.
+void set_task_env(spank_t sp);
+// Remote context, once per node and step: compare the node's GPUs with the map.
+// Returns false when the step must fail on this node (check_gpus=fail).
+bool check_node_gpus(spank_t sp);
+
+// Logging through Slurm with one prefix ("nvlslice: ").
+void log_error(const std::string& msg);
+void log_info(const std::string& msg);
+void log_verbose(const std::string& msg);
+
+} // namespace nvl::spank

@@ -1,0 +1,168 @@
+// nvlslice SPANK plugin — the one boundary file: every symbol Slurm looks
+// up is here, and every entry point catches everything, logs once with the
+// "nvlslice: " prefix and returns -1. No C++ exception reaches Slurm.
+#include "plugin.hpp"
+
+#include "map_io.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <exception>
+
+extern "C" {
+extern const char plugin_name[];
+extern const char plugin_type[];
+extern const unsigned int plugin_version;
+extern const unsigned int spank_plugin_version;
+SPANK_PLUGIN(nvlslice, 1);
+}
+
+namespace nvl::spank {
+
+State& state() {
+    static State s;
+    return s;
+}
+
+const RackMap& rack_map() {
+    State& st = state();
+    if (!st.map) {
+        MapDefaults defs;
+        if (st.config.spares) defs.spares = *st.config.spares;
+        if (st.config.gpus_per_node) defs.gpus_per_node = *st.config.gpus_per_node;
+        auto m = std::make_unique<RackMap>(load_map(st.config.map, MapFormat::Auto, defs));
+        if (st.config.default_slice) {
+            if (*st.config.default_slice > m->max_slice())
+                throw Error(fmt::format("plugstack.conf default_slice={} is larger than any rack of {} can hold ({})",
+                                        *st.config.default_slice, st.config.map, m->max_slice()));
+            m->defaults().default_slice = *st.config.default_slice;
+        }
+        st.map = std::move(m);
+    }
+    return *st.map;
+}
+
+void log_error(const std::string& msg) { slurm_error("nvlslice: %s", msg.c_str()); }
+void log_info(const std::string& msg) { slurm_info("nvlslice: %s", msg.c_str()); }
+void log_verbose(const std::string& msg) { slurm_verbose("nvlslice: %s", msg.c_str()); }
+
+} // namespace nvl::spank
+
+namespace {
+
+using namespace nvl;
+using namespace nvl::spank;
+
+template <class F> int guarded(const char* where, F&& f) noexcept {
+    try {
+        return f();
+    } catch (const std::exception& e) {
+        try {
+            log_error(e.what());
+        } catch (...) {
+        }
+    } catch (...) {
+        slurm_error("nvlslice: unexpected error in %s", where);
+    }
+    return -1;
+}
+
+enum OptionId { kSlice = 1, kPlacement = 2, kCheckpointable = 3 };
+
+int option_cb(int val, const char* optarg, int remote) {
+    return guarded("option", [&] {
+        SliceOptions& o = state().options;
+        const char* v = optarg ? optarg : "";
+        switch (val) {
+        case kSlice:
+            o.slice = parse_slice_option(v);
+            o.slice_set = true;
+            break;
+        case kPlacement:
+            o.mode = parse_placement_option(v);
+            o.placement_set = true;
+            break;
+        case kCheckpointable: o.checkpointable = true; break;
+        }
+        (void)remote;
+        return 0;
+    });
+}
+
+// The one option table: every option, its help starting with [nvlslice].
+struct spank_option kOptions[] = {
+    {const_cast<char*>("nvl-slice"), const_cast<char*>("SIZE|auto"),
+     const_cast<char*>("[nvlslice] Run the job as slices of SIZE nodes, each slice inside one NVLink domain "
+                       "(rack); auto = fewest racks, equal slices. Needs -N."),
+     1, kSlice, option_cb},
+    {const_cast<char*>("nvl-placement"), const_cast<char*>("strict|prefer"),
+     const_cast<char*>("[nvlslice] strict (default): wait until every slice fits in one rack; prefer: after a "
+                       "wait, run on the fewest racks."),
+     1, kPlacement, option_cb},
+    {const_cast<char*>("nvl-checkpointable"), nullptr,
+     const_cast<char*>("[nvlslice] The job checkpoints and may be requeued to defragment racks (needs --requeue)."),
+     0, kCheckpointable, option_cb},
+    SPANK_OPTIONS_TABLE_END};
+
+bool client_or_remote(spank_t sp) {
+    spank_context_t c = spank_context();
+    (void)sp;
+    return c == S_CTX_ALLOCATOR || c == S_CTX_LOCAL || c == S_CTX_REMOTE;
+}
+
+} // namespace
+
+extern "C" {
+
+int slurm_spank_init(spank_t sp, int ac, char** av) {
+    return guarded("slurm_spank_init", [&] {
+        if (!client_or_remote(sp)) return 0;
+        state().config = parse_plugin_args(ac, av);
+        for (struct spank_option* o = kOptions; o->name; ++o)
+            if (spank_option_register(sp, o) != ESPANK_SUCCESS)
+                throw Error(fmt::format("cannot register option --{}", o->name));
+        return 0;
+    });
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) {
+    (void)ac;
+    (void)av;
+    return guarded("slurm_spank_init_post_opt", [&] {
+        spank_context_t c = spank_context();
+        if (c == S_CTX_ALLOCATOR || c == S_CTX_LOCAL) submit_hand_off(sp);
+        return 0;
+    });
+}
+
+int slurm_spank_user_init(spank_t sp, int ac, char** av) {
+    (void)ac;
+    (void)av;
+    return guarded("slurm_spank_user_init", [&] {
+        if (spank_context() != S_CTX_REMOTE) return 0;
+        return check_node_gpus(sp) ? 0 : -1;
+    });
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char** av) {
+    (void)ac;
+    (void)av;
+    return guarded("slurm_spank_task_init", [&] {
+        if (spank_context() != S_CTX_REMOTE) return 0;
+        set_task_env(sp);
+        return 0;
+    });
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char** av) {
+    (void)sp;
+    (void)ac;
+    (void)av;
+    return guarded("slurm_spank_exit", [&] {
+        state().map.reset();
+        return 0;
+    });
+}
+
+} // extern "C"

@@ -1,0 +1,74 @@
+#include "plugin_config.hpp"
+
+#include "error.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <string_view>
+
+namespace nvl {
+
+const char* to_string(GpuCheck g) {
+    switch (g) {
+    case GpuCheck::Off: return "off";
+    case GpuCheck::Warn: return "warn";
+    case GpuCheck::Fail: return "fail";
+    }
+    return "off";
+}
+
+static int count_arg(std::string_view key, std::string_view v, int min, int max) {
+    std::string s(v);
+    char* end = nullptr;
+    long x = std::strtol(s.c_str(), &end, 10);
+    if (s.empty() || *end || x < min || x > max)
+        throw Error(fmt::format("plugstack.conf argument {}={}: expected an integer from {} to {}", key, v, min, max));
+    return int(x);
+}
+
+PluginConfig parse_plugin_args(int argc, const char* const* argv) {
+    PluginConfig c;
+    static constexpr const char* kKeys = "map, default_slice, spares, gpus_per_node, check_gpus, placement, hwloc_xml";
+    for (int i = 0; i < argc; ++i) {
+        std::string_view a = argv[i] ? argv[i] : "";
+        size_t eq = a.find('=');
+        if (eq == std::string_view::npos || eq == 0)
+            throw Error(fmt::format("plugstack.conf argument \"{}\": expected key=value (keys: {})", a, kKeys));
+        std::string_view k = a.substr(0, eq), v = a.substr(eq + 1);
+        if (k == "map") {
+            if (v.empty()) throw Error("plugstack.conf argument map=: give the rack map's path");
+            c.map = std::string(v);
+        } else if (k == "default_slice") {
+            c.default_slice = count_arg(k, v, 1, 4096);
+        } else if (k == "spares") {
+            c.spares = count_arg(k, v, 0, 4096);
+        } else if (k == "gpus_per_node") {
+            c.gpus_per_node = count_arg(k, v, 1, 1024);
+        } else if (k == "check_gpus") {
+            if (v == "off") c.check_gpus = GpuCheck::Off;
+            else if (v == "warn") c.check_gpus = GpuCheck::Warn;
+            else if (v == "fail") c.check_gpus = GpuCheck::Fail;
+            else throw Error(fmt::format("plugstack.conf argument check_gpus={}: expected off, warn or fail", v));
+        } else if (k == "placement") {
+            if (v == "strict") c.default_placement = PlacementMode::Strict;
+            else if (v == "prefer") c.default_placement = PlacementMode::Prefer;
+            else throw Error(fmt::format("plugstack.conf argument placement={}: expected strict or prefer", v));
+        } else if (k == "hwloc_xml") {
+            c.hwloc_xml = std::string(v);
+        } else {
+            throw Error(fmt::format("plugstack.conf: unknown argument \"{}\" (accepted keys: {})", k, kKeys));
+        }
+    }
+    if (c.map.empty())
+        throw Error("plugstack.conf: map=PATH is required (e.g. map=/etc/slurm/nvlslice.yaml)");
+    return c;
+}
+
+std::string gpu_check_message(const std::string& node, int expected, int found) {
+    if (found == expected) return {};
+    return fmt::format("node {} has {} NVIDIA GPU(s), the rack map says {}{}", node, found, expected,
+                       found < expected ? ": a GPU is missing or failed (check nvidia-smi, then drain the node)" : "");
+}
+
+} // namespace nvl

@@ -1,0 +1,33 @@
+// nvlslice — the plugin's plugstack.conf arguments, parsed strictly:
+//   required /usr/lib/.../spank_nvlslice.so map=/etc/slurm/nvlslice.yaml [key=value ...]
+// Defaults first; every key matched exactly; an unknown key, a missing '='
+// or a bad value is refused with the key and what would be accepted. Takes
+// (argc, argv) as Slurm hands them over, so it is tested without Slurm.
+#pragma once
+
+#include "placement.hpp"
+
+#include <optional>
+#include <string>
+
+namespace nvl {
+
+enum class GpuCheck { Off, Warn, Fail };
+const char* to_string(GpuCheck g);
+
+struct PluginConfig {
+    std::string map;                     // rack map (required)
+    std::optional<int> default_slice;    // overrides the map's default_slice
+    std::optional<int> spares;           // overrides spares of Slurm topology maps
+    std::optional<int> gpus_per_node;    // for Slurm topology maps (no GPU count in them)
+    GpuCheck check_gpus = GpuCheck::Warn;
+    PlacementMode default_placement = PlacementMode::Strict;
+    std::string hwloc_xml;               // read the node topology from this XML (tests, fixed sites)
+};
+
+PluginConfig parse_plugin_args(int argc, const char* const* argv);
+
+// The GPU check's verdict for one node: empty when all is well.
+std::string gpu_check_message(const std::string& node, int expected, int found);
+
+} // namespace nvl

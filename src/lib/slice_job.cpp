@@ -1,0 +1,250 @@
+#include "slice_job.hpp"
+
+#include "hostlist.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace nvl {
+namespace {
+
+// Splits "nvlslice/1 word key=value ..." into words after the prefix.
+std::optional<std::vector<std::string_view>> words_after_prefix(std::string_view s) {
+    while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+    if (s.substr(0, 9) != "nvlslice/") return std::nullopt;
+    size_t end = s.find(' ');
+    std::string_view head = s.substr(0, end);
+    if (head != kTagPrefix)
+        throw Error(fmt::format("\"{}\": this nvlslice reads version 1 records only", head));
+    std::vector<std::string_view> words;
+    if (end == std::string_view::npos) return words;
+    s.remove_prefix(end + 1);
+    size_t bar = s.find(" | ");
+    if (bar != std::string_view::npos) s = s.substr(0, bar);
+    while (!s.empty()) {
+        size_t sp = s.find(' ');
+        std::string_view w = s.substr(0, sp);
+        if (!w.empty()) words.push_back(w);
+        if (sp == std::string_view::npos) break;
+        s.remove_prefix(sp + 1);
+    }
+    return words;
+}
+
+int to_int(std::string_view key, std::string_view v) {
+    std::string s(v);
+    char* end = nullptr;
+    long x = std::strtol(s.c_str(), &end, 10);
+    if (s.empty() || *end || x < 0 || x > 1000000)
+        throw Error(fmt::format("nvlslice record: {}={} is not a count", key, v));
+    return int(x);
+}
+
+} // namespace
+
+std::string RequestTag::str() const {
+    return fmt::format("{} nodes={} slice={} count={} auto={} placement={} checkpointable={}", kTagPrefix, nodes, slice,
+                       count, auto_size ? 1 : 0, mode == PlacementMode::Prefer ? "prefer" : "strict",
+                       checkpointable ? 1 : 0);
+}
+
+std::optional<RequestTag> RequestTag::parse(std::string_view comment) {
+    auto words = words_after_prefix(comment);
+    if (!words) return std::nullopt;
+    RequestTag t;
+    for (auto w : *words) {
+        size_t eq = w.find('=');
+        if (eq == std::string_view::npos) continue;
+        auto k = w.substr(0, eq), v = w.substr(eq + 1);
+        if (k == "nodes") t.nodes = to_int(k, v);
+        else if (k == "slice") t.slice = to_int(k, v);
+        else if (k == "count") t.count = to_int(k, v);
+        else if (k == "auto") t.auto_size = to_int(k, v) != 0;
+        else if (k == "checkpointable") t.checkpointable = to_int(k, v) != 0;
+        else if (k == "placement") t.mode = parse_placement_option(v);
+    }
+    if (t.slice <= 0 || t.count <= 0 || t.nodes != t.slice * t.count)
+        throw Error(fmt::format("nvlslice tag \"{}\": nodes must equal slice x count", comment));
+    return t;
+}
+
+std::string_view user_comment(std::string_view comment) {
+    size_t bar = comment.find(" | ");
+    if (comment.substr(0, 9) != "nvlslice/") return comment;
+    return bar == std::string_view::npos ? std::string_view() : comment.substr(bar + 3);
+}
+
+std::string tagged_comment(const RequestTag& tag, std::string_view user) {
+    std::string s = tag.str();
+    if (!user.empty()) s += fmt::format(" | {}", user);
+    return s;
+}
+
+std::string PlacementRecord::str() const {
+    std::string s = fmt::format("{} {} slice={}", kTagPrefix, state, slice);
+    if (!slices.empty()) {
+        s += " slices=";
+        for (size_t i = 0; i < slices.size(); ++i) s += (i ? ";" : "") + slices[i];
+    }
+    s += fmt::format(" repairs={} moves={}", repairs, moves);
+    if (split) s += " split=1";
+    if (!reason.empty()) s += " reason=" + reason;
+    return s;
+}
+
+std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
+    auto words = words_after_prefix(ac);
+    if (!words) return std::nullopt;
+    PlacementRecord r;
+    r.state.clear();
+    for (auto w : *words) {
+        size_t eq = w.find('=');
+        if (eq == std::string_view::npos) {
+            if (r.state.empty()) r.state = std::string(w);
+            continue;
+        }
+        auto k = w.substr(0, eq), v = w.substr(eq + 1);
+        if (k == "slice") r.slice = to_int(k, v);
+        else if (k == "repairs") r.repairs = to_int(k, v);
+        else if (k == "moves") r.moves = to_int(k, v);
+        else if (k == "split") r.split = to_int(k, v) != 0;
+        else if (k == "reason") r.reason = std::string(v);
+        else if (k == "slices") {
+            while (!v.empty()) {
+                size_t sc = v.find(';');
+                r.slices.emplace_back(v.substr(0, sc));
+                if (sc == std::string_view::npos) break;
+                v.remove_prefix(sc + 1);
+            }
+        }
+    }
+    if (r.state.empty()) r.state = "placed";
+    return r;
+}
+
+int parse_slice_option(std::string_view v) {
+    if (v == "auto") return 0;
+    std::string s(v);
+    char* end = nullptr;
+    long x = std::strtol(s.c_str(), &end, 10);
+    if (s.empty() || *end || x < 1 || x > 4096)
+        throw Error(fmt::format("--nvl-slice={}: expected a slice size in nodes (1..4096) or \"auto\"", v));
+    return int(x);
+}
+
+PlacementMode parse_placement_option(std::string_view v) {
+    if (v == "strict") return PlacementMode::Strict;
+    if (v == "prefer") return PlacementMode::Prefer;
+    throw Error(fmt::format("--nvl-placement={}: expected \"strict\" (wait for whole slices) or \"prefer\" "
+                            "(fall back to the fewest racks after a wait)",
+                            v));
+}
+
+RequestTag make_request(const RackMap& map, const SliceOptions& o, int nodes_min, int nodes_max, Requeue requeue) {
+    if (!o.slice_set)
+        throw Error(fmt::format("--nvl-placement and --nvl-checkpointable need --nvl-slice=SIZE|auto (e.g. --nvl-slice={})",
+                                map.defaults().default_slice));
+    if (nodes_max <= 0)
+        throw Error(fmt::format("--nvl-slice needs a node count: add -N/--nodes (e.g. -N {} for {} slices of {})",
+                                4 * (o.slice ? o.slice : map.defaults().default_slice), 4,
+                                o.slice ? o.slice : map.defaults().default_slice));
+    if (nodes_min != nodes_max)
+        throw Error(fmt::format("--nvl-slice needs a fixed node count, not the range -N {}-{}", nodes_min, nodes_max));
+    const int n = nodes_min;
+    const int limit = map.max_slice();
+    RequestTag t;
+    t.nodes = n;
+    t.mode = o.mode;
+    t.checkpointable = o.checkpointable;
+    if (o.slice == 0) {
+        t.auto_size = true;
+        t.slice = auto_slice_size(n, limit, map.defaults().slice_sizes);
+        if (t.slice == 0)
+            throw Error(fmt::format("--nvl-slice=auto: {} nodes cannot be cut into equal slices of at most {} nodes{}", n,
+                                    limit, map.defaults().slice_sizes.empty() ? "" : " among the map's slice_sizes"));
+    } else {
+        t.slice = o.slice;
+        if (t.slice > limit)
+            throw Error(fmt::format("--nvl-slice={}: larger than any rack can hold ({} = nodes per rack - spares); use "
+                                    "--nvl-slice={} or less, or --nvl-slice=auto",
+                                    t.slice, limit, limit));
+        const auto& allowed = map.defaults().slice_sizes;
+        if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), t.slice) == allowed.end()) {
+            std::string list;
+            for (int s : allowed) list += (list.empty() ? "" : ", ") + std::to_string(s);
+            throw Error(fmt::format("--nvl-slice={}: this cluster allows slice sizes {} only", t.slice, list));
+        }
+        if (n % t.slice) {
+            const std::string hint = n < t.slice ? fmt::format("-N {}", t.slice)
+                                                 : fmt::format("-N {} or -N {}", n / t.slice * t.slice,
+                                                               (n / t.slice + 1) * t.slice);
+            throw Error(fmt::format("--nvl-slice={}: -N {} is not a multiple of the slice size (use {}, or "
+                                    "--nvl-slice=auto)",
+                                    t.slice, n, hint));
+        }
+    }
+    t.count = n / t.slice;
+    if (o.checkpointable) {
+        if (requeue == Requeue::NotBatch)
+            throw Error("--nvl-checkpointable is for batch jobs: submit with sbatch --requeue");
+        if (requeue != Requeue::Requeue)
+            throw Error("--nvl-checkpointable needs --requeue (the defragmenter requeues the job): add --requeue");
+    }
+    return t;
+}
+
+std::vector<std::vector<NodeId>> derive_slices(const RackMap& map, const std::vector<std::string>& job_nodes,
+                                               int slice_size) {
+    if (slice_size <= 0) throw Error("slice size must be positive");
+    std::vector<NodeId> ids;
+    ids.reserve(job_nodes.size());
+    for (const auto& n : job_nodes) {
+        auto id = map.find_node(n);
+        if (!id) throw Error(fmt::format("node {} of the job is not in the rack map", n));
+        ids.push_back(*id);
+    }
+    std::sort(ids.begin(), ids.end()); // map order: domain by domain
+    std::vector<std::vector<NodeId>> slices;
+    size_t i = 0;
+    while (i < ids.size()) {
+        DomainId d = map.domain_of(ids[i]);
+        size_t j = i;
+        while (j < ids.size() && map.domain_of(ids[j]) == d) ++j;
+        if ((j - i) % size_t(slice_size))
+            throw Error(fmt::format("the job has {} nodes in {}, not a multiple of its slice size {}", j - i,
+                                    map.domain(d).name, slice_size));
+        for (size_t k = i; k < j; k += size_t(slice_size))
+            slices.emplace_back(ids.begin() + long(k), ids.begin() + long(k) + slice_size);
+        i = j;
+    }
+    return slices;
+}
+
+SliceEnv slice_env_for(const RackMap& map, const std::vector<std::vector<std::string>>& slices, std::string_view host) {
+    for (size_t s = 0; s < slices.size(); ++s) {
+        const auto& nodes = slices[s];
+        auto it = std::find(nodes.begin(), nodes.end(), host);
+        if (it == nodes.end()) continue;
+        SliceEnv e;
+        e.index = int(s);
+        e.count = int(slices.size());
+        e.size = int(nodes.size());
+        e.rank = int(it - nodes.begin());
+        e.nodelist = hostlist_compress(nodes);
+        e.leader = nodes.front();
+        // the rack: that of the slice's nodes, or a list when a slice is split
+        std::vector<std::string> doms;
+        for (const auto& n : nodes) {
+            auto id = map.find_node(n);
+            std::string d = id ? map.domain(map.domain_of(*id)).name : std::string("?");
+            if (std::find(doms.begin(), doms.end(), d) == doms.end()) doms.push_back(d);
+        }
+        for (size_t k = 0; k < doms.size(); ++k) e.domain += (k ? "," : "") + doms[k];
+        return e;
+    }
+    throw Error(fmt::format("host {} is not in any slice of the job", host));
+}
+
+} // namespace nvl

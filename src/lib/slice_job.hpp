@@ -1,0 +1,104 @@
+// nvlslice — what travels between the plugin, the helper and the tasks, as
+// text inside Slurm's own job records (no side channel, nothing to lose):
+//
+//  * the request tag, put first in the job's comment by the plugin at
+//    submission (the user's own --comment follows after " | "):
+//      nvlslice/1 nodes=32 slice=16 count=2 auto=0 placement=strict checkpointable=0
+//  * the placement record, kept by the helper in the job's admin_comment
+//    (users cannot write it):
+//      nvlslice/1 placed slice=16 slices=nvl[0001-0016];nvl[0019-0034] repairs=0 moves=0
+//    where `slices` lists each slice's nodes in slice order.
+// Both start with "nvlslice/<version>" followed by a state word (record only)
+// and key=value words; readers ignore keys they do not know, so a newer
+// helper can add keys without breaking older plugins.
+#pragma once
+
+#include "model.hpp"
+#include "placement.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nvl {
+
+inline constexpr std::string_view kTagPrefix = "nvlslice/1";
+
+struct RequestTag {
+    int nodes = 0;
+    int slice = 0; // resolved slice size (auto already applied)
+    int count = 0;
+    bool auto_size = false;
+    PlacementMode mode = PlacementMode::Strict;
+    bool checkpointable = false;
+
+    std::string str() const;
+    // Parses a comment that starts with a tag; nullopt when it does not.
+    // Throws nvl::Error when it starts with the prefix but is malformed.
+    static std::optional<RequestTag> parse(std::string_view comment);
+};
+
+// The user's part of a comment that carries a tag ("" if none).
+std::string_view user_comment(std::string_view comment);
+// tag + " | " + user comment (or only the tag).
+std::string tagged_comment(const RequestTag& tag, std::string_view user);
+
+struct PlacementRecord {
+    std::string state = "placed"; // placed | waiting | repairing | ...
+    int slice = 0;
+    std::vector<std::string> slices; // one hostlist per slice, slice order
+    int repairs = 0;
+    int moves = 0;
+    bool split = false;
+    std::string reason; // why it waits (no spaces: words joined by '_')
+
+    std::string str() const;
+    static std::optional<PlacementRecord> parse(std::string_view admin_comment);
+};
+
+// The option values as the user typed them.
+struct SliceOptions {
+    bool slice_set = false;
+    int slice = 0; // 0 = auto
+    bool placement_set = false;
+    PlacementMode mode = PlacementMode::Strict;
+    bool checkpointable = false;
+    bool any() const { return slice_set || placement_set || checkpointable; }
+};
+
+// Option value parsers: throw nvl::Error "--nvl-slice=X: ..." naming what
+// would be accepted.
+int parse_slice_option(std::string_view v);
+PlacementMode parse_placement_option(std::string_view v);
+
+enum class Requeue { Unset, Requeue, NoRequeue, NotBatch };
+
+// Checks a submission before it reaches Slurm and turns it into a tag.
+// `nodes_min/max` as given by -N (max 0 = not given). Throws nvl::Error with
+// the option, the value and the fix.
+RequestTag make_request(const RackMap& map, const SliceOptions& opts, int nodes_min, int nodes_max,
+                        Requeue requeue);
+
+// What each task of a slice job sees.
+struct SliceEnv {
+    int index = 0;
+    int count = 0;
+    int size = 0;
+    int rank = 0;          // the node's rank inside its slice
+    std::string domain;    // rack name
+    std::string nodelist;  // the slice's nodes (hostlist)
+    std::string leader;    // first node of the slice
+};
+
+// The slices of a job from its node list alone (SPEC §3): the job's nodes
+// inside each domain, in map order, cut into `slice_size` pieces; slices
+// numbered domain by domain in map order. Throws nvl::Error when the nodes
+// do not form whole slices (e.g. a prefer-mode split placement).
+std::vector<std::vector<NodeId>> derive_slices(const RackMap& map, const std::vector<std::string>& job_nodes,
+                                               int slice_size);
+// The env of `host` given the slices (from derive_slices or a record).
+SliceEnv slice_env_for(const RackMap& map, const std::vector<std::vector<std::string>>& slices,
+                       std::string_view host);
+
+} // namespace nvl

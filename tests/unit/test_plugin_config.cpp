@@ -1,0 +1,55 @@
+#include "error.hpp"
+#include "plugin_config.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+using namespace nvl;
+
+namespace {
+
+PluginConfig parse(std::vector<const char*> a) { return parse_plugin_args(int(a.size()), a.data()); }
+
+std::string err(std::vector<const char*> a) {
+    try {
+        parse(a);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+} // namespace
+
+TEST_CASE("plugstack arguments: defaults first, each key matched exactly", "[plugin][quick]") {
+    PluginConfig c = parse({"map=/etc/slurm/nvlslice.yaml"});
+    CHECK(c.map == "/etc/slurm/nvlslice.yaml");
+    CHECK(c.check_gpus == GpuCheck::Warn);
+    CHECK(c.default_placement == PlacementMode::Strict);
+    CHECK_FALSE(c.default_slice);
+    PluginConfig d = parse({"map=m.yaml", "default_slice=8", "spares=1", "gpus_per_node=8", "check_gpus=fail",
+                            "placement=prefer", "hwloc_xml=/x.xml"});
+    CHECK(*d.default_slice == 8);
+    CHECK(*d.spares == 1);
+    CHECK(*d.gpus_per_node == 8);
+    CHECK(d.check_gpus == GpuCheck::Fail);
+    CHECK(d.default_placement == PlacementMode::Prefer);
+    CHECK(d.hwloc_xml == "/x.xml");
+}
+
+TEST_CASE("plugstack arguments: bad input names the key and the fix", "[plugin][quick]") {
+    CHECK_THAT(err({}), Catch::Contains("map=PATH is required"));
+    CHECK_THAT(err({"map=m", "mapp=x"}), Catch::Contains("unknown argument \"mapp\" (accepted keys: map, default_slice"));
+    CHECK_THAT(err({"map=m", "check_gpus=maybe"}), Catch::Contains("check_gpus=maybe: expected off, warn or fail"));
+    CHECK_THAT(err({"map=m", "spares=-1"}), Catch::Contains("spares=-1: expected an integer from 0 to 4096"));
+    CHECK_THAT(err({"map=m", "verbose"}), Catch::Contains("\"verbose\": expected key=value"));
+    CHECK_THAT(err({"map="}), Catch::Contains("map=: give the rack map's path"));
+    CHECK_THAT(err({"map=m", "placement=x"}), Catch::Contains("placement=x: expected strict or prefer"));
+}
+
+TEST_CASE("the GPU check speaks of the node and the fix", "[plugin][quick]") {
+    CHECK(gpu_check_message("nvl0001", 4, 4).empty());
+    CHECK_THAT(gpu_check_message("nvl0001", 4, 3),
+               Catch::Contains("node nvl0001 has 3 NVIDIA GPU(s), the rack map says 4: a GPU is missing"));
+}

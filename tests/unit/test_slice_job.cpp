@@ -1,0 +1,137 @@
+#include "fixtures.hpp"
+#include "slice_job.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace nvl;
+using namespace nvl::test;
+
+namespace {
+
+SliceOptions slice(int k) {
+    SliceOptions o;
+    o.slice_set = true;
+    o.slice = k;
+    return o;
+}
+
+std::string err(const RackMap& m, const SliceOptions& o, int lo, int hi, Requeue rq = Requeue::Unset) {
+    try {
+        make_request(m, o, lo, hi, rq);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+} // namespace
+
+TEST_CASE("request tags round-trip and keep the user's comment", "[slicejob][quick]") {
+    RequestTag t;
+    t.nodes = 32;
+    t.slice = 16;
+    t.count = 2;
+    t.mode = PlacementMode::Prefer;
+    t.checkpointable = true;
+    CHECK(t.str() == "nvlslice/1 nodes=32 slice=16 count=2 auto=0 placement=prefer checkpointable=1");
+    std::string c = tagged_comment(t, "my run 7");
+    CHECK(c == t.str() + " | my run 7");
+    auto back = RequestTag::parse(c);
+    REQUIRE(back);
+    CHECK(back->nodes == 32);
+    CHECK(back->mode == PlacementMode::Prefer);
+    CHECK(back->checkpointable);
+    CHECK(user_comment(c) == "my run 7");
+    CHECK(user_comment("plain comment") == "plain comment");
+    CHECK_FALSE(RequestTag::parse("plain comment"));
+    CHECK_THROWS_WITH(RequestTag::parse("nvlslice/2 nodes=1"), Catch::Contains("version 1"));
+    CHECK_THROWS_WITH(RequestTag::parse("nvlslice/1 nodes=30 slice=16 count=2"), Catch::Contains("slice x count"));
+}
+
+TEST_CASE("placement records round-trip", "[slicejob][quick]") {
+    PlacementRecord r;
+    r.slice = 16;
+    r.slices = {"nvl[0001-0016]", "nvl[0019-0034]"};
+    r.repairs = 2;
+    r.moves = 1;
+    std::string s = r.str();
+    CHECK(s == "nvlslice/1 placed slice=16 slices=nvl[0001-0016];nvl[0019-0034] repairs=2 moves=1");
+    auto b = PlacementRecord::parse(s);
+    REQUIRE(b);
+    CHECK(b->state == "placed");
+    CHECK(b->slices == r.slices);
+    CHECK(b->repairs == 2);
+    PlacementRecord w;
+    w.state = "waiting";
+    w.reason = "fragmented";
+    CHECK(PlacementRecord::parse(w.str())->reason == "fragmented");
+    CHECK_FALSE(PlacementRecord::parse(""));
+}
+
+TEST_CASE("option values are checked with the fix in the message", "[slicejob][quick]") {
+    CHECK(parse_slice_option("16") == 16);
+    CHECK(parse_slice_option("auto") == 0);
+    CHECK_THROWS_WITH(parse_slice_option("sixteen"),
+                      "--nvl-slice=sixteen: expected a slice size in nodes (1..4096) or \"auto\"");
+    CHECK_THROWS_WITH(parse_slice_option("0"), Catch::StartsWith("--nvl-slice=0: expected"));
+    CHECK(parse_placement_option("prefer") == PlacementMode::Prefer);
+    CHECK_THROWS_WITH(parse_placement_option("loose"), Catch::StartsWith("--nvl-placement=loose: expected \"strict\""));
+}
+
+TEST_CASE("submissions are validated against the map before they reach Slurm", "[slicejob][quick]") {
+    RackMap m = make_map(2, 18);
+    auto t = make_request(m, slice(16), 32, 32, Requeue::Unset);
+    CHECK(t.count == 2);
+    CHECK(t.slice == 16);
+    auto a = make_request(m, slice(0), 24, 24, Requeue::Unset);
+    CHECK(a.slice == 12);
+    CHECK(a.auto_size);
+    CHECK_THAT(err(m, slice(16), 20, 20), Catch::Contains("--nvl-slice=16: -N 20 is not a multiple of the slice size (use -N 16 or -N 32"));
+    CHECK_THAT(err(m, slice(16), 8, 8), Catch::Contains("(use -N 16, or --nvl-slice=auto)"));
+    CHECK_THAT(err(m, slice(17), 34, 34), Catch::Contains("--nvl-slice=17: larger than any rack can hold (16"));
+    CHECK_THAT(err(m, slice(16), 0, 0), Catch::Contains("needs a node count: add -N/--nodes"));
+    CHECK_THAT(err(m, slice(16), 16, 32), Catch::Contains("fixed node count, not the range -N 16-32"));
+    SliceOptions ck = slice(16);
+    ck.checkpointable = true;
+    CHECK_THAT(err(m, ck, 16, 16, Requeue::Unset), Catch::Contains("--nvl-checkpointable needs --requeue"));
+    CHECK_THAT(err(m, ck, 16, 16, Requeue::NoRequeue), Catch::Contains("--nvl-checkpointable needs --requeue"));
+    CHECK_THAT(err(m, ck, 16, 16, Requeue::NotBatch), Catch::Contains("sbatch --requeue"));
+    CHECK(make_request(m, ck, 16, 16, Requeue::Requeue).checkpointable);
+    SliceOptions only_mode;
+    only_mode.placement_set = true;
+    CHECK_THAT(err(m, only_mode, 16, 16), Catch::Contains("need --nvl-slice"));
+    m.defaults().slice_sizes = {16, 8};
+    CHECK_THAT(err(m, slice(4), 16, 16), Catch::Contains("allows slice sizes 16, 8 only"));
+}
+
+TEST_CASE("slices and task env derive from the node list alone", "[slicejob][quick]") {
+    RackMap m = make_map(3, 18);
+    // 2 x 16 on r1 and r3, given out of order as Slurm may
+    auto nodes = hostlist_expand("n[037-052],n[001-016]");
+    auto slices = derive_slices(m, nodes, 16);
+    REQUIRE(slices.size() == 2);
+    std::vector<std::vector<std::string>> named;
+    for (auto& s : slices) named.push_back(m.node_names(s));
+    SliceEnv e = slice_env_for(m, named, "n040");
+    CHECK(e.index == 1);
+    CHECK(e.count == 2);
+    CHECK(e.size == 16);
+    CHECK(e.rank == 3);
+    CHECK(e.domain == "r3");
+    CHECK(e.nodelist == "n[037-052]");
+    CHECK(e.leader == "n037");
+    // two 8-node slices in one rack split in node order
+    auto two = derive_slices(m, hostlist_expand("n[001-016]"), 8);
+    REQUIRE(two.size() == 2);
+    CHECK(names(m, two[1]) == "n[009-016]");
+    // after a repair: a spare replaced n003
+    auto rep = derive_slices(m, hostlist_expand("n[001-002,004-017]"), 16);
+    CHECK(names(m, rep[0]) == "n[001-002,004-017]");
+    CHECK_THROWS_WITH(derive_slices(m, hostlist_expand("n[001-010],n[019-024]"), 8),
+                      Catch::Contains("10 nodes in r1, not a multiple of its slice size 8"));
+    CHECK_THROWS_WITH(derive_slices(m, {"zz1"}, 8), Catch::Contains("zz1 of the job is not in the rack map"));
+    CHECK_THROWS_WITH(slice_env_for(m, named, "n030"), Catch::Contains("not in any slice"));
+    // a split slice (prefer fallback) names both racks
+    SliceEnv sp = slice_env_for(m, {{"n017", "n018", "n019", "n020"}}, "n019");
+    CHECK(sp.domain == "r1,r2");
+}
