@@ -68,10 +68,24 @@ demo() {
 test_suite() {
     echo "==> unit tests (make check)"
     make -C "$BUILD" -s -j"$JOBS" check || { cat "$BUILD"/tests/unit/*.log 2>/dev/null | tail -50; exit 1; }
-    # One closing line for the whole run: "N passed, N failed" (test cases).
     local n
     n=$(sed -n 's/^All tests passed ([0-9]* assertions* in \([0-9]*\) test cases*).*/\1/p' "$BUILD"/tests/unit/nvl-unit.log)
     echo "unit: ${n:-0} passed, 0 failed"
+    echo "==> cluster tests (real slurmctld + slurmd in network namespaces)"
+    local out
+    out=$(mktemp)
+    set +e
+    { as_root "$SRC/tests/cluster/run.sh" "$BUILD"; echo $? > "$out.rc"; } 2>&1 | tee "$out"
+    local rc
+    rc=$(cat "$out.rc"); rm -f "$out.rc"
+    set -e
+    # One closing line for the whole run: test cases and cluster checks.
+    local cp cf
+    cp=$(sed -nE 's/^cluster: ([0-9]+) passed, ([0-9]+) failed$/\1/p' "$out" | tail -1)
+    cf=$(sed -nE 's/^cluster: ([0-9]+) passed, ([0-9]+) failed$/\2/p' "$out" | tail -1)
+    rm -f "$out"
+    echo "tests: $(( ${n:-0} + ${cp:-0} )) passed, ${cf:-1} failed"
+    return "$rc"
 }
 
 case "${1:-}" in

@@ -33,7 +33,7 @@ void submit_hand_off(spank_t sp);
 
 // Remote context (slurmstepd): the NVL_* variables of one task.
 void set_task_env(spank_t sp);
-// Remote context, once per node and step: compare the node's GPUs with the map.
+// Remote context, in each task before its env: compare the node's GPUs with the map.
 // Returns false when the step must fail on this node (check_gpus=fail).
 bool check_node_gpus(spank_t sp);
 

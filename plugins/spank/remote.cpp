@@ -26,6 +26,12 @@ std::string getenv_job(spank_t sp, const char* name) {
     return buf;
 }
 
+// This node's Slurm name. Only valid from task init on: before that the
+// job environment still carries SLURMD_NODENAME of the node that launched
+// the step (e.g. the batch host), which is why every node-side check runs
+// in slurm_spank_task_init.
+std::string node_name(spank_t sp) { return getenv_job(sp, "SLURMD_NODENAME"); }
+
 void setenv_task(spank_t sp, const char* name, const std::string& value) {
     if (spank_setenv(sp, name, value.c_str(), 1) != ESPANK_SUCCESS)
         throw Error(fmt::format("cannot set {} in the task environment", name));
@@ -56,8 +62,8 @@ void set_task_env(spank_t sp) {
     if (!st.options.slice_set) return;
     const RackMap& map = rack_map();
     const std::string nodelist = getenv_job(sp, "SLURM_JOB_NODELIST");
-    const std::string host = getenv_job(sp, "SLURMD_NODENAME");
-    if (nodelist.empty() || host.empty()) throw Error("SLURM_JOB_NODELIST or SLURMD_NODENAME missing in the job");
+    const std::string host = node_name(sp);
+    if (nodelist.empty() || host.empty()) throw Error("SLURM_JOB_NODELIST or the node name is missing in the job");
     const auto nodes = hostlist_expand(nodelist);
     std::vector<std::vector<std::string>> slices;
     try {
@@ -85,7 +91,7 @@ void set_task_env(spank_t sp) {
 bool check_node_gpus(spank_t sp) {
     State& st = state();
     if (!st.options.slice_set || st.config.check_gpus == GpuCheck::Off) return true;
-    const std::string host = getenv_job(sp, "SLURMD_NODENAME");
+    const std::string host = node_name(sp);
     const RackMap& map = rack_map();
     auto id = map.find_node(host);
     if (!id) {
@@ -93,7 +99,9 @@ bool check_node_gpus(spank_t sp) {
         return st.config.check_gpus != GpuCheck::Fail;
     }
     const int expected = map.domain(map.domain_of(*id)).gpus_per_node;
-    const int found = count_nvidia_gpus(st.config.hwloc_xml);
+    std::string xml = st.config.hwloc_xml;
+    if (auto at = xml.find("%n"); at != std::string::npos) xml.replace(at, 2, host);
+    const int found = count_nvidia_gpus(xml);
     const std::string msg = gpu_check_message(host, expected, found);
     if (msg.empty()) return true;
     log_error(msg);

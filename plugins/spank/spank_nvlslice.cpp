@@ -136,20 +136,12 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) {
     });
 }
 
-int slurm_spank_user_init(spank_t sp, int ac, char** av) {
-    (void)ac;
-    (void)av;
-    return guarded("slurm_spank_user_init", [&] {
-        if (spank_context() != S_CTX_REMOTE) return 0;
-        return check_node_gpus(sp) ? 0 : -1;
-    });
-}
-
 int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     (void)ac;
     (void)av;
     return guarded("slurm_spank_task_init", [&] {
         if (spank_context() != S_CTX_REMOTE) return 0;
+        if (!check_node_gpus(sp)) return -1; // the task fails on this node, with the reason logged
         set_task_env(sp);
         return 0;
     });

@@ -22,7 +22,7 @@ struct PluginConfig {
     std::optional<int> gpus_per_node;    // for Slurm topology maps (no GPU count in them)
     GpuCheck check_gpus = GpuCheck::Warn;
     PlacementMode default_placement = PlacementMode::Strict;
-    std::string hwloc_xml;               // read the node topology from this XML (tests, fixed sites)
+    std::string hwloc_xml;               // read the node topology from this XML; %n = node name
 };
 
 PluginConfig parse_plugin_args(int argc, const char* const* argv);

@@ -1,0 +1,58 @@
+# Shared by the cluster tests: assertions that count, and Slurm helpers.
+# Every test prints "ok - name" or "not ok - name" with what was seen.
+PASS=${PASS:-0}
+FAIL=${FAIL:-0}
+
+ok() { PASS=$((PASS + 1)); echo "ok - $*"; }
+not_ok() { FAIL=$((FAIL + 1)); echo "not ok - $*"; }
+
+# check NAME COMMAND...: passes when COMMAND exits 0
+check() {
+    local name=$1; shift
+    if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+
+# expect_eq NAME EXPECTED ACTUAL
+expect_eq() {
+    if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1: expected [$2], got [$3]"; fi
+}
+
+# expect_match NAME REGEX TEXT
+expect_match() {
+    if printf '%s' "$3" | grep -qE -- "$2"; then ok "$1"; else not_ok "$1: [$3] does not match /$2/"; fi
+}
+
+job_field() { # job_field JOBID Field
+    scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+}
+
+# wait_state JOBID STATE [SECONDS]
+wait_state() {
+    local deadline=$(( $(date +%s) + ${3:-30} ))
+    while [ "$(date +%s)" -lt "$deadline" ]; do
+        [ "$(job_field "$1" JobState)" = "$2" ] && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
+job_comment() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *Comment=//p' | sed 's/ *$//'; }
+
+# wait_done JOBID [SECONDS]: until the job reaches a final state
+wait_done() {
+    local deadline=$(( $(date +%s) + ${2:-30} ))
+    while [ "$(date +%s)" -lt "$deadline" ]; do
+        case "$(job_field "$1" JobState)" in
+            COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE) return 0 ;;
+        esac
+        sleep 0.2
+    done
+    return 1
+}
+
+job_count() { squeue -h -o %i 2>/dev/null | wc -l; }
+
+summary() {
+    echo "$1: $PASS passed, $FAIL failed"
+    [ "$FAIL" -eq 0 ]
+}

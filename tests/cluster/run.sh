@@ -1,0 +1,41 @@
+#!/bin/bash
+# The real-cluster test tier: brings up the test cluster with the plugin
+# from the build tree and runs every cluster test against it.
+#   tests/cluster/run.sh BUILD_DIR
+# Stops the cluster afterwards unless NVL_KEEP_CLUSTER=1.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+BUILD=$(cd "${1:?usage: run.sh BUILD_DIR}" && pwd)
+export NVL_CLUSTER_DIR=${NVL_CLUSTER_DIR:-/tmp/nvlslice-cluster}
+export SLURM_CONF=$NVL_CLUSTER_DIR/etc/slurm.conf
+PLUGIN=$BUILD/plugins/spank/.libs/spank_nvlslice.so
+[ -f "$PLUGIN" ] || { echo "run.sh: $PLUGIN not built" >&2; exit 1; }
+
+# Simulated GPUs: every node has 4 in its hwloc fixture except nvl0036 (3).
+mkdir -p "$NVL_CLUSTER_DIR/hwloc"
+for i in $(seq 1 36); do
+    n=$(printf nvl%04d "$i")
+    f=node-4gpu.xml; [ "$n" = nvl0036 ] && f=node-3gpu.xml
+    cp "$HERE/../data/hwloc/$f" "$NVL_CLUSTER_DIR/hwloc/$n.xml"
+done
+export NVL_PLUGIN=$PLUGIN
+export NVL_PLUGIN_ARGS="check_gpus=fail hwloc_xml=$NVL_CLUSTER_DIR/hwloc/%n.xml"
+start=$(date +%s)
+"$HERE/cluster.sh" up || exit 1
+rc=0
+total_pass=0 total_fail=0
+for t in "$HERE"/test_*.sh; do
+    out=$(mktemp)
+    t0=$(date +%s)
+    bash "$t" 2>&1 | tee "$out"
+    line=$(grep -E '^[a-z]+: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -1)
+    p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed.*/\1/'); f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')
+    [ -n "$line" ] || { f=1; p=0; echo "not ok - $(basename "$t") printed no summary"; }
+    total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+    echo "# $(basename "$t"): $(( $(date +%s) - t0 )) s"
+    rm -f "$out"
+done
+[ "${NVL_KEEP_CLUSTER:-0}" = 1 ] || "$HERE/cluster.sh" down >/dev/null
+echo "# cluster tests took $(( $(date +%s) - start )) s"
+echo "cluster: $total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]
