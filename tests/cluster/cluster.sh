@@ -195,16 +195,26 @@ healthy() {
     [ "$(sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2 == "idle" || $2 == "allocated" || $2 == "mixed"' | sort -u | wc -l)" -eq "$NODES" ]
 }
 
-stop_pidfile() {
-    local f=$1 pid
-    [ -f "$f" ] || return 0
-    pid=$(cat "$f")
-    if kill -0 "$pid" 2>/dev/null; then
-        kill "$pid" 2>/dev/null || true
-        for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$f"
+# Stops the processes named by these pid files: SIGTERM to all at once,
+# up to 5 s for them to exit, then SIGKILL.
+stop_pidfiles() {
+    local f pid pids=()
+    for f in "$@"; do
+        [ -f "$f" ] || continue
+        pid=$(cat "$f")
+        kill -0 "$pid" 2>/dev/null && pids+=("$pid")
+        rm -f "$f"
+    done
+    [ ${#pids[@]} -gt 0 ] || return 0
+    kill "${pids[@]}" 2>/dev/null || true
+    for _ in $(seq 1 50); do
+        kill -0 "${pids[@]}" 2>/dev/null || return 0
+        local alive_any=0
+        for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive_any=1; done
+        [ $alive_any -eq 0 ] && return 0
+        sleep 0.1
+    done
+    kill -9 "${pids[@]}" 2>/dev/null || true
 }
 
 # Processes left inside our namespaces (job steps, slurmstepd): only ours.
@@ -215,13 +225,11 @@ kill_ns_procs() {
 }
 
 down() {
-    local f i
-    for f in "$DIR"/run/slurmd-*.pid "$DIR"/run/slurmd-*.wrapper.pid "$DIR"/run/nvlsliced*.pid; do
-        [ -e "$f" ] && stop_pidfile "$f"
-    done
-    stop_pidfile "$DIR/run/slurmctld.pid"
-    stop_pidfile "$DIR/run/slurmctld.wrapper.pid"
-    stop_pidfile "$DIR/run/munged.pid"
+    local ns veth
+    stop_pidfiles "$DIR"/run/nvlsliced*.pid
+    stop_pidfiles "$DIR"/run/slurmd-*.pid "$DIR"/run/slurmd-*.wrapper.pid
+    stop_pidfiles "$DIR/run/slurmctld.pid" "$DIR/run/slurmctld.wrapper.pid"
+    stop_pidfiles "$DIR/run/munged.pid"
     for ns in $(ip netns list 2>/dev/null | awk '/^nvlns[0-9]+/ {print $1}'); do
         kill_ns_procs "$ns"
         ip netns del "$ns" 2>/dev/null || true
@@ -229,7 +237,7 @@ down() {
     for veth in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E '^nvlv[0-9]+$' || true); do
         ip link del "$veth" 2>/dev/null || true
     done
-    ip link show "$BRIDGE" >/dev/null 2>&1 && ip link del "$BRIDGE" || true
+    if ip link show "$BRIDGE" >/dev/null 2>&1; then ip link del "$BRIDGE" || true; fi
     log "down"
 }
 
