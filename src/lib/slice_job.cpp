@@ -90,14 +90,21 @@ std::string PlacementRecord::str() const {
     }
     s += fmt::format(" repairs={} moves={}", repairs, moves);
     if (split) s += " split=1";
-    if (!reason.empty()) s += " reason=" + reason;
+    if (!reason.empty()) s += " reason=" + reason; // free text, always last
     return s;
 }
 
 std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
-    auto words = words_after_prefix(ac);
+    std::string text(ac);
+    std::string reason;
+    if (auto at = text.find(" reason="); at != std::string::npos) {
+        reason = text.substr(at + 8);
+        text.resize(at);
+    }
+    auto words = words_after_prefix(text);
     if (!words) return std::nullopt;
     PlacementRecord r;
+    r.reason = reason;
     r.state.clear();
     for (auto w : *words) {
         size_t eq = w.find('=');
@@ -110,7 +117,6 @@ std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
         else if (k == "repairs") r.repairs = to_int(k, v);
         else if (k == "moves") r.moves = to_int(k, v);
         else if (k == "split") r.split = to_int(k, v) != 0;
-        else if (k == "reason") r.reason = std::string(v);
         else if (k == "slices") {
             while (!v.empty()) {
                 size_t sc = v.find(';');

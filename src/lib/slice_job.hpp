@@ -51,7 +51,7 @@ struct PlacementRecord {
     int repairs = 0;
     int moves = 0;
     bool split = false;
-    std::string reason; // why it waits (no spaces: words joined by '_')
+    std::string reason; // why it waits: free text, written last in the record
 
     std::string str() const;
     static std::optional<PlacementRecord> parse(std::string_view admin_comment);

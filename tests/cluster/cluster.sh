@@ -16,8 +16,11 @@
 #   NVL_SUBNET         first three octets of the private /24 (10.77.0)
 #   NVL_PLUGIN         spank_nvlslice.so to load through PlugStackConfig (none)
 #   NVL_PLUGIN_ARGS    extra plugstack.conf arguments for it
+#   NVL_HELPER         nvlsliced binary to run on the controller host (none)
+#   NVL_HELPER_CONF    extra lines for its configuration DIR/etc/nvlslice.yaml
 # Must run as root (network namespaces). Nodes are nvl0001.. with Slurm
-# feature rack001.. naming their rack; the rack map is DIR/etc/nvlslice.yaml.
+# feature rack001.. naming their rack; the rack map is DIR/etc/nvlslice-map.yaml.
+#   tests/cluster/cluster.sh helper   (re)start nvlsliced if it is not running
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -29,6 +32,8 @@ SPARES=${NVL_SPARES:-2}
 SUBNET=${NVL_SUBNET:-10.77.0}
 PLUGIN=${NVL_PLUGIN:-}
 PLUGIN_ARGS=${NVL_PLUGIN_ARGS:-}
+HELPER=${NVL_HELPER:-}
+HELPER_CONF=${NVL_HELPER_CONF:-}
 BRIDGE=nvlbr0
 CTL_NAME=nvlctl
 CTL_IP=$SUBNET.1
@@ -67,10 +72,17 @@ install_packages() {
     fi
 }
 
-alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# A live process (a zombie left unreaped by init counts as dead).
+alive() {
+    local pid
+    [ -f "$1" ] || return 1
+    pid=$(cat "$1")
+    kill -0 "$pid" 2>/dev/null || return 1
+    ! awk '{ exit ($3 == "Z") ? 0 : 1 }' "/proc/$pid/stat" 2>/dev/null
+}
 
 write_map() {
-    "$SRC/contrib/gen-map.sh" "$RACKS" "$PER" nvl rack "$SPARES" > "$DIR/etc/nvlslice.yaml"
+    "$SRC/contrib/gen-map.sh" "$RACKS" "$PER" nvl rack "$SPARES" > "$DIR/etc/nvlslice-map.yaml"
 }
 
 write_conf() {
@@ -116,11 +128,41 @@ $nodes_line
 PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE
 CONF
     if [ -n "$PLUGIN" ]; then
-        echo "required $PLUGIN map=$DIR/etc/nvlslice.yaml $PLUGIN_ARGS" > "$DIR/etc/plugstack.conf"
+        echo "required $PLUGIN map=$DIR/etc/nvlslice-map.yaml $PLUGIN_ARGS" > "$DIR/etc/plugstack.conf"
     else
         : > "$DIR/etc/plugstack.conf"
     fi
     echo "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS" > "$DIR/etc/geometry"
+    write_helper_conf
+}
+
+write_helper_conf() {
+    cat > "$DIR/etc/nvlslice.yaml" <<HCONF
+# nvlsliced configuration for the test cluster (see etc/nvlslice.yaml)
+map: $DIR/etc/nvlslice-map.yaml
+cycle_ms: 500
+lock_file: $DIR/run/nvlsliced.lock
+metrics_listen: 127.0.0.1:9817
+reservation: nvlslice_spares
+$HELPER_CONF
+HCONF
+}
+
+start_helper() {
+    [ -n "$HELPER" ] || return 0
+    alive "$DIR/run/nvlsliced.pid" && return 0
+    write_helper_conf
+    local before
+    before=$(wc -l < "$DIR/log/nvlsliced.log" 2>/dev/null || echo 0)
+    setsid "$HELPER" --config "$DIR/etc/nvlslice.yaml" >>"$DIR/log/nvlsliced.log" 2>&1 < /dev/null &
+    echo $! > "$DIR/run/nvlsliced.pid"
+    for _ in $(seq 1 50); do
+        tail -n +"$((before + 1))" "$DIR/log/nvlsliced.log" 2>/dev/null | grep -q "nvlsliced: started" && return 0
+        alive "$DIR/run/nvlsliced.pid" || break
+        sleep 0.1
+    done
+    tail -5 "$DIR/log/nvlsliced.log" >&2
+    die "nvlsliced did not start"
 }
 
 start_munge() {
@@ -192,7 +234,7 @@ healthy() {
     alive "$DIR/run/slurmctld.pid" && alive "$DIR/run/munged.pid" || return 1
     local i
     for ((i = 1; i <= NODES; i++)); do alive "$DIR/run/slurmd-$(node_name "$i").pid" || return 1; done
-    [ "$(sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2 == "idle" || $2 == "allocated" || $2 == "mixed"' | sort -u | wc -l)" -eq "$NODES" ]
+    [ "$(sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2 == "idle" || $2 == "allocated" || $2 == "mixed" || $2 == "reserved"' | sort -u | wc -l)" -eq "$NODES" ]
 }
 
 # Stops the processes named by these pid files: SIGTERM to all at once,
@@ -246,6 +288,7 @@ up() {
     install_packages
     if healthy; then
         log "already up: $NODES nodes, SLURM_CONF=$CONF"
+        start_helper
         return 0
     fi
     down >/dev/null 2>&1 || true
@@ -259,6 +302,7 @@ up() {
     start_slurmctld
     for ((i = 1; i <= NODES; i++)); do start_slurmd "$i"; done
     wait_ready 90
+    start_helper
 }
 
 case "${1:-}" in
@@ -266,5 +310,6 @@ case "${1:-}" in
     down) down ;;
     status) sinfo -N -o '%N %T %f %E' ;;
     env) echo "export SLURM_CONF=$CONF" ;;
-    *) echo "usage: $0 up|down|status|env" >&2; exit 2 ;;
+    helper) start_helper ;;
+    *) echo "usage: $0 up|down|status|env|helper" >&2; exit 2 ;;
 esac

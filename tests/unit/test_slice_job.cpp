@@ -63,8 +63,9 @@ TEST_CASE("placement records round-trip", "[slicejob][quick]") {
     CHECK(b->repairs == 2);
     PlacementRecord w;
     w.state = "waiting";
-    w.reason = "fragmented";
-    CHECK(PlacementRecord::parse(w.str())->reason == "fragmented");
+    w.reason = "fragmented: 2 racks with 15 free";
+    CHECK(PlacementRecord::parse(w.str())->reason == "fragmented: 2 racks with 15 free");
+    CHECK(PlacementRecord::parse(w.str())->state == "waiting");
     CHECK_FALSE(PlacementRecord::parse(""));
 }
 

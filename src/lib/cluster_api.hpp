@@ -1,0 +1,69 @@
+// nvlslice — the cluster as the helper sees it, and the few operations it
+// performs. The one implementation over libslurm lives in src/slurm/; unit
+// tests use a fake. Records mirror what Slurm reports, already decoded.
+#pragma once
+
+#include "model.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nvl {
+
+struct SlurmNode {
+    std::string name;
+    NodeState state = NodeState::Unknown; // drain folded in: Draining / Drained
+    bool failed = false;                  // DOWN or FAIL: always repaired
+    bool completing = false;              // a job is still finishing there
+    std::string reason;                   // admin's drain/down reason
+    std::string features;
+};
+
+enum class JobState { Pending, Running, Suspended, Completing, Finished };
+
+struct SlurmJob {
+    JobId id = 0;
+    JobState state = JobState::Pending;
+    bool held = false;       // priority 0 (user or admin hold)
+    bool admin_held = false; // JobHeldAdmin: users cannot release it
+    std::string reason;      // Slurm's pending reason, as squeue prints it
+    std::string comment;
+    std::string admin_comment;
+    std::vector<std::string> nodes; // allocated nodes (running / completing)
+    std::string req_nodes;          // required node list (hostlist), "" if none
+    int num_nodes = 0;
+    int64_t submit_time = 0;
+    int64_t start_time = 0;
+    int restarts = 0; // times requeued
+    bool batch = true;
+    bool requeue = true; // may be requeued (--requeue or the cluster default)
+    std::string name;
+    std::string partition;
+};
+
+struct Reservation {
+    std::string name;
+    std::string nodes; // hostlist
+};
+
+class ClusterApi {
+  public:
+    virtual ~ClusterApi() = default;
+    virtual std::vector<SlurmNode> load_nodes() = 0;
+    virtual std::vector<SlurmJob> load_jobs() = 0;
+    virtual std::optional<Reservation> load_reservation(const std::string& name) = 0;
+
+    // Required node list and, when start_at > 0, StartTime (epoch seconds).
+    virtual void pin_job(JobId id, const std::string& nodes, int64_t start_at) = 0;
+    virtual void set_admin_comment(JobId id, const std::string& text) = 0;
+    virtual void hold(JobId id) = 0; // admin hold
+    virtual void release(JobId id) = 0;
+    virtual void requeue_hold(JobId id) = 0;
+    virtual void requeue(JobId id) = 0;
+    // Creates, updates or (nodes empty) deletes the reservation.
+    virtual void set_reservation(const std::string& name, const std::string& nodes) = 0;
+};
+
+} // namespace nvl

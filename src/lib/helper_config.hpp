@@ -1,0 +1,27 @@
+// nvlslice — nvlsliced's configuration file (etc/nvlslice.yaml). The keys
+// it shares with the plugin's plugstack.conf arguments (map, spares,
+// gpus_per_node, default_slice) mean the same thing in both.
+#pragma once
+
+#include "model.hpp"
+#include "reconcile.hpp"
+
+#include <string>
+
+namespace nvl {
+
+struct HelperSettings {
+    std::string map;                 // rack map (required)
+    MapDefaults map_defaults;        // for Slurm topology maps
+    int default_slice = 0;           // 0 = the map's
+    int cycle_ms = 1000;             // reconcile period
+    std::string metrics_listen = "127.0.0.1:9817"; // "" = no metrics endpoint
+    std::string lock_file = "/run/nvlsliced.lock";
+    HelperConfig reconcile;
+};
+
+// Strict: unknown keys refused with file:line:column and the accepted keys.
+HelperSettings read_helper_config(std::string_view text, const std::string& file);
+HelperSettings load_helper_config(const std::string& path);
+
+} // namespace nvl

@@ -1,0 +1,559 @@
+#include "reconcile.hpp"
+
+#include "hostlist.hpp"
+#include "placement.hpp"
+#include "repair.hpp"
+#include "slice_job.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+namespace nvl {
+
+const char* to_string(ActionKind k) {
+    switch (k) {
+    case ActionKind::Hold: return "hold";
+    case ActionKind::Pin: return "pin";
+    case ActionKind::PinOnly: return "pin-nodes";
+    case ActionKind::Release: return "release";
+    case ActionKind::RequeueHold: return "requeue-hold";
+    case ActionKind::Requeue: return "requeue";
+    case ActionKind::SetRecord: return "record";
+    case ActionKind::SetReservation: return "reservation";
+    }
+    return "?";
+}
+
+namespace {
+
+struct SliceJob {
+    const SlurmJob* job;
+    RequestTag tag;
+    std::optional<PlacementRecord> rec;
+};
+
+class Cycle {
+  public:
+    Cycle(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
+          const std::optional<Reservation>& spares, const HelperConfig& cfg, int64_t now, HelperMemory& mem)
+        : map_(map), nodes_(nodes), jobs_(jobs), spares_(spares), cfg_(cfg), now_(now), mem_(mem), snap_(map),
+          failed_(map.node_count(), 0) {
+        if (!cfg.repair_drain_reasons.empty())
+            drain_re_.emplace(cfg.repair_drain_reasons, std::regex::ECMAScript | std::regex::nosubs);
+    }
+
+    CycleOutput run();
+
+  private:
+    void build_snapshot();
+    void collect_slice_jobs();
+    bool needs_repair(NodeId id) const;
+    Placement placement_of(const SliceJob& sj, const std::vector<std::string>& nodes) const;
+    void handle_running(const SliceJob& sj);
+    void handle_pending(const SliceJob& sj, bool placing_pass);
+    bool place_job(const SliceJob& sj);
+    void try_defrag(const SliceJob& sj);
+    void keep_spares();
+    void take(const std::vector<NodeId>& ids, JobId job);
+    // When a job may start: now, or for a job that ran before (a repair),
+    // a little later. A requeue revokes the job's credential on its nodes,
+    // and slurmd rejects a new credential of the same second ("Job
+    // credential revoked"): the next second is enough, where Slurm itself
+    // waits cred_expire.
+    int64_t start_time(const SlurmJob& j) const { return j.restarts > 0 ? now_ + 1 : now_; }
+    void record(const SliceJob& sj, const PlacementRecord& r);
+    void pin_and_release(const SliceJob& sj, const Placement& p, PlacementRecord r, bool requeue_first);
+    std::string hl(const std::vector<NodeId>& ids) const { return hostlist_compress(map_.node_names(ids)); }
+    void log(const std::string& s) { out_.log.push_back(s); }
+
+    const RackMap& map_;
+    const std::vector<SlurmNode>& nodes_;
+    const std::vector<SlurmJob>& jobs_;
+    const std::optional<Reservation>& spares_;
+    const HelperConfig& cfg_;
+    const int64_t now_;
+    HelperMemory& mem_;
+    Snapshot snap_;
+    std::vector<char> failed_; // per node: needs a repair if a slice uses it
+    std::optional<std::regex> drain_re_;
+    std::vector<SliceJob> slice_jobs_;
+    std::set<std::string> reserved_;
+    bool defrag_done_ = false;
+    CycleOutput out_;
+};
+
+void Cycle::build_snapshot() {
+    if (spares_)
+        for (auto& n : hostlist_expand(spares_->nodes)) reserved_.insert(n);
+    for (const auto& n : nodes_) {
+        auto id = map_.find_node(n.name);
+        if (!id) continue; // a node outside the map is none of our business
+        NodeStatus st;
+        st.state = n.failed ? NodeState::Down : n.state;
+        if (st.state == NodeState::Idle && n.completing) st.state = NodeState::Allocated;
+        if (st.state == NodeState::Idle && reserved_.count(n.name)) st.state = NodeState::SpareReserved;
+        snap_.set(*id, st);
+        failed_[*id] = n.failed || ((st.state == NodeState::Draining || st.state == NodeState::Drained) &&
+                                    (!drain_re_ || std::regex_search(n.reason, *drain_re_)));
+    }
+    // Owners of busy nodes, so repairs know whose node they would take.
+    for (const auto& j : jobs_) {
+        if (j.state != JobState::Running && j.state != JobState::Completing && j.state != JobState::Suspended)
+            continue;
+        for (const auto& name : j.nodes) {
+            auto id = map_.find_node(name);
+            if (!id) continue;
+            NodeStatus st = snap_.node(*id);
+            if (is_free(st.state)) st.state = NodeState::Allocated;
+            st.job_id = j.id;
+            snap_.set(*id, st);
+        }
+    }
+}
+
+void Cycle::collect_slice_jobs() {
+    for (const auto& j : jobs_) {
+        std::optional<RequestTag> tag;
+        try {
+            tag = RequestTag::parse(j.comment);
+        } catch (const Error& e) {
+            log(fmt::format("job {}: ignored, its nvlslice tag is unreadable: {}", j.id, e.what()));
+            continue;
+        }
+        if (!tag) continue;
+        SliceJob sj{&j, *tag, std::nullopt};
+        try {
+            sj.rec = PlacementRecord::parse(j.admin_comment);
+        } catch (const Error& e) {
+            log(fmt::format("job {}: admin_comment is not an nvlslice record ({}); placing afresh", j.id, e.what()));
+        }
+        slice_jobs_.push_back(std::move(sj));
+    }
+    std::sort(slice_jobs_.begin(), slice_jobs_.end(), [](const SliceJob& a, const SliceJob& b) {
+        if (a.job->submit_time != b.job->submit_time) return a.job->submit_time < b.job->submit_time;
+        return a.job->id < b.job->id;
+    });
+    // Nodes pinned to released jobs that Slurm has not started yet are
+    // spoken for: no other slice may be placed there meanwhile.
+    for (const auto& sj : slice_jobs_) {
+        const SlurmJob& j = *sj.job;
+        if (j.state != JobState::Pending || j.held || !sj.rec || sj.rec->state != "placed" || j.req_nodes.empty())
+            continue;
+        for (const auto& name : hostlist_expand(j.req_nodes)) {
+            auto id = map_.find_node(name);
+            if (id && is_free(snap_.node(*id).state)) snap_.set(*id, {NodeState::Allocated, j.id, -1, false});
+        }
+    }
+}
+
+bool Cycle::needs_repair(NodeId id) const { return failed_[id] != 0; }
+
+Placement Cycle::placement_of(const SliceJob& sj, const std::vector<std::string>& nodes) const {
+    Placement p;
+    p.job_id = sj.job->id;
+    p.slice_size = sj.tag.slice;
+    std::vector<std::vector<NodeId>> slices;
+    if (sj.rec && !sj.rec->slices.empty()) {
+        for (const auto& h : sj.rec->slices) {
+            std::vector<NodeId> ids;
+            for (const auto& n : hostlist_expand(h))
+                if (auto id = map_.find_node(n)) ids.push_back(*id);
+            slices.push_back(std::move(ids));
+        }
+    } else {
+        slices = derive_slices(map_, nodes, sj.tag.slice);
+    }
+    for (size_t i = 0; i < slices.size(); ++i) {
+        PlacedSlice ps;
+        ps.index = int(i);
+        ps.nodes = slices[i];
+        ps.domain = ps.nodes.empty() ? kNoDomain : map_.domain_of(ps.nodes.front());
+        for (NodeId n : ps.nodes)
+            if (map_.domain_of(n) != ps.domain) ps.domain = kNoDomain;
+        p.split = p.split || ps.domain == kNoDomain;
+        p.slices.push_back(std::move(ps));
+    }
+    return p;
+}
+
+void Cycle::take(const std::vector<NodeId>& ids, JobId job) {
+    for (NodeId id : ids) {
+        NodeStatus st = snap_.node(id);
+        if (is_free(st.state)) st.state = NodeState::Allocated;
+        st.job_id = job;
+        snap_.set(id, st);
+    }
+}
+
+void Cycle::record(const SliceJob& sj, const PlacementRecord& r) {
+    std::string text = r.str();
+    if (text != sj.job->admin_comment) out_.actions.push_back({ActionKind::SetRecord, sj.job->id, text});
+}
+
+void Cycle::pin_and_release(const SliceJob& sj, const Placement& p, PlacementRecord r, bool requeue_first) {
+    const JobId id = sj.job->id;
+    r.slice = p.slice_size;
+    r.slices.clear();
+    for (const auto& s : p.slices) r.slices.push_back(hl(s.nodes));
+    r.split = p.split;
+    r.reason.clear();
+    if (requeue_first) {
+        // A running job: record the target, requeue it held and pin the new
+        // nodes. Slurm sets BeginTime when the old allocation has finished
+        // completing, so StartTime=now and the release come in a later
+        // cycle, once the job is pending again (see handle_pending).
+        r.state = "repairing";
+        out_.actions.push_back({ActionKind::SetRecord, id, r.str()});
+        out_.actions.push_back({ActionKind::RequeueHold, id, {}});
+        out_.actions.push_back({ActionKind::PinOnly, id, hl(p.nodes())});
+        take(p.nodes(), id);
+        return;
+    }
+    r.state = "placed";
+    out_.actions.push_back({ActionKind::SetRecord, id, r.str()});
+    out_.actions.push_back({ActionKind::Pin, id, hl(p.nodes()), start_time(*sj.job)});
+    out_.actions.push_back({ActionKind::Release, id, {}});
+    take(p.nodes(), id);
+}
+
+void Cycle::handle_running(const SliceJob& sj) {
+    const SlurmJob& j = *sj.job;
+    std::vector<NodeId> failed;
+    for (const auto& n : j.nodes)
+        if (auto id = map_.find_node(n); id && needs_repair(*id)) failed.push_back(*id);
+    PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
+    if (failed.empty()) {
+        if (!sj.rec || sj.rec->state != "placed") {
+            // Running without our record (released by hand, or a crash after
+            // the release): adopt it as it runs.
+            try {
+                Placement p = placement_of(SliceJob{sj.job, sj.tag, std::nullopt}, j.nodes);
+                rec.state = "placed";
+                rec.slice = sj.tag.slice;
+                rec.slices.clear();
+                for (const auto& s : p.slices) rec.slices.push_back(hl(s.nodes));
+                rec.reason.clear();
+                record(sj, rec);
+            } catch (const Error& e) {
+                rec.state = "placed";
+                rec.slices = {hostlist_compress(j.nodes)};
+                rec.split = true;
+                rec.reason.clear();
+                record(sj, rec);
+            }
+        }
+        return;
+    }
+    const std::string failed_hl = hl(failed);
+    if (!j.requeue) {
+        ++out_.stats.unrepairable;
+        if (rec.reason.rfind("not repaired", 0) != 0) {
+            rec.reason = fmt::format("not repaired: {} failed but the job was submitted --no-requeue", failed_hl);
+            record(sj, rec);
+            log(fmt::format("job {}: node(s) {} failed; submitted with --no-requeue, so it is left to Slurm", j.id,
+                            failed_hl));
+        }
+        return;
+    }
+    Placement running = placement_of(sj, j.nodes);
+    RepairPlan plan = plan_repair(snap_, running, failed);
+    if (!plan.feasible) {
+        std::string why = "repair waits: " + plan.reason;
+        if (rec.reason != why) {
+            rec.reason = why;
+            record(sj, rec);
+            log(fmt::format("job {}: node(s) {} failed; {}", j.id, failed_hl, plan.reason));
+        }
+        return;
+    }
+    rec.repairs += 1;
+    rec.moves += plan.moved;
+    out_.stats.repairs_in_rack += plan.replaced_in_domain;
+    out_.stats.moves += plan.moved;
+    for (JobId victim : plan.preempt) out_.actions.push_back({ActionKind::Requeue, victim, {}});
+    pin_and_release(sj, plan.placement, rec, true);
+    for (const auto& s : plan.slices)
+        if (s.action != RepairAction::Keep)
+            log(fmt::format("job {}: repair: {}: removed {} added {}", j.id, s.detail, hl(s.removed), hl(s.added)));
+}
+
+bool Cycle::place_job(const SliceJob& sj) {
+    const SlurmJob& j = *sj.job;
+    SliceRequest req;
+    req.job_id = j.id;
+    req.slice_size = sj.tag.slice;
+    req.slice_count = sj.tag.count;
+    req.mode = sj.tag.mode;
+    req.allow_split = sj.tag.mode == PlacementMode::Prefer && now_ - j.submit_time >= cfg_.prefer_wait_s;
+    PlacementResult r = place(snap_, req);
+    PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
+    if (!r.ok) {
+        ++out_.stats.pending_by_reason[to_string(r.reason)];
+        rec.state = "waiting";
+        rec.slice = sj.tag.slice;
+        rec.slices.clear();
+        if (rec.reason != r.detail) {
+            rec.reason = r.detail;
+            record(sj, rec);
+            log(fmt::format("job {}: waits: {}", j.id, r.detail));
+        }
+        if (r.reason == Reason::Fragmented && sj.tag.mode == PlacementMode::Strict) try_defrag(sj);
+        return false;
+    }
+    ++out_.stats.placements;
+    std::string where;
+    for (const auto& s : r.placement.slices)
+        where += fmt::format("{}{} {}", where.empty() ? "" : ", ",
+                             s.domain == kNoDomain ? "(split)" : map_.domain(s.domain).name, hl(s.nodes));
+    log(fmt::format("job {}: placed {} slice(s) of {}: {}{}", j.id, r.placement.slices.size(), sj.tag.slice, where,
+                    r.placement.split ? " [" + r.detail + "]" : ""));
+    pin_and_release(sj, r.placement, rec, false);
+    return true;
+}
+
+void Cycle::handle_pending(const SliceJob& sj, bool placing_pass) {
+    const SlurmJob& j = *sj.job;
+    const bool placed = sj.rec && (sj.rec->state == "placed" || sj.rec->state == "repairing");
+    std::vector<NodeId> pinned;
+    if (!j.req_nodes.empty())
+        for (const auto& n : hostlist_expand(j.req_nodes))
+            if (auto id = map_.find_node(n)) pinned.push_back(*id);
+    bool pinned_failed = false;
+    for (NodeId id : pinned) pinned_failed = pinned_failed || needs_repair(id);
+
+    if (!placing_pass) {
+        // Pass 1: jobs with a placement already: keep, finish, or repair them.
+        if (!placed || pinned.empty()) return;
+        if (!j.held && !pinned_failed) {
+            // Released and waiting for Slurm. Nodes taken by another job for
+            // too long: take the job back and place it again.
+            bool taken = false;
+            for (NodeId id : pinned) {
+                const NodeStatus& st = snap_.node(id);
+                taken = taken || (st.job_id != 0 && st.job_id != j.id && !is_free(st.state));
+            }
+            if (taken && now_ - std::max(j.submit_time, j.start_time) > cfg_.replace_after_s) {
+                out_.actions.push_back({ActionKind::Hold, j.id, {}});
+                PlacementRecord rec = *sj.rec;
+                rec.state = "waiting";
+                rec.reason = "its nodes were taken by another job; placing again";
+                record(sj, rec);
+                log(fmt::format("job {}: nodes {} taken by other jobs; held to be placed again", j.id, hl(pinned)));
+            }
+            return;
+        }
+        if (!j.held) out_.actions.push_back({ActionKind::Hold, j.id, {}});
+        if (!pinned_failed) {
+            // The second half of a repair (the job is pending again after its
+            // requeue), or a crash between pin and release: start it on its
+            // pinned nodes now.
+            bool usable = true;
+            for (NodeId id : pinned) {
+                const NodeStatus& st = snap_.node(id);
+                usable = usable && is_healthy(st.state) && (is_free(st.state) || st.job_id == j.id || st.job_id == 0);
+            }
+            if (usable) {
+                PlacementRecord rec = *sj.rec;
+                rec.state = "placed";
+                record(sj, rec);
+                out_.actions.push_back({ActionKind::Pin, j.id, hl(pinned), start_time(j)});
+                out_.actions.push_back({ActionKind::Release, j.id, {}});
+                take(pinned, j.id);
+                log(fmt::format("job {}: released on its pinned nodes {}{}", j.id, hl(pinned),
+                                sj.rec->state == "repairing" ? " (repair complete)" : ""));
+            }
+            return; // otherwise placed afresh in pass 2
+        }
+        // Requeued by Slurm after a node went down (or pinned to a node that
+        // failed since): repair the placement before it runs again.
+        if (!j.requeue) return;
+        Placement p = placement_of(sj, map_.node_names(pinned));
+        std::vector<NodeId> failed;
+        for (NodeId id : pinned)
+            if (needs_repair(id)) failed.push_back(id);
+        RepairPlan plan = plan_repair(snap_, p, failed);
+        if (!plan.feasible) {
+            log(fmt::format("job {}: pinned node(s) {} failed; {}", j.id, hl(failed), plan.reason));
+            return; // pass 2 places it afresh or records why it waits
+        }
+        PlacementRecord rec = *sj.rec;
+        rec.repairs += 1;
+        rec.moves += plan.moved;
+        out_.stats.repairs_in_rack += plan.replaced_in_domain;
+        out_.stats.moves += plan.moved;
+        for (JobId victim : plan.preempt) out_.actions.push_back({ActionKind::Requeue, victim, {}});
+        for (const auto& s : plan.slices)
+            if (s.action != RepairAction::Keep)
+                log(fmt::format("job {}: repair (requeued by Slurm): {}: removed {} added {}", j.id, s.detail,
+                                hl(s.removed), hl(s.added)));
+        pin_and_release(sj, plan.placement, rec, false);
+        return;
+    }
+
+    // Pass 2: place what has no usable placement.
+    const bool done = std::any_of(out_.actions.begin(), out_.actions.end(),
+                                  [&](const Action& a) { return a.job == j.id && a.kind == ActionKind::Release; });
+    if (done) return;
+    if (placed && !j.held && !pinned_failed) return; // waiting for Slurm to start it
+    if (!j.held && !std::any_of(out_.actions.begin(), out_.actions.end(),
+                                [&](const Action& a) { return a.job == j.id && a.kind == ActionKind::Hold; })) {
+        // Released by its owner before we placed it: Slurm would start it
+        // rack-blind. An admin hold keeps it ours.
+        out_.actions.push_back({ActionKind::Hold, j.id, {}});
+        log(fmt::format("job {}: pending without a placement and not held; held (admin) until placed", j.id));
+    }
+    place_job(sj);
+}
+
+// Requeue the cheapest set of checkpointable jobs that frees one rack for
+// the blocked job's slice. Cost of a victim: its nodes x seconds run (work
+// lost since a checkpoint is at most that); a rack where a
+// non-checkpointable job would have to go is not a candidate.
+void Cycle::try_defrag(const SliceJob& sj) {
+    if (!cfg_.defrag || defrag_done_) return;
+    const SlurmJob& blocked = *sj.job;
+    if (now_ - blocked.submit_time < cfg_.defrag_after_s) return;
+    if (mem_.last_defrag && now_ - mem_.last_defrag < cfg_.defrag_interval_s) return;
+    std::map<JobId, const SlurmJob*> by_id;
+    std::map<JobId, bool> ckpt;
+    for (const auto& j : jobs_) by_id[j.id] = &j;
+    for (const auto& s : slice_jobs_) ckpt[s.job->id] = s.tag.checkpointable;
+    const int k = sj.tag.slice;
+    DomainId best = kNoDomain;
+    double best_cost = 0;
+    std::vector<JobId> best_victims;
+    for (DomainId d = 0; d < map_.domains().size(); ++d) {
+        const Domain& dom = map_.domain(d);
+        if (!dom.allows_slice(k) || snap_.counts(d).healthy - dom.spares < k) continue;
+        int room = snap_.counts(d).free - dom.spares;
+        std::map<JobId, int> in_rack;
+        for (NodeId id : dom.nodes) {
+            const NodeStatus& st = snap_.node(id);
+            if (!is_free(st.state) && is_healthy(st.state) && st.job_id) ++in_rack[st.job_id];
+        }
+        struct Cand {
+            JobId id;
+            int nodes;
+            double cost;
+        };
+        std::vector<Cand> cands;
+        for (auto [id, cnt] : in_rack) {
+            auto it = by_id.find(id);
+            if (it == by_id.end() || !ckpt.count(id) || !ckpt[id] || !it->second->requeue) continue;
+            if (!it->second->batch && !cfg_.defrag_interactive) continue;
+            if (it->second->state != JobState::Running) continue;
+            double run = double(std::max<int64_t>(1, now_ - it->second->start_time));
+            cands.push_back({id, cnt, run * double(std::max(1, it->second->num_nodes))});
+        }
+        std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.cost < b.cost; });
+        std::vector<JobId> victims;
+        double cost = 0;
+        for (const auto& c : cands) {
+            if (room >= k) break;
+            victims.push_back(c.id);
+            room += c.nodes;
+            cost += c.cost;
+        }
+        if (room < k || victims.empty()) continue;
+        if (best == kNoDomain || cost < best_cost) {
+            best = d;
+            best_cost = cost;
+            best_victims = victims;
+        }
+    }
+    if (best == kNoDomain) {
+        log(fmt::format("job {}: blocked by fragmentation; no rack can be freed from checkpointable jobs alone",
+                        blocked.id));
+        defrag_done_ = true;
+        return;
+    }
+    std::string list;
+    for (JobId v : best_victims) {
+        out_.actions.push_back({ActionKind::Requeue, v, {}});
+        list += (list.empty() ? "" : ", ") + std::to_string(v);
+    }
+    out_.stats.defrag_preemptions += int(best_victims.size());
+    mem_.last_defrag = now_;
+    defrag_done_ = true;
+    log(fmt::format("job {}: defragmentation: requeued checkpointable job(s) {} to free {} for a {}-node slice "
+                    "(cost {:.0f} node-seconds)",
+                    blocked.id, list, map_.domain(best).name, k, best_cost));
+}
+
+void Cycle::keep_spares() {
+    if (cfg_.reservation.empty()) return;
+    std::vector<std::string> want;
+    for (DomainId d = 0; d < map_.domains().size(); ++d) {
+        const Domain& dom = map_.domain(d);
+        std::vector<NodeId> pick;
+        // keep current spares that are still free, then the rack's last idle nodes
+        for (NodeId id : dom.nodes)
+            if (snap_.node(id).state == NodeState::SpareReserved && int(pick.size()) < dom.spares) pick.push_back(id);
+        for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < dom.spares; ++it)
+            if (snap_.node(*it).state == NodeState::Idle) pick.push_back(*it);
+        std::sort(pick.begin(), pick.end());
+        for (NodeId id : pick) want.push_back(map_.node_name(id));
+    }
+    std::set<std::string> want_set(want.begin(), want.end());
+    if (want_set == reserved_ && (spares_ || want.empty())) return;
+    std::string list = hostlist_compress(want);
+    // First, so that a spare handed to a repair leaves the reservation
+    // before the repaired job is released.
+    out_.actions.insert(out_.actions.begin(), Action{ActionKind::SetReservation, 0, list});
+    log(fmt::format("spares: reservation {} = {}", cfg_.reservation, list.empty() ? "(none)" : list));
+}
+
+CycleOutput Cycle::run() {
+    build_snapshot();
+    collect_slice_jobs();
+    for (const auto& sj : slice_jobs_) {
+        try {
+            if (sj.job->state == JobState::Running) handle_running(sj);
+            else if (sj.job->state == JobState::Pending) handle_pending(sj, false);
+        } catch (const Error& e) {
+            log(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
+        }
+    }
+    for (const auto& sj : slice_jobs_) {
+        try {
+            if (sj.job->state == JobState::Pending) handle_pending(sj, true);
+        } catch (const Error& e) {
+            log(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
+        }
+    }
+    keep_spares();
+    return std::move(out_);
+}
+
+} // namespace
+
+CycleOutput reconcile(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
+                      const std::optional<Reservation>& spares, const HelperConfig& cfg, int64_t now,
+                      HelperMemory& mem) {
+    return Cycle(map, nodes, jobs, spares, cfg, now, mem).run();
+}
+
+void apply(ClusterApi& api, const std::string& reservation, const std::vector<Action>& actions) {
+    for (const auto& a : actions) {
+        try {
+            switch (a.kind) {
+            case ActionKind::Hold: api.hold(a.job); break;
+            case ActionKind::Pin: api.pin_job(a.job, a.arg, a.start_at); break;
+            case ActionKind::PinOnly: api.pin_job(a.job, a.arg, 0); break;
+            case ActionKind::Release: api.release(a.job); break;
+            case ActionKind::RequeueHold: api.requeue_hold(a.job); break;
+            case ActionKind::Requeue: api.requeue(a.job); break;
+            case ActionKind::SetRecord: api.set_admin_comment(a.job, a.arg); break;
+            case ActionKind::SetReservation: api.set_reservation(reservation, a.arg); break;
+            }
+        } catch (const Error& e) {
+            throw Error(fmt::format("{} {}{}: {}", to_string(a.kind), a.job ? "job " + std::to_string(a.job) : "",
+                                    a.arg.empty() ? "" : " (" + a.arg + ")", e.what()));
+        }
+    }
+}
+
+} // namespace nvl

@@ -1,0 +1,92 @@
+// nvlslice — one reconcile cycle of the helper, as a pure function.
+//
+// Level-triggered and idempotent, like a Kubernetes controller: from what
+// Slurm reports now (nodes, jobs, the spare reservation) and the records the
+// helper keeps inside Slurm (job admin_comment), it decides the actions that
+// move the cluster toward the wanted state. Run it again on the same input
+// and it asks for nothing new; kill the helper between any two actions and
+// the next cycle finishes the work from what Slurm shows.
+//
+// Per tagged slice job (oldest submission first; repairs before placements):
+//  running, a node failed (DOWN/FAIL, or a drain whose reason matches the
+//    configured pattern) -> record "repairing", requeue-hold, pin the repaired
+//    node list (spares of the same rack first, else move the slice); once
+//    Slurm shows it pending again: StartTime now, record "placed", release.
+//    --no-requeue jobs are reported, not touched.
+//  pending, not held, no record -> admin hold (users cannot release it).
+//  pending, placed and released -> waits for Slurm; re-held and re-placed
+//    if a pinned node failed or another job holds the nodes too long.
+//  pending, held, record placed/repairing -> finish the interrupted work.
+//  pending, held, otherwise -> place with the core; on success record,
+//    pin, release; else record "waiting" with the reason (squeue -O
+//    AdminComment shows it). Prefer mode may split after its wait.
+//  strict job blocked only by fragmentation for long enough -> requeue the
+//    cheapest set of checkpointable jobs that frees one rack (rate-limited).
+// Then the spare reservation is set to each rack's spares.
+#pragma once
+
+#include "cluster_api.hpp"
+#include "model.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nvl {
+
+struct HelperConfig {
+    std::string reservation = "nvlslice_spares"; // "" = do not keep a reservation
+    // Drains whose reason matches trigger a repair (ECMAScript regex, search);
+    // empty = every drain. DOWN/FAIL always trigger one.
+    std::string repair_drain_reasons;
+    int prefer_wait_s = 300;     // prefer mode: wait this long for whole slices
+    int replace_after_s = 60;    // placed but not started while others hold the nodes
+    bool defrag = true;
+    int defrag_after_s = 120;    // strict job blocked by fragmentation this long
+    int defrag_interval_s = 300; // at most one defragmentation per interval
+    bool defrag_interactive = false;
+};
+
+// Pin: required nodes and StartTime; PinOnly: required nodes only.
+enum class ActionKind { Hold, Pin, PinOnly, Release, RequeueHold, Requeue, SetRecord, SetReservation };
+const char* to_string(ActionKind k);
+
+struct Action {
+    ActionKind kind;
+    JobId job = 0;
+    std::string arg;      // Pin: node list; SetRecord: admin_comment; SetReservation: node list
+    int64_t start_at = 0; // Pin: StartTime (epoch seconds)
+};
+
+struct CycleStats {
+    int placements = 0;
+    int repairs_in_rack = 0; // slices repaired from their own rack's spares
+    int moves = 0;           // slices moved to another rack
+    int defrag_preemptions = 0;
+    int unrepairable = 0;    // --no-requeue jobs that lost a node
+    std::map<std::string, int> pending_by_reason;
+};
+
+struct CycleOutput {
+    std::vector<Action> actions;
+    std::vector<std::string> log; // one line per decision: job, nodes, why
+    CycleStats stats;
+};
+
+// What the helper remembers between cycles that is not needed for
+// correctness (a restart only delays the next defragmentation).
+struct HelperMemory {
+    int64_t last_defrag = 0;
+};
+
+CycleOutput reconcile(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
+                      const std::optional<Reservation>& spares, const HelperConfig& cfg, int64_t now,
+                      HelperMemory& mem);
+
+// Applies the actions in order through the adapter. Stops at the first
+// failure and says which action failed; the next cycle picks up from there.
+void apply(ClusterApi& api, const std::string& reservation, const std::vector<Action>& actions);
+
+} // namespace nvl

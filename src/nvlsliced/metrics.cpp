@@ -1,0 +1,110 @@
+#include "metrics.hpp"
+
+#include "error.hpp"
+
+#include <fmt/format.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace nvl {
+
+void Metrics::add_cycle(const CycleStats& s, double seconds, bool failed) {
+    std::lock_guard<std::mutex> g(mu_);
+    placements_ += s.placements;
+    repairs_ += s.repairs_in_rack;
+    moves_ += s.moves;
+    preemptions_ += s.defrag_preemptions;
+    unrepairable_ = s.unrepairable;
+    errors_ += failed;
+    cycles_ += 1;
+    cycle_sum_ += seconds;
+    cycle_last_ = seconds;
+    cycle_max_ = std::max(cycle_max_, seconds);
+    pending_ = s.pending_by_reason;
+}
+
+std::string Metrics::render() const {
+    std::lock_guard<std::mutex> g(mu_);
+    std::string o;
+    auto counter = [&](const char* name, const char* help, double v) {
+        o += fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n{0} {2}\n", name, help, v);
+    };
+    counter("nvlslice_placements_total", "Slice jobs placed and released.", placements_);
+    counter("nvlslice_repairs_from_spares_total", "Slices repaired inside their own rack.", repairs_);
+    counter("nvlslice_cross_rack_moves_total", "Slices moved to another rack by a repair.", moves_);
+    counter("nvlslice_defrag_preemptions_total", "Checkpointable jobs requeued to free a rack.", preemptions_);
+    counter("nvlslice_cycle_errors_total", "Cycles whose actions failed part way.", errors_);
+    o += "# HELP nvlslice_unrepairable_jobs Running --no-requeue slice jobs that lost a node.\n"
+         "# TYPE nvlslice_unrepairable_jobs gauge\n";
+    o += fmt::format("nvlslice_unrepairable_jobs {}\n", unrepairable_);
+    o += "# HELP nvlslice_pending_slice_jobs Slice jobs waiting for a placement, by reason.\n"
+         "# TYPE nvlslice_pending_slice_jobs gauge\n";
+    for (const char* r : {"slice_too_large", "no_domain_large_enough", "would_consume_spares", "fragmented", "busy"}) {
+        auto it = pending_.find(r);
+        o += fmt::format("nvlslice_pending_slice_jobs{{reason=\"{}\"}} {}\n", r, it == pending_.end() ? 0 : it->second);
+    }
+    o += "# HELP nvlslice_cycle_seconds Duration of reconcile cycles (load, decide, apply).\n"
+         "# TYPE nvlslice_cycle_seconds summary\n";
+    o += fmt::format("nvlslice_cycle_seconds_sum {:.6f}\nnvlslice_cycle_seconds_count {}\n", cycle_sum_, cycles_);
+    o += fmt::format("# TYPE nvlslice_cycle_last_seconds gauge\nnvlslice_cycle_last_seconds {:.6f}\n", cycle_last_);
+    o += fmt::format("# TYPE nvlslice_cycle_max_seconds gauge\nnvlslice_cycle_max_seconds {:.6f}\n", cycle_max_);
+    return o;
+}
+
+MetricsServer::MetricsServer(const Metrics& m, const std::string& listen) : metrics_(m) {
+    auto colon = listen.rfind(':');
+    if (colon == std::string::npos) throw Error(fmt::format("metrics_listen={}: expected HOST:PORT", listen));
+    std::string host = listen.substr(0, colon);
+    int port = std::atoi(listen.c_str() + colon + 1);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(uint16_t(port));
+    if (inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1)
+        throw Error(fmt::format("metrics_listen={}: {} is not an IPv4 address (use 127.0.0.1)", listen, host));
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 16) != 0) {
+        std::string e = std::strerror(errno);
+        if (fd_ >= 0) close(fd_);
+        throw Error(fmt::format("metrics_listen={}: {}", listen, e));
+    }
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { serve(); });
+}
+
+MetricsServer::~MetricsServer() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) close(fd_);
+}
+
+void MetricsServer::serve() {
+    while (!stop_) {
+        pollfd p{fd_, POLLIN, 0};
+        if (poll(&p, 1, 200) <= 0) continue;
+        int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) continue;
+        char buf[1024];
+        pollfd q{c, POLLIN, 0};
+        if (poll(&q, 1, 1000) > 0) (void)!read(c, buf, sizeof buf); // the request line; any path answers
+        std::string body = metrics_.render();
+        std::string resp = fmt::format("HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
+                                       "Content-Length: {}\r\nConnection: close\r\n\r\n{}",
+                                       body.size(), body);
+        (void)!write(c, resp.data(), resp.size());
+        close(c);
+    }
+}
+
+} // namespace nvl

@@ -1,0 +1,42 @@
+// nvlsliced — Prometheus text-format metrics on a localhost port.
+#pragma once
+
+#include "reconcile.hpp"
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace nvl {
+
+class Metrics {
+  public:
+    void add_cycle(const CycleStats& s, double seconds, bool failed);
+    std::string render() const;
+
+  private:
+    mutable std::mutex mu_;
+    double placements_ = 0, repairs_ = 0, moves_ = 0, preemptions_ = 0, unrepairable_ = 0, errors_ = 0;
+    double cycles_ = 0, cycle_sum_ = 0, cycle_last_ = 0, cycle_max_ = 0;
+    std::map<std::string, int> pending_;
+};
+
+// Serves GET /metrics (any path) on host:port from a thread of its own.
+class MetricsServer {
+  public:
+    MetricsServer(const Metrics& m, const std::string& listen); // throws nvl::Error
+    ~MetricsServer();
+    int port() const { return port_; }
+
+  private:
+    void serve();
+    const Metrics& metrics_;
+    int fd_ = -1;
+    int port_ = 0;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+} // namespace nvl

@@ -1,0 +1,229 @@
+#include "slurm_cluster.hpp"
+
+#include "error.hpp"
+#include "hostlist.hpp"
+
+#include <fmt/format.h>
+
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+}
+
+#include <cstring>
+#include <ctime>
+
+namespace nvl {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what) {
+    int e = slurm_get_errno();
+    throw Error(fmt::format("{}: {}", what, slurm_strerror(e)));
+}
+
+NodeState decode_node(uint32_t s, bool& failed, bool& completing) {
+    const uint32_t base = s & NODE_STATE_BASE;
+    const bool drain = s & NODE_STATE_DRAIN;
+    failed = base == NODE_STATE_DOWN || (s & NODE_STATE_FAIL);
+    completing = s & NODE_STATE_COMPLETING;
+    switch (base) {
+    case NODE_STATE_IDLE:
+        if (drain) return NodeState::Drained;
+        return completing ? NodeState::Allocated : NodeState::Idle;
+    case NODE_STATE_ALLOCATED: return drain ? NodeState::Draining : NodeState::Allocated;
+    case NODE_STATE_MIXED: return drain ? NodeState::Draining : NodeState::Mixed;
+    case NODE_STATE_DOWN: return NodeState::Down;
+    default: return NodeState::Unknown;
+    }
+}
+
+JobState decode_job(uint32_t s) {
+    if (s & JOB_COMPLETING) return JobState::Completing;
+    switch (s & JOB_STATE_BASE) {
+    case JOB_PENDING: return JobState::Pending;
+    case JOB_RUNNING: return JobState::Running;
+    case JOB_SUSPENDED: return JobState::Suspended;
+    default: return JobState::Finished;
+    }
+}
+
+std::string str(const char* s) { return s ? s : ""; }
+
+// The reasons the helper acts on or reports, spelled as squeue spells them
+// (libslurm's own table is not in the public headers).
+std::string reason_name(uint32_t r) {
+    switch (r) {
+    case WAIT_NO_REASON: return "None";
+    case WAIT_PRIORITY: return "Priority";
+    case WAIT_DEPENDENCY: return "Dependency";
+    case WAIT_RESOURCES: return "Resources";
+    case WAIT_HELD: return "JobHeldAdmin";
+    case WAIT_HELD_USER: return "JobHeldUser";
+    case WAIT_TIME: return "BeginTime";
+    case WAIT_NODE_NOT_AVAIL: return "ReqNodeNotAvail";
+    default: return fmt::format("reason#{}", r);
+    }
+}
+
+void update(job_desc_msg_t& d, JobId id, const char* what) {
+    if (slurm_update_job(&d) != SLURM_SUCCESS) fail(fmt::format("job {}: {}", id, what));
+}
+
+} // namespace
+
+struct SlurmCluster::Cache {
+    node_info_msg_t* nodes = nullptr;
+    job_info_msg_t* jobs = nullptr;
+};
+
+SlurmCluster::SlurmCluster() : cache_(new Cache) {}
+
+SlurmCluster::~SlurmCluster() {
+    if (cache_->nodes) slurm_free_node_info_msg(cache_->nodes);
+    if (cache_->jobs) slurm_free_job_info_msg(cache_->jobs);
+    delete cache_;
+}
+
+std::vector<SlurmNode> SlurmCluster::load_nodes() {
+    node_info_msg_t* msg = nullptr;
+    time_t since = cache_->nodes ? cache_->nodes->last_update : 0;
+    if (slurm_load_node(since, &msg, SHOW_ALL) != SLURM_SUCCESS) {
+        if (slurm_get_errno() != SLURM_NO_CHANGE_IN_DATA || !cache_->nodes) fail("loading nodes");
+    } else {
+        if (cache_->nodes) slurm_free_node_info_msg(cache_->nodes);
+        cache_->nodes = msg;
+    }
+    std::vector<SlurmNode> out;
+    out.reserve(cache_->nodes->record_count);
+    for (uint32_t i = 0; i < cache_->nodes->record_count; ++i) {
+        const node_info_t& n = cache_->nodes->node_array[i];
+        if (!n.name) continue;
+        SlurmNode r;
+        r.name = n.name;
+        r.state = decode_node(n.node_state, r.failed, r.completing);
+        r.reason = str(n.reason);
+        r.features = str(n.features);
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+std::vector<SlurmJob> SlurmCluster::load_jobs() {
+    job_info_msg_t* msg = nullptr;
+    time_t since = cache_->jobs ? cache_->jobs->last_update : 0;
+    if (slurm_load_jobs(since, &msg, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) {
+        if (slurm_get_errno() != SLURM_NO_CHANGE_IN_DATA || !cache_->jobs) fail("loading jobs");
+    } else {
+        if (cache_->jobs) slurm_free_job_info_msg(cache_->jobs);
+        cache_->jobs = msg;
+    }
+    std::vector<SlurmJob> out;
+    for (uint32_t i = 0; i < cache_->jobs->record_count; ++i) {
+        const slurm_job_info_t& j = cache_->jobs->job_array[i];
+        SlurmJob r;
+        r.id = j.job_id;
+        r.state = decode_job(j.job_state);
+        if (r.state == JobState::Finished) continue;
+        r.held = j.priority == 0 && r.state == JobState::Pending;
+        r.admin_held = r.held && j.state_reason == WAIT_HELD;
+        r.reason = reason_name(j.state_reason);
+        r.comment = str(j.comment);
+        r.admin_comment = str(j.admin_comment);
+        if (j.nodes && *j.nodes && r.state != JobState::Pending) r.nodes = hostlist_expand(j.nodes);
+        r.req_nodes = str(j.req_nodes);
+        r.num_nodes = int(j.num_nodes);
+        r.submit_time = j.submit_time;
+        r.start_time = j.start_time;
+        r.restarts = int(j.restart_cnt);
+        r.batch = j.batch_flag != 0;
+        r.requeue = j.requeue != 0;
+        r.name = str(j.name);
+        r.partition = str(j.partition);
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+std::optional<Reservation> SlurmCluster::load_reservation(const std::string& name) {
+    reserve_info_msg_t* msg = nullptr;
+    if (slurm_load_reservations(0, &msg) != SLURM_SUCCESS) fail("loading reservations");
+    std::optional<Reservation> out;
+    for (uint32_t i = 0; i < msg->record_count; ++i)
+        if (name == str(msg->reservation_array[i].name))
+            out = Reservation{name, str(msg->reservation_array[i].node_list)};
+    slurm_free_reservation_info_msg(msg);
+    return out;
+}
+
+void SlurmCluster::pin_job(JobId id, const std::string& nodes, int64_t start_at) {
+    job_desc_msg_t d;
+    slurm_init_job_desc_msg(&d);
+    d.job_id = id;
+    d.req_nodes = const_cast<char*>(nodes.c_str());
+    if (start_at > 0) d.begin_time = time_t(start_at);
+    update(d, id, fmt::format("pinning to {}", nodes).c_str());
+}
+
+void SlurmCluster::set_admin_comment(JobId id, const std::string& text) {
+    job_desc_msg_t d;
+    slurm_init_job_desc_msg(&d);
+    d.job_id = id;
+    d.admin_comment = const_cast<char*>(text.c_str());
+    update(d, id, "setting admin_comment");
+}
+
+void SlurmCluster::hold(JobId id) {
+    job_desc_msg_t d;
+    slurm_init_job_desc_msg(&d);
+    d.job_id = id;
+    d.priority = 0;
+    d.alloc_sid = ALLOC_SID_ADMIN_HOLD;
+    update(d, id, "hold");
+}
+
+void SlurmCluster::release(JobId id) {
+    job_desc_msg_t d;
+    slurm_init_job_desc_msg(&d);
+    d.job_id = id;
+    d.priority = INFINITE;
+    update(d, id, "release");
+}
+
+void SlurmCluster::requeue_hold(JobId id) {
+    if (slurm_requeue(id, JOB_REQUEUE_HOLD) != SLURM_SUCCESS) fail(fmt::format("job {}: requeue-hold", id));
+}
+
+void SlurmCluster::requeue(JobId id) {
+    if (slurm_requeue(id, 0) != SLURM_SUCCESS) fail(fmt::format("job {}: requeue", id));
+}
+
+void SlurmCluster::set_reservation(const std::string& name, const std::string& nodes) {
+    auto cur = load_reservation(name);
+    if (nodes.empty()) {
+        if (!cur) return;
+        reservation_name_msg_t m;
+        m.name = const_cast<char*>(name.c_str());
+        if (slurm_delete_reservation(&m) != SLURM_SUCCESS) fail(fmt::format("deleting reservation {}", name));
+        return;
+    }
+    resv_desc_msg_t r;
+    slurm_init_resv_desc_msg(&r);
+    r.name = const_cast<char*>(name.c_str());
+    r.node_list = const_cast<char*>(nodes.c_str());
+    if (cur) {
+        if (slurm_update_reservation(&r) != SLURM_SUCCESS) fail(fmt::format("updating reservation {} to {}", name, nodes));
+        return;
+    }
+    r.start_time = time(nullptr);
+    r.duration = INFINITE;
+    r.flags = RESERVE_FLAG_IGN_JOBS;
+    r.users = const_cast<char*>("root");
+    char* created = slurm_create_reservation(&r);
+    if (!created) fail(fmt::format("creating reservation {} on {}", name, nodes));
+    // The name is allocated by libslurm's own allocator, which the public
+    // headers give no way to free; one short string per creation.
+    (void)created;
+}
+
+} // namespace nvl

@@ -1,0 +1,28 @@
+// nvlslice — the one adapter to libslurm (public headers only).
+#pragma once
+
+#include "cluster_api.hpp"
+
+namespace nvl {
+
+class SlurmCluster final : public ClusterApi {
+  public:
+    SlurmCluster();
+    ~SlurmCluster() override;
+    std::vector<SlurmNode> load_nodes() override;
+    std::vector<SlurmJob> load_jobs() override;
+    std::optional<Reservation> load_reservation(const std::string& name) override;
+    void pin_job(JobId id, const std::string& nodes, int64_t start_at) override;
+    void set_admin_comment(JobId id, const std::string& text) override;
+    void hold(JobId id) override;
+    void release(JobId id) override;
+    void requeue_hold(JobId id) override;
+    void requeue(JobId id) override;
+    void set_reservation(const std::string& name, const std::string& nodes) override;
+
+  private:
+    struct Cache;
+    Cache* cache_; // last node/job messages: loads are incremental (update_time)
+};
+
+} // namespace nvl
