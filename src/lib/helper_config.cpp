@@ -30,7 +30,7 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
             else if (k == "repair_drain_reasons") {
                 s.reconcile.repair_drain_reasons = doc.scalar(v, k);
                 try {
-                    std::regex re(s.reconcile.repair_drain_reasons, std::regex::ECMAScript);
+                    std::regex re(s.reconcile.repair_drain_reasons, std::regex::ECMAScript | std::regex::icase);
                 } catch (const std::regex_error& e) {
                     doc.fail(v, fmt::format("\"repair_drain_reasons\" is not a valid regular expression: {}", e.what()));
                 }

@@ -42,7 +42,7 @@ class Cycle {
         : map_(map), nodes_(nodes), jobs_(jobs), spares_(spares), cfg_(cfg), now_(now), mem_(mem), snap_(map),
           failed_(map.node_count(), 0) {
         if (!cfg.repair_drain_reasons.empty())
-            drain_re_.emplace(cfg.repair_drain_reasons, std::regex::ECMAScript | std::regex::nosubs);
+            drain_re_.emplace(cfg.repair_drain_reasons, std::regex::ECMAScript | std::regex::icase | std::regex::nosubs);
     }
 
     CycleOutput run();
@@ -193,8 +193,14 @@ void Cycle::record(const SliceJob& sj, const PlacementRecord& r) {
     if (text != sj.job->admin_comment) out_.actions.push_back({ActionKind::SetRecord, sj.job->id, text});
 }
 
-void Cycle::pin_and_release(const SliceJob& sj, const Placement& p, PlacementRecord r, bool requeue_first) {
+void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, PlacementRecord r, bool requeue_first) {
     const JobId id = sj.job->id;
+    // Slices numbered in node order, as the plugin derives them on the
+    // nodes from the job's node list: a moved slice may change its index.
+    Placement p = placement;
+    std::sort(p.slices.begin(), p.slices.end(),
+              [](const PlacedSlice& a, const PlacedSlice& b) { return a.nodes.front() < b.nodes.front(); });
+    for (size_t i = 0; i < p.slices.size(); ++i) p.slices[i].index = int(i);
     r.slice = p.slice_size;
     r.slices.clear();
     for (const auto& s : p.slices) r.slices.push_back(hl(s.nodes));
@@ -300,7 +306,11 @@ bool Cycle::place_job(const SliceJob& sj) {
             record(sj, rec);
             log(fmt::format("job {}: waits: {}", j.id, r.detail));
         }
-        if (r.reason == Reason::Fragmented && sj.tag.mode == PlacementMode::Strict) try_defrag(sj);
+        // Enough room in total but in no single rack (with or without their
+        // spares): what defragmentation is for.
+        if ((r.reason == Reason::Fragmented || r.reason == Reason::WouldConsumeSpares) &&
+            sj.tag.mode == PlacementMode::Strict)
+            try_defrag(sj);
         return false;
     }
     ++out_.stats.placements;

@@ -38,7 +38,8 @@ namespace nvl {
 
 struct HelperConfig {
     std::string reservation = "nvlslice_spares"; // "" = do not keep a reservation
-    // Drains whose reason matches trigger a repair (ECMAScript regex, search);
+    // Drains whose reason matches trigger a repair (ECMAScript regex searched
+    // in the reason, case-insensitive);
     // empty = every drain. DOWN/FAIL always trigger one.
     std::string repair_drain_reasons;
     int prefer_wait_s = 300;     // prefer mode: wait this long for whole slices

@@ -1,1 +1,260 @@
+#include "fixtures.hpp"
 #include "reconcile.hpp"
+#include "slice_job.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace nvl;
+using namespace nvl::test;
+
+namespace {
+
+// A cluster as Slurm would report it: `racks` x 18 nodes n001.., all idle.
+struct World {
+    RackMap map;
+    std::vector<SlurmNode> nodes;
+    std::vector<SlurmJob> jobs;
+    std::optional<Reservation> resv;
+    HelperConfig cfg;
+    HelperMemory mem;
+    int64_t now = 100000;
+
+    explicit World(int racks) : map(make_map(racks, 18)) {
+        for (NodeId i = 0; i < map.node_count(); ++i) nodes.push_back({map.node_name(i), NodeState::Idle, false, false, "", ""});
+    }
+    SlurmNode& node(const std::string& n) {
+        for (auto& x : nodes)
+            if (x.name == n) return x;
+        FAIL("no node " << n);
+        return nodes.front();
+    }
+    SlurmJob& add_slice_job(JobId id, int slice, int count, bool held = true, bool ckpt = false) {
+        SlurmJob j;
+        j.id = id;
+        j.held = held;
+        RequestTag t;
+        t.slice = slice;
+        t.count = count;
+        t.nodes = slice * count;
+        t.checkpointable = ckpt;
+        j.comment = t.str();
+        j.num_nodes = t.nodes;
+        j.submit_time = now - 10;
+        jobs.push_back(j);
+        return jobs.back();
+    }
+    void run_on(SlurmJob& j, const std::string& hl, NodeState st = NodeState::Allocated) {
+        j.state = JobState::Running;
+        j.held = false;
+        j.nodes = hostlist_expand(hl);
+        j.start_time = now - 100;
+        for (auto& n : j.nodes) node(n).state = st;
+    }
+    CycleOutput cycle() { return reconcile(map, nodes, jobs, resv, cfg, now, mem); }
+};
+
+std::string kinds(const CycleOutput& o) {
+    std::string s;
+    for (const auto& a : o.actions) s += std::string(s.empty() ? "" : " ") + to_string(a.kind);
+    return s;
+}
+
+const Action* find(const CycleOutput& o, ActionKind k) {
+    for (const auto& a : o.actions)
+        if (a.kind == k) return &a;
+    return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("a held slice job is placed, recorded, pinned and released; spares reserved first", "[reconcile][quick]") {
+    World w(2);
+    w.add_slice_job(7, 16, 2);
+    auto out = w.cycle();
+    CHECK(kinds(out) == "reservation record pin release");
+    CHECK(out.actions[0].arg == "n[017-018,035-036]");
+    CHECK(find(out, ActionKind::Pin)->arg == "n[001-016,019-034]");
+    CHECK(find(out, ActionKind::Pin)->start_at == w.now);
+    CHECK(find(out, ActionKind::SetRecord)->arg ==
+          "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0");
+    CHECK(out.stats.placements == 1);
+
+    // Next cycle, as Slurm then reports it: nothing more to do.
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = w.jobs[0];
+    j.held = false;
+    j.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    j.req_nodes = "n[001-016,019-034]";
+    CHECK(w.cycle().actions.empty());
+    w.run_on(j, "n[001-016,019-034]");
+    CHECK(w.cycle().actions.empty());
+}
+
+TEST_CASE("a tagged job its owner released is held again before it is placed", "[reconcile][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    w.add_slice_job(7, 16, 1, /*held=*/false);
+    auto out = w.cycle();
+    CHECK(kinds(out) == "hold record pin release");
+}
+
+TEST_CASE("a fragmented cluster: the job waits with the reason, once", "[reconcile][quick]") {
+    World w(2);
+    for (const char* n : {"n001", "n002", "n003", "n019", "n020", "n021"}) w.node(n).state = NodeState::Allocated;
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    w.add_slice_job(7, 16, 1);
+    auto out = w.cycle();
+    REQUIRE(kinds(out) == "record");
+    CHECK_THAT(out.actions[0].arg, Catch::StartsWith("nvlslice/1 waiting slice=16") &&
+                                       Catch::Contains("reason=fragmented:") && Catch::Contains("2 racks with 13 free"));
+    CHECK(out.stats.pending_by_reason["fragmented"] == 1);
+    w.jobs[0].admin_comment = out.actions[0].arg;
+    CHECK(w.cycle().actions.empty()); // idempotent: no update storm
+}
+
+TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, then release", "[reconcile][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = w.add_slice_job(7, 16, 2);
+    w.run_on(j, "n[001-016,019-034]");
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0";
+    j.req_nodes = "n[001-016,019-034]";
+    w.node("n005").state = NodeState::Draining;
+    w.node("n005").reason = "gpu xid 79";
+    auto out = w.cycle();
+    CHECK(kinds(out) == "reservation record requeue-hold pin-nodes");
+    CHECK(out.actions[0].arg == "n[018,035-036]"); // the spare leaves the reservation first
+    CHECK(find(out, ActionKind::PinOnly)->arg == "n[001-004,006-017,019-034]");
+    CHECK_THAT(find(out, ActionKind::SetRecord)->arg, Catch::StartsWith("nvlslice/1 repairing") && Catch::Contains("repairs=1"));
+    CHECK(out.stats.repairs_in_rack == 1);
+    CHECK_THAT(out.log.front(), Catch::Contains("job 7: repair: slice 0: 1 failed node(s) replaced inside r1"));
+
+    // Slurm then shows it pending (held) again: start one second later.
+    w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
+    j.state = JobState::Pending;
+    j.held = true;
+    j.nodes.clear();
+    j.restarts = 1;
+    j.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    j.req_nodes = "n[001-004,006-017,019-034]";
+    w.node("n005").state = NodeState::Drained;
+    for (const char* n : {"n001", "n017", "n019"}) w.node(n).state = NodeState::Idle;
+    auto fin = w.cycle();
+    CHECK(kinds(fin) == "record pin release");
+    CHECK(find(fin, ActionKind::Pin)->start_at == w.now + 1);
+    CHECK_THAT(find(fin, ActionKind::SetRecord)->arg, Catch::StartsWith("nvlslice/1 placed") && Catch::Contains("repairs=1"));
+}
+
+TEST_CASE("drain reasons outside the pattern do not trigger a repair; DOWN always does", "[reconcile][quick]") {
+    World w(2);
+    w.cfg.repair_drain_reasons = "xid|ecc";
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = w.add_slice_job(7, 16, 1);
+    w.run_on(j, "n[001-016]");
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    w.node("n005").state = NodeState::Draining;
+    w.node("n005").reason = "planned maintenance";
+    CHECK(w.cycle().actions.empty());
+    w.node("n005").reason = "GPU XID 79";
+    CHECK(kinds(w.cycle()) == "reservation record requeue-hold pin-nodes");
+    w.node("n005").reason = "planned maintenance";
+    w.node("n006").state = NodeState::Down;
+    w.node("n006").failed = true;
+    auto out = w.cycle();
+    // the DOWN node triggers the repair; as the job restarts anyway, it also
+    // leaves the draining node, which the admin wants empty
+    CHECK(find(out, ActionKind::PinOnly)->arg == "n[001-004,007-018]");
+}
+
+TEST_CASE("--no-requeue jobs are reported, never requeued", "[reconcile][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = w.add_slice_job(7, 16, 1);
+    w.run_on(j, "n[001-016]");
+    j.requeue = false;
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    w.node("n003").state = NodeState::Draining;
+    auto out = w.cycle();
+    CHECK(kinds(out) == "record");
+    CHECK_THAT(out.actions[0].arg, Catch::Contains("reason=not repaired: n003 failed but the job was submitted --no-requeue"));
+    CHECK(out.stats.unrepairable == 1);
+    j.admin_comment = out.actions[0].arg;
+    CHECK(w.cycle().actions.empty());
+}
+
+TEST_CASE("spares gone: the slice moves to the other rack; no room: it keeps running and says why", "[reconcile][quick]") {
+    World w(3);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036,053-054]"};
+    SlurmJob& j = w.add_slice_job(7, 16, 2);
+    w.run_on(j, "n[001-016,019-034]");
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0";
+    for (const char* n : {"n001", "n002", "n003"}) w.node(n).state = NodeState::Draining;
+    auto out = w.cycle();
+    CHECK(find(out, ActionKind::PinOnly)->arg == "n[019-034,037-052]");
+    CHECK(out.stats.moves == 1);
+    // now r3 is busy too: nothing can host the slice
+    for (int i = 37; i <= 40; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Allocated;
+    auto wait = w.cycle();
+    CHECK(kinds(wait) == "record");
+    CHECK_THAT(wait.actions[0].arg, Catch::Contains("reason=repair waits: slice 0: 3 failed node(s), no spare left in r1"));
+}
+
+TEST_CASE("a job Slurm requeued after a node went down is repaired before it runs again", "[reconcile][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = w.add_slice_job(7, 16, 1, /*held=*/false);
+    j.restarts = 1;
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    j.req_nodes = "n[001-016]";
+    w.node("n009").state = NodeState::Down;
+    w.node("n009").failed = true;
+    auto out = w.cycle();
+    CHECK(kinds(out) == "reservation hold record pin release");
+    CHECK(find(out, ActionKind::Pin)->arg == "n[001-008,010-017]");
+    CHECK(find(out, ActionKind::Pin)->start_at == w.now + 1);
+}
+
+TEST_CASE("defragmentation requeues only checkpointable jobs, the cheapest rack, rate-limited", "[reconcile][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& blocked = w.add_slice_job(9, 16, 1);
+    blocked.submit_time = w.now - 1000;
+    // r1: a non-checkpointable 1-node job; r2: a checkpointable 2-node job
+    SlurmJob& plain = w.add_slice_job(3, 1, 1, false, false);
+    w.run_on(plain, "n001");
+    plain.admin_comment = "nvlslice/1 placed slice=1 slices=n001 repairs=0 moves=0";
+    SlurmJob& ckpt = w.add_slice_job(4, 2, 1, false, true);
+    w.run_on(ckpt, "n[019-020]");
+    ckpt.admin_comment = "nvlslice/1 placed slice=2 slices=n[019-020] repairs=0 moves=0";
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    REQUIRE(find(out, ActionKind::Requeue));
+    CHECK(find(out, ActionKind::Requeue)->job == 4);
+    CHECK(out.stats.defrag_preemptions == 1);
+    bool logged = false;
+    for (auto& l : out.log) logged = logged || l.find("defragmentation: requeued checkpointable job(s) 4 to free r2") != std::string::npos;
+    CHECK(logged);
+    // rate limit: not again within the interval
+    w.now += 10;
+    CHECK_FALSE(find(w.cycle(), ActionKind::Requeue));
+    // never a non-checkpointable job
+    w.now += 1000;
+    ckpt.comment = RequestTag{2, 2, 1, false, PlacementMode::Strict, false}.str();
+    auto none = w.cycle();
+    CHECK_FALSE(find(none, ActionKind::Requeue));
+}
+
+TEST_CASE("prefer mode splits only after its wait", "[reconcile][quick]") {
+    World w(2);
+    for (const char* n : {"n001", "n002", "n003", "n019", "n020", "n021"}) w.node(n).state = NodeState::Allocated;
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = w.add_slice_job(7, 16, 1);
+    RequestTag t = *RequestTag::parse(j.comment);
+    t.mode = PlacementMode::Prefer;
+    j.comment = t.str();
+    CHECK_FALSE(find(w.cycle(), ActionKind::Pin));
+    j.submit_time = w.now - w.cfg.prefer_wait_s;
+    auto out = w.cycle();
+    REQUIRE(find(out, ActionKind::Pin));
+    CHECK_THAT(find(out, ActionKind::SetRecord)->arg, Catch::Contains("split=1"));
+}
