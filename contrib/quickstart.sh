@@ -47,7 +47,69 @@ build() {
 demo() {
     local place="$BUILD/src/tools/nvl-place" map="$SRC/etc/nvlslice-map.yaml"
     echo
-    echo "== nvlslice demo: 128 NVL72 racks x 18 nodes ($map)"
+    echo "== nvlslice demo, part 1: a real Slurm cluster on this machine (2 racks x 18 nodes)"
+    echo
+    export NVL_CLUSTER_DIR=${NVL_CLUSTER_DIR:-/tmp/nvlslice-cluster}
+    export SLURM_CONF=$NVL_CLUSTER_DIR/etc/slurm.conf
+    export NVL_PLUGIN=$BUILD/plugins/spank/.libs/spank_nvlslice.so NVL_PLUGIN_ARGS=check_gpus=off
+    export NVL_HELPER=$BUILD/src/nvlsliced/nvlsliced
+    as_root env NVL_CLUSTER_DIR="$NVL_CLUSTER_DIR" NVL_PLUGIN="$NVL_PLUGIN" NVL_PLUGIN_ARGS="$NVL_PLUGIN_ARGS" \
+        NVL_HELPER="$NVL_HELPER" "$SRC/tests/cluster/cluster.sh" up
+    local log=$NVL_CLUSTER_DIR/log/nvlsliced.log out
+    out=$(mktemp -d)
+    cd "$out"
+    sleep 1
+    echo "-- spares reserved by nvlsliced (2 per rack):"
+    sinfo -T
+    echo
+    echo "-- two small jobs land on nvl0003 and nvl0024; then a 32-node job asks for 2 slices of 16:"
+    local p1 p2 j
+    p1=$(sbatch --parsable -w nvl0003 -J small --wrap 'sleep 600')
+    p2=$(sbatch --parsable -w nvl0024 -J small --wrap 'sleep 600')
+    sleep 2
+    j=$(sbatch --parsable -N 32 --nvl-slice=16 -J train -o "$out/train.out" \
+        --wrap 'srun bash -c "echo \$SLURMD_NODENAME slice=\$NVL_SLICE_INDEX rank=\$NVL_SLICE_RANK rack=\$NVL_DOMAIN leader=\$NVL_SLICE_LEADER"; sleep 600')
+    echo "   sbatch -N 32 --nvl-slice=16 train.sh  ->  job $j"
+    sleep 3
+    squeue -O "JobID:6,Name:8,State:10,Reason:14,NodeList:28,admin_comment:90"
+    echo
+    echo "-- Slurm would have split it across racks; nvlslice waits. The small jobs end:"
+    scancel "$p1" "$p2"
+    for _ in $(seq 1 100); do [ "$(squeue -h -j "$j" -o %T)" = RUNNING ] && break; sleep 0.2; done
+    squeue -O "JobID:6,Name:8,State:10,NodeList:28,admin_comment:90"
+    sleep 1
+    echo "   what the tasks see (4 of 32):"
+    sort -V "$out/train.out" | sed -n '1p;16p;17p;32p' | sed 's/^/     /'
+    echo
+    echo "-- a GPU fails on nvl0005: scontrol update nodename=nvl0005 state=drain reason=\"gpu xid 79\""
+    local t0 t1
+    t0=$(date +%s.%N)
+    scontrol update nodename=nvl0005 state=drain reason="gpu xid 79"
+    for _ in $(seq 1 200); do
+        case "$(squeue -h -j "$j" -o '%T %N')" in "RUNNING nvl[0001-0004,0006-"*) break ;; esac
+        sleep 0.05
+    done
+    t1=$(date +%s.%N)
+    squeue -O "JobID:6,Name:8,State:10,NodeList:34,admin_comment:100"
+    echo "   running again on the rack's spare nvl0017 after $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s"
+    echo "   spares now: $(scontrol show reservation nvlslice_spares | sed -n 's/^ *Nodes=\([^ ]*\).*/\1/p')"
+    echo
+    echo "-- nvlsliced's log:"
+    tail -n 8 "$log" | sed 's/^/   /'
+    echo
+    echo "-- its metrics (http://127.0.0.1:9817/metrics):"
+    (exec 3<>/dev/tcp/127.0.0.1/9817; printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3; cat <&3) | grep -E '^nvlslice_(placements|repairs|cycle_seconds)' | sed 's/^/   /'
+    scancel "$j"
+    scontrol update nodename=nvl0005 state=resume
+    cd "$SRC"
+    rm -rf "$out"
+    if [ "${NVL_KEEP_CLUSTER:-0}" = 1 ]; then
+        echo; echo "The cluster keeps running: export SLURM_CONF=$SLURM_CONF; stop it with tests/cluster/cluster.sh down"
+    else
+        as_root env NVL_CLUSTER_DIR="$NVL_CLUSTER_DIR" "$SRC/tests/cluster/cluster.sh" down >/dev/null
+    fi
+    echo
+    echo "== part 2: the engine on 128 NVL72 racks x 18 nodes ($map)"
     echo
     echo "-- a 64-node job as 4 slices of 16 on a cluster 30% busy with scattered small jobs:"
     "$place" --map "$map" --fill 0.30 --seed 7 --nodes 64 --nvl-slice 16

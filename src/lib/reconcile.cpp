@@ -390,14 +390,17 @@ void Cycle::handle_pending(const SliceJob& sj, bool placing_pass) {
             return; // pass 2 places it afresh or records why it waits
         }
         PlacementRecord rec = *sj.rec;
-        rec.repairs += 1;
-        rec.moves += plan.moved;
-        out_.stats.repairs_in_rack += plan.replaced_in_domain;
-        out_.stats.moves += plan.moved;
+        if (rec.state != "repairing") { // a repair we started was counted then
+            rec.repairs += 1;
+            rec.moves += plan.moved;
+            out_.stats.repairs_in_rack += plan.replaced_in_domain;
+            out_.stats.moves += plan.moved;
+        }
         for (JobId victim : plan.preempt) out_.actions.push_back({ActionKind::Requeue, victim, {}});
         for (const auto& s : plan.slices)
             if (s.action != RepairAction::Keep)
-                log(fmt::format("job {}: repair (requeued by Slurm): {}: removed {} added {}", j.id, s.detail,
+                log(fmt::format("job {}: repair{}: {}: removed {} added {}", j.id,
+                                rec.state == "repairing" ? " (resumed)" : " (requeued by Slurm)", s.detail,
                                 hl(s.removed), hl(s.added)));
         pin_and_release(sj, plan.placement, rec, false);
         return;
@@ -482,6 +485,17 @@ void Cycle::try_defrag(const SliceJob& sj) {
     }
     std::string list;
     for (JobId v : best_victims) {
+        // The victim gives up its placement: placed again later, after the
+        // job it yielded to (see run()), wherever it then fits.
+        for (const auto& s : slice_jobs_)
+            if (s.job->id == v) {
+                PlacementRecord rec = s.rec.value_or(PlacementRecord{});
+                rec.state = "yielded";
+                rec.slices.clear();
+                rec.reason = fmt::format("requeued by defragmentation to free {} for job {}", map_.domain(best).name,
+                                         blocked.id);
+                out_.actions.push_back({ActionKind::SetRecord, v, rec.str()});
+            }
         out_.actions.push_back({ActionKind::Requeue, v, {}});
         list += (list.empty() ? "" : ", ") + std::to_string(v);
     }
@@ -527,13 +541,17 @@ CycleOutput Cycle::run() {
             log(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
         }
     }
-    for (const auto& sj : slice_jobs_) {
-        try {
-            if (sj.job->state == JobState::Pending) handle_pending(sj, true);
-        } catch (const Error& e) {
-            log(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
+    // Jobs that yielded their nodes to defragmentation come last, so the
+    // job they yielded to gets the freed rack first.
+    for (int yielded = 0; yielded < 2; ++yielded)
+        for (const auto& sj : slice_jobs_) {
+            if ((sj.rec && sj.rec->state == "yielded") != (yielded == 1)) continue;
+            try {
+                if (sj.job->state == JobState::Pending) handle_pending(sj, true);
+            } catch (const Error& e) {
+                log(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
+            }
         }
-    }
     keep_spares();
     return std::move(out_);
 }
@@ -546,7 +564,8 @@ CycleOutput reconcile(const RackMap& map, const std::vector<SlurmNode>& nodes, c
     return Cycle(map, nodes, jobs, spares, cfg, now, mem).run();
 }
 
-void apply(ClusterApi& api, const std::string& reservation, const std::vector<Action>& actions) {
+void apply(ClusterApi& api, const std::string& reservation, const std::vector<Action>& actions,
+           void (*after_each)(const Action&)) {
     for (const auto& a : actions) {
         try {
             switch (a.kind) {
@@ -563,6 +582,7 @@ void apply(ClusterApi& api, const std::string& reservation, const std::vector<Ac
             throw Error(fmt::format("{} {}{}: {}", to_string(a.kind), a.job ? "job " + std::to_string(a.job) : "",
                                     a.arg.empty() ? "" : " (" + a.arg + ")", e.what()));
         }
+        if (after_each) after_each(a);
     }
 }
 

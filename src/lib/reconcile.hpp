@@ -88,6 +88,9 @@ CycleOutput reconcile(const RackMap& map, const std::vector<SlurmNode>& nodes, c
 
 // Applies the actions in order through the adapter. Stops at the first
 // failure and says which action failed; the next cycle picks up from there.
-void apply(ClusterApi& api, const std::string& reservation, const std::vector<Action>& actions);
+// `after_each`, if set, is called after every applied action (the daemon's
+// crash-injection hook for the restart tests).
+void apply(ClusterApi& api, const std::string& reservation, const std::vector<Action>& actions,
+           void (*after_each)(const Action&) = nullptr);
 
 } // namespace nvl

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 #include <thread>
@@ -24,6 +25,18 @@ using namespace nvl;
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
+
+// Crash injection for the restart tests: NVLSLICED_TEST_KILL_AFTER=<action>
+// (e.g. requeue-hold) makes the helper SIGKILL itself right after applying
+// the first such action, as a crash or kill -9 at that point would.
+const char* g_kill_after = nullptr;
+void maybe_die(const Action& a) {
+    if (g_kill_after && std::string(to_string(a.kind)) == g_kill_after) {
+        std::fprintf(stderr, "nvlsliced: test hook: killed after %s of job %u\n", g_kill_after, a.job);
+        std::fflush(stderr);
+        raise(SIGKILL);
+    }
+}
 void on_signal(int) { g_stop = 1; }
 
 void say(const std::string& msg) {
@@ -75,6 +88,7 @@ int main(int argc, char** argv) {
         std::string pid = std::to_string(getpid()) + "\n";
         (void)!write(lock, pid.data(), pid.size());
 
+        g_kill_after = std::getenv("NVLSLICED_TEST_KILL_AFTER");
         std::signal(SIGTERM, on_signal);
         std::signal(SIGINT, on_signal);
         Metrics metrics;
@@ -98,7 +112,7 @@ int main(int argc, char** argv) {
                 if (!s.reconcile.reservation.empty()) resv = slurm.load_reservation(s.reconcile.reservation);
                 CycleOutput out = reconcile(map, nodes, jobs, resv, s.reconcile, std::time(nullptr), mem);
                 for (const auto& line : out.log) say(line);
-                if (!dry) apply(slurm, s.reconcile.reservation, out.actions);
+                if (!dry) apply(slurm, s.reconcile.reservation, out.actions, maybe_die);
                 stats = out.stats;
             } catch (const std::exception& e) {
                 failed = true;

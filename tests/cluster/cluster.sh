@@ -61,16 +61,17 @@ install_packages() {
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     fi
-    # slurm-wlm-emulator, if present, takes over the daemons through
-    # update-alternatives: use the real ones.
-    SLURMCTLD=/usr/sbin/slurmctld
-    SLURMD=/usr/sbin/slurmd
-    [ -x /usr/sbin/slurmctld-wlm ] && SLURMCTLD=/usr/sbin/slurmctld-wlm
-    [ -x /usr/sbin/slurmd-wlm ] && SLURMD=/usr/sbin/slurmd-wlm
     if [ -e /usr/sbin/slurmstepd-wlm ] && [ "$(readlink -f /usr/sbin/slurmstepd)" != /usr/sbin/slurmstepd-wlm ]; then
         update-alternatives --set slurmstepd /usr/sbin/slurmstepd-wlm >/dev/null 2>&1 || true
     fi
 }
+
+# slurm-wlm-emulator, if present, takes over the daemons through
+# update-alternatives: use the real ones.
+SLURMCTLD=/usr/sbin/slurmctld
+SLURMD=/usr/sbin/slurmd
+[ -x /usr/sbin/slurmctld-wlm ] && SLURMCTLD=/usr/sbin/slurmctld-wlm
+[ -x /usr/sbin/slurmd-wlm ] && SLURMD=/usr/sbin/slurmd-wlm
 
 # A live process (a zombie left unreaped by init counts as dead).
 alive() {
@@ -154,7 +155,7 @@ start_helper() {
     write_helper_conf
     local before
     before=$(wc -l < "$DIR/log/nvlsliced.log" 2>/dev/null || echo 0)
-    setsid "$HELPER" --config "$DIR/etc/nvlslice.yaml" >>"$DIR/log/nvlsliced.log" 2>&1 < /dev/null &
+    (cd / && exec setsid "$HELPER" --config "$DIR/etc/nvlslice.yaml") >>"$DIR/log/nvlsliced.log" 2>&1 < /dev/null &
     echo $! > "$DIR/run/nvlsliced.pid"
     for _ in $(seq 1 50); do
         tail -n +"$((before + 1))" "$DIR/log/nvlsliced.log" 2>/dev/null | grep -q "nvlsliced: started" && return 0
@@ -195,7 +196,9 @@ setup_network() {
 start_slurmctld() {
     alive "$DIR/run/slurmctld.pid" && return 0
     # slurmctld checks its own hostname against SlurmctldHost
-    setsid unshare --uts sh -c "hostname $CTL_NAME && exec $SLURMCTLD -D -i -f $CONF" \
+    # Daemons start from / so that no test's working directory (which may be
+    # removed later) becomes theirs or their job steps'.
+    (cd / && exec setsid unshare --uts sh -c "hostname $CTL_NAME && exec $SLURMCTLD -D -i -f $CONF") \
         >"$DIR/log/slurmctld.stdout" 2>&1 < /dev/null &
     echo $! > "$DIR/run/slurmctld.wrapper.pid"
 }
@@ -206,8 +209,8 @@ start_slurmd() {
     alive "$DIR/run/slurmd-$name.pid" && return 0
     mkdir -p "$DIR/spool/$name"
     # Not `ip netns exec`: it remounts /sys and hides the cgroup tree slurmd needs.
-    setsid nsenter --net="/run/netns/$ns" unshare --uts --mount --propagation private \
-        sh -c "hostname $name && exec $SLURMD -D -N $name -f $CONF" \
+    (cd / && exec setsid nsenter --net="/run/netns/$ns" unshare --uts --mount --propagation private \
+        sh -c "hostname $name && exec $SLURMD -D -N $name -f $CONF") \
         >"$DIR/log/slurmd-$name.stdout" 2>&1 < /dev/null &
     echo $! > "$DIR/run/slurmd-$name.wrapper.pid"
 }
@@ -268,7 +271,8 @@ kill_ns_procs() {
 
 down() {
     local ns veth
-    stop_pidfiles "$DIR"/run/nvlsliced*.pid
+    # the helper writes its pid into its lock file too: that one is never stale
+    stop_pidfiles "$DIR"/run/nvlsliced*.pid "$DIR/run/nvlsliced.lock"
     stop_pidfiles "$DIR"/run/slurmd-*.pid "$DIR"/run/slurmd-*.wrapper.pid
     stop_pidfiles "$DIR/run/slurmctld.pid" "$DIR/run/slurmctld.wrapper.pid"
     stop_pidfiles "$DIR/run/munged.pid"
@@ -311,5 +315,10 @@ case "${1:-}" in
     status) sinfo -N -o '%N %T %f %E' ;;
     env) echo "export SLURM_CONF=$CONF" ;;
     helper) start_helper ;;
-    *) echo "usage: $0 up|down|status|env|helper" >&2; exit 2 ;;
+    kill-helper) stop_pidfiles "$DIR/run/nvlsliced.pid" "$DIR/run/nvlsliced.lock" ;;
+    start-node) i=${2:?node number}; start_slurmd "$((10#$i))" ;;
+    kill-node) # kill -9 a node's slurmd, as a crash would
+        f="$DIR/run/slurmd-$(node_name "$((10#${2:?node number}))").pid"
+        [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; rm -f "$f" ;;
+    *) echo "usage: $0 up|down|status|env|helper|kill-helper|start-node N|kill-node N" >&2; exit 2 ;;
 esac

@@ -19,12 +19,17 @@ for i in $(seq 1 36); do
     cp "$HERE/../data/hwloc/$f" "$NVL_CLUSTER_DIR/hwloc/$n.xml"
 done
 export NVL_PLUGIN=$PLUGIN
+export BUILD_DIR=$BUILD
+export NVL_HELPER_CONF="defrag:
+  enabled: true
+  after: 3
+  interval: 10"
 export NVL_PLUGIN_ARGS="check_gpus=fail hwloc_xml=$NVL_CLUSTER_DIR/hwloc/%n.xml"
 start=$(date +%s)
 "$HERE/cluster.sh" up || exit 1
-rc=0
 total_pass=0 total_fail=0
-for t in "$HERE"/test_*.sh; do
+run_test() {
+    local t=$1 out line p f t0
     out=$(mktemp)
     t0=$(date +%s)
     bash "$t" 2>&1 | tee "$out"
@@ -34,7 +39,15 @@ for t in "$HERE"/test_*.sh; do
     total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
     echo "# $(basename "$t"): $(( $(date +%s) - t0 )) s"
     rm -f "$out"
-done
+}
+# The plugin alone first (jobs are pinned by hand), then with the helper.
+"$HERE/cluster.sh" kill-helper
+scontrol delete ReservationName=nvlslice_spares 2>/dev/null || true
+run_test "$HERE/test_plugin.sh"
+export NVL_HELPER=$BUILD/src/nvlsliced/nvlsliced
+"$HERE/cluster.sh" helper || exit 1
+run_test "$HERE/test_helper.sh"
+"$HERE/cluster.sh" kill-helper
 [ "${NVL_KEEP_CLUSTER:-0}" = 1 ] || "$HERE/cluster.sh" down >/dev/null
 echo "# cluster tests took $(( $(date +%s) - start )) s"
 echo "cluster: $total_pass passed, $total_fail failed"

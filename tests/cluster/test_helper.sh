@@ -1,0 +1,154 @@
+#!/bin/bash
+# Cluster tests of nvlsliced on the real test cluster (see run.sh): the
+# helper runs on the controller host with a 500 ms cycle, defragmentation
+# after 3 s, and the spare reservation nvlslice_spares.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+CL="$HERE/cluster.sh"
+OUT=$(mktemp -d)
+[ -n "${NVL_HELPER:-}" ] || { echo "test_helper.sh: NVL_HELPER (the nvlsliced binary) must be set" >&2; exit 1; }
+cd "$OUT"
+LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
+
+record() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p' | sed 's/ *$//'; }
+nodes_of() { squeue -h -j "$1" -o %N 2>/dev/null; }
+resv_nodes() { scontrol show reservation nvlslice_spares 2>/dev/null | sed -n 's/^ *Nodes=\([^ ]*\).*/\1/p'; }
+# wait_for SECONDS COMMAND...: until COMMAND succeeds
+wait_for() {
+    local deadline=$(( $(date +%s) + $1 )); shift
+    while [ "$(date +%s)" -lt "$deadline" ]; do "$@" && return 0; sleep 0.1; done
+    return 1
+}
+running_on() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ] && [ "$(nodes_of "$1")" = "$2" ]; }
+cleanup() { scancel -u root 2>/dev/null; wait_for 30 bash -c '[ -z "$(squeue -h -o %i)" ]'; }
+resume_all() { scontrol update nodename=nvl[0001-0036] state=resume 2>/dev/null; true; }
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+echo "# helper: the spare reservation"
+wait_for 10 bash -c "[ \"\$(scontrol show reservation nvlslice_spares 2>/dev/null | sed -n 's/^ *Nodes=\([^ ]*\).*/\1/p')\" = 'nvl[0017-0018,0035-0036]' ]"
+expect_eq "two spares per rack reserved, visible in scontrol" "nvl[0017-0018,0035-0036]" "$(resv_nodes)"
+expect_match "and in sinfo -T" 'nvlslice_spares +ACTIVE' "$(sinfo -T)"
+
+echo "# helper: a 2-slice job on a fragmented cluster waits with the reason, then lands 16 + 16"
+P1=$(sbatch --parsable -w nvl0003 -J frag1 --wrap 'sleep 300')
+P2=$(sbatch --parsable -w nvl0024 -J frag2 --wrap 'sleep 300')
+wait_for 15 running_on "$P1" nvl0003; wait_for 15 running_on "$P2" nvl0024
+J=$(sbatch --parsable -N 32 --nvl-slice=16 -o "$OUT/frag-%j.out" --wrap 'srun bash -c "echo \$SLURMD_NODENAME \$NVL_SLICE_INDEX \$NVL_DOMAIN"; sleep 300')
+wait_for 10 bash -c "scontrol show job $J | grep -q 'AdminComment=nvlslice/1 waiting'"
+# each rack has 17 free: 16 would fit only by eating a spare
+expect_match "the record says why it waits" "^nvlslice/1 waiting slice=16 .*reason=would consume spares: 0 of 2 16-node slices fit without taking domains' spares" "$(record "$J")"
+expect_match "squeue shows it (-O admin_comment)" 'would consume spares' "$(squeue -h -j "$J" -O admin_comment:200)"
+expect_eq "meanwhile Slurm has not started it" "PENDING" "$(job_field "$J" JobState)"
+scancel "$P1" "$P2"
+if wait_for 20 running_on "$J" 'nvl[0001-0016,0019-0034]'; then ok "placed 16 + 16, one slice per rack"; else not_ok "placed 16 + 16: $(nodes_of "$J") $(record "$J")"; fi
+expect_eq "each rack keeps its 2 spares" "nvl[0017-0018,0035-0036]" "$(resv_nodes)"
+expect_match "placement recorded in admin_comment" '^nvlslice/1 placed slice=16 slices=nvl\[0001-0016\];nvl\[0019-0034\] repairs=0' "$(record "$J")"
+sleep 1
+expect_eq "tasks see slice 0 on rack001 and slice 1 on rack002" "16 0 rack001,16 1 rack002" \
+    "$(awk '{print $2, $3}' "$OUT/frag-$J.out" | sort | uniq -c | awk '{print $1, $2, $3}' | paste -sd,)"
+
+echo "# helper: drain a node of the running job -> same rack's spare"
+t0=$(now)
+scontrol update nodename=nvl0005 state=drain reason="gpu xid 79"
+if wait_for 15 running_on "$J" 'nvl[0001-0004,0006-0017,0019-0034]'; then
+    t1=$(now); ok "running again on the spare nvl0017 in $(secs "$t0" "$t1") s"
+    echo "# measured: drain -> running again: $(secs "$t0" "$t1") s"
+    check "within 5 s of the drain" awk -v d="$(secs "$t0" "$t1")" 'BEGIN { exit !(d <= 5.0) }'
+else
+    not_ok "repair from the spare: $(squeue -h -j "$J" -o '%T %N %r') $(record "$J")"
+fi
+expect_match "the record counts the repair" 'repairs=1 moves=0' "$(record "$J")"
+expect_eq "the used spare left the reservation" "nvl[0018,0035-0036]" "$(resv_nodes)"
+expect_match "the helper logged job, nodes and reason" "job $J: repair: slice 0: 1 failed node\(s\) replaced inside rack001: removed nvl0005 added nvl0017" "$(cat "$LOG")"
+sleep 1
+expect_match "after the repair nvl0017 is rank 15 of slice 0" 'nvl0017 0 rack001' "$(cat "$OUT/frag-$J.out")"
+
+echo "# helper: kill -9 of the helper in the middle of a repair, restart -> converges"
+"$CL" kill-helper
+NVLSLICED_TEST_KILL_AFTER=requeue-hold "$CL" helper
+scontrol update nodename=nvl0006 state=drain reason="gpu xid 48"
+wait_for 10 bash -c "grep -q 'test hook: killed after requeue-hold of job $J' '$LOG'"
+expect_match "the helper died right after requeue-hold" 'killed after requeue-hold' "$(tail -3 "$LOG")"
+sleep 2
+expect_match "the job is left held mid-repair" '^PENDING' "$(squeue -h -j "$J" -o %T)"
+"$CL" helper
+if wait_for 15 running_on "$J" 'nvl[0001-0004,0007-0034]'; then
+    ok "after the restart the repair finished: running on nvl0018"
+else
+    not_ok "restart converges: $(squeue -h -j "$J" -o '%T %N %r') $(record "$J")"
+fi
+expect_match "repairs counted once each" 'repairs=2 moves=0' "$(record "$J")"
+expect_eq "no job left held" "" "$(squeue -h -t PD -o '%i %r' | grep -i held)"
+
+echo "# helper: rack001 out of spares -> the slice moves to the other rack, or waits with the reason"
+cleanup; resume_all
+sleep 1
+J=$(sbatch --parsable -N 16 --nvl-slice=16 --wrap 'sleep 300')
+wait_for 15 running_on "$J" 'nvl[0001-0016]' || not_ok "16-node job placed on rack001: $(nodes_of "$J")"
+scontrol update nodename=nvl[0002-0004] state=drain reason="nvlink down"
+if wait_for 20 running_on "$J" 'nvl[0019-0034]'; then ok "3 failed nodes: moved to rack002"; else not_ok "move to rack002: $(squeue -h -j "$J" -o '%T %N') $(record "$J")"; fi
+expect_match "the record counts the move" 'repairs=1 moves=1' "$(record "$J")"
+scontrol update nodename=nvl[0020-0022] state=drain reason="nvlink down"
+wait_for 10 bash -c "scontrol show job $J | grep -q 'reason=repair waits'"
+expect_match "no rack has room: it keeps running and says why" 'reason=repair waits: slice 0: 3 failed node\(s\), no spare left in rack002 and no other domain has room for 16 nodes' "$(record "$J")"
+expect_eq "still running on its nodes" "RUNNING" "$(squeue -h -j "$J" -o %T)"
+
+echo "# helper: a node's slurmd killed (node goes DOWN) -> the same repair once Slurm marks it DOWN"
+cleanup; resume_all
+sleep 1
+J=$(sbatch --parsable -N 16 --nvl-slice=16 --requeue --wrap 'sleep 600')
+wait_for 15 running_on "$J" 'nvl[0001-0016]' || not_ok "16-node job placed: $(nodes_of "$J")"
+t0=$(now)
+"$CL" kill-node 7
+if wait_for 150 running_on "$J" 'nvl[0001-0006,0008-0017]'; then
+    t1=$(now); ok "running again on the spare after nvl0007 went DOWN ($(secs "$t0" "$t1") s after the kill)"
+    echo "# measured: slurmd killed -> running again: $(secs "$t0" "$t1") s (Slurm: DOWN after SlurmdTimeout, then completing)"
+else
+    not_ok "repair after DOWN: $(squeue -h -j "$J" -o '%T %N %r') $(record "$J") $(sinfo -h -n nvl0007 -o %T)"
+fi
+"$CL" start-node 7
+wait_for 20 bash -c '[ "$(sinfo -h -n nvl0007 -o %T)" != "down" ] && [ "$(sinfo -h -n nvl0007 -o %T)" != "down*" ]'
+
+echo "# helper: defragmentation frees a rack only from checkpointable jobs"
+cleanup; resume_all
+sleep 1
+C=$(sbatch --parsable -N 2 --nvl-slice=2 --nvl-checkpointable --requeue -J ckpt --wrap 'sleep 300')
+wait_for 15 running_on "$C" 'nvl[0001-0002]' || not_ok "checkpointable job placed on rack001: $(nodes_of "$C")"
+N=$(sbatch --parsable -w nvl0019 -J precious --wrap 'sleep 300')
+wait_for 15 running_on "$N" nvl0019
+B=$(sbatch --parsable -N 16 --nvl-slice=16 --wrap 'sleep 300')
+in_rack001() { # running on 16 nodes of rack001, none of them a reserved spare
+    [ "$(squeue -h -j "$1" -o %T)" = RUNNING ] || return 1
+    local n spares
+    spares=$(scontrol show hostnames "$(resv_nodes)")
+    for n in $(scontrol show hostnames "$(nodes_of "$1")"); do
+        [[ $n =~ ^nvl00(0[1-9]|1[0-8])$ ]] || return 1
+        grep -qx "$n" <<< "$spares" && return 1
+    done
+    [ "$(scontrol show hostnames "$(nodes_of "$1")" | wc -l)" -eq 16 ]
+}
+if wait_for 30 in_rack001 "$B"; then ok "the blocked 16-node slice got rack001 ($(nodes_of "$B"))"; else not_ok "defrag: $(squeue -h -j "$B" -o '%T %N') $(record "$B")"; fi
+expect_match "the checkpointable job was requeued" 'Restarts=1' "$(scontrol show job "$C")"
+expect_match "and placed again on the other rack afterwards" '^nvlslice/1 placed slice=2 slices=nvl\[00(19|2[0-9]|3[0-6])' "$(record "$C")"
+expect_eq "the non-checkpointable job still runs where it was" "RUNNING nvl0019" "$(squeue -h -j "$N" -o '%T %N')"
+expect_match "the preemption was logged with its reason" "job $B: defragmentation: requeued checkpointable job\(s\) $C to free rack001" "$(cat "$LOG")"
+
+echo "# helper: metrics"
+m=$(exec 3<>/dev/tcp/127.0.0.1/9817; printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3; cat <&3)
+expect_match "placements counted" 'nvlslice_placements_total [1-9]' "$m"
+expect_match "repairs from spares counted" 'nvlslice_repairs_from_spares_total [1-9]' "$m"
+expect_match "cross-rack moves counted" 'nvlslice_cross_rack_moves_total [1-9]' "$m"
+expect_match "defrag preemptions counted" 'nvlslice_defrag_preemptions_total [1-9]' "$m"
+expect_match "cycle latency exported" 'nvlslice_cycle_seconds_count [1-9]' "$m"
+cyc=$(printf '%s\n' "$m" | awk '/^nvlslice_cycle_seconds_sum/ {s=$2} /^nvlslice_cycle_seconds_count/ {c=$2} END { if (c) printf "%.2f", 1000*s/c }')
+echo "# measured: helper cycle (load nodes+jobs+reservation, decide, apply): mean $cyc ms"
+
+echo "# helper: a second instance refuses to start"
+err=$(timeout 10 "$BUILD_DIR/src/nvlsliced/nvlsliced" --config "$NVL_CLUSTER_DIR/etc/nvlslice.yaml" 2>&1); rc=$?
+expect_match "second nvlsliced exits with the lock named" "rc=1 .*another nvlsliced is running \(it holds $NVL_CLUSTER_DIR/run/nvlsliced.lock\)" "rc=$rc $err"
+
+cleanup; resume_all
+rm -rf "$OUT"
+summary "helper"
