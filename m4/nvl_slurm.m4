@@ -15,6 +15,26 @@ AC_DEFUN([NVL_WITH_SLURM], [
     [AC_MSG_ERROR([Slurm public headers not found: install Debian package libslurm-dev or pass --with-slurm=PATH])])
   AC_CHECK_LIB([slurm], [slurm_load_node], [SLURM_LIBS="-lslurm"],
     [AC_MSG_ERROR([libslurm not found: install Debian package libslurm-dev or pass --with-slurm=PATH])])
+  # API drift between releases (22.05 .. development branch): the current
+  # development branch takes a slurm_step_id_t where 22.05-25.11 take a job id.
+  AC_LANG_PUSH([C])
+  AC_MSG_CHECKING([whether slurm_requeue takes a job id])
+  AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <slurm/slurm.h>]],
+      [[uint32_t id = 1; return slurm_requeue(id, 0);]])],
+    [AC_MSG_RESULT([yes])],
+    [AC_MSG_RESULT([no, a slurm_step_id_t])
+     AC_DEFINE([NVL_SLURM_STEP_ID_API], [1], [slurm_requeue/slurm_load_job take a slurm_step_id_t])])
+  AC_MSG_CHECKING([for slurm_load_jobs, slurm_update_job, reservations in slurm.h])
+  AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <slurm/slurm.h>]],
+      [[job_info_msg_t *j; node_info_msg_t *n; reserve_info_msg_t *r; job_desc_msg_t d; resv_desc_msg_t rd;
+        slurm_init_job_desc_msg(&d); slurm_init_resv_desc_msg(&rd);
+        (void)slurm_load_jobs(0, &j, SHOW_ALL); (void)slurm_load_node(0, &n, SHOW_ALL);
+        (void)slurm_load_reservations(0, &r); (void)slurm_update_job(&d);
+        (void)slurm_update_reservation(&rd);]])],
+    [AC_MSG_RESULT([yes])],
+    [AC_MSG_RESULT([no])
+     AC_MSG_ERROR([this slurm.h lacks the job/node/reservation API nvlsliced uses (Slurm 22.05 or later is needed)])])
+  AC_LANG_POP([C])
   CPPFLAGS="$nvl_save_CPPFLAGS"; LDFLAGS="$nvl_save_LDFLAGS"
   AC_SUBST([SLURM_CPPFLAGS]) AC_SUBST([SLURM_LDFLAGS]) AC_SUBST([SLURM_LIBS])
 ])

@@ -1,5 +1,7 @@
 #include "slurm_cluster.hpp"
 
+#include "config.h"
+
 #include "error.hpp"
 #include "hostlist.hpp"
 
@@ -190,12 +192,26 @@ void SlurmCluster::release(JobId id) {
     update(d, id, "release");
 }
 
+namespace {
+int requeue_job(JobId id, uint32_t flags) {
+#ifdef NVL_SLURM_STEP_ID_API
+    slurm_step_id_t step = {};
+    step.job_id = id;
+    step.step_id = NO_VAL;
+    step.step_het_comp = NO_VAL;
+    return slurm_requeue(&step, flags);
+#else
+    return slurm_requeue(id, flags);
+#endif
+}
+} // namespace
+
 void SlurmCluster::requeue_hold(JobId id) {
-    if (slurm_requeue(id, JOB_REQUEUE_HOLD) != SLURM_SUCCESS) fail(fmt::format("job {}: requeue-hold", id));
+    if (requeue_job(id, JOB_REQUEUE_HOLD) != SLURM_SUCCESS) fail(fmt::format("job {}: requeue-hold", id));
 }
 
 void SlurmCluster::requeue(JobId id) {
-    if (slurm_requeue(id, 0) != SLURM_SUCCESS) fail(fmt::format("job {}: requeue", id));
+    if (requeue_job(id, 0) != SLURM_SUCCESS) fail(fmt::format("job {}: requeue", id));
 }
 
 void SlurmCluster::set_reservation(const std::string& name, const std::string& nodes) {
