@@ -71,12 +71,13 @@ demo() {
         --wrap 'srun bash -c "echo \$SLURMD_NODENAME slice=\$NVL_SLICE_INDEX rank=\$NVL_SLICE_RANK rack=\$NVL_DOMAIN leader=\$NVL_SLICE_LEADER"; sleep 600')
     echo "   sbatch -N 32 --nvl-slice=16 train.sh  ->  job $j"
     sleep 3
-    squeue -O "JobID:6,Name:8,State:10,Reason:14,NodeList:28,admin_comment:90"
+    squeue -O "JobID:6,Name:8,State:10,Reason:14,NodeList:10,admin_comment:140"
     echo
-    echo "-- Slurm would have split it across racks; nvlslice waits. The small jobs end:"
+    echo "-- each rack has 17 free nodes: 16 would fit only by taking a spare, so the job waits."
+    echo "   The small jobs end:"
     scancel "$p1" "$p2"
     for _ in $(seq 1 100); do [ "$(squeue -h -j "$j" -o %T)" = RUNNING ] && break; sleep 0.2; done
-    squeue -O "JobID:6,Name:8,State:10,NodeList:28,admin_comment:90"
+    squeue -O "JobID:6,Name:8,State:10,NodeList:28,admin_comment:110"
     sleep 1
     echo "   what the tasks see (4 of 32):"
     sort -V "$out/train.out" | sed -n '1p;16p;17p;32p' | sed 's/^/     /'
@@ -90,7 +91,7 @@ demo() {
         sleep 0.05
     done
     t1=$(date +%s.%N)
-    squeue -O "JobID:6,Name:8,State:10,NodeList:34,admin_comment:100"
+    squeue -O "JobID:6,Name:8,State:10,NodeList:36,admin_comment:110"
     echo "   running again on the rack's spare nvl0017 after $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s"
     echo "   spares now: $(scontrol show reservation nvlslice_spares | sed -n 's/^ *Nodes=\([^ ]*\).*/\1/p')"
     echo

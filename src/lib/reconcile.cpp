@@ -298,6 +298,9 @@ bool Cycle::place_job(const SliceJob& sj) {
     PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
     if (!r.ok) {
         ++out_.stats.pending_by_reason[to_string(r.reason)];
+        // The plugin's hold is a user hold, which its owner could release
+        // while the job waits: make it an admin hold.
+        if (j.held && !j.admin_held) out_.actions.push_back({ActionKind::Hold, j.id, {}});
         rec.state = "waiting";
         rec.slice = sj.tag.slice;
         rec.slices.clear();

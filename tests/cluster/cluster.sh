@@ -153,8 +153,8 @@ start_helper() {
     [ -n "$HELPER" ] || return 0
     alive "$DIR/run/nvlsliced.pid" && return 0
     write_helper_conf
-    local before
-    before=$(wc -l < "$DIR/log/nvlsliced.log" 2>/dev/null || echo 0)
+    local before=0
+    [ -f "$DIR/log/nvlsliced.log" ] && before=$(wc -l < "$DIR/log/nvlsliced.log")
     (cd / && exec setsid "$HELPER" --config "$DIR/etc/nvlslice.yaml") >>"$DIR/log/nvlsliced.log" 2>&1 < /dev/null &
     echo $! > "$DIR/run/nvlsliced.pid"
     for _ in $(seq 1 50); do

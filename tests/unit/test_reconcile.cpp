@@ -104,11 +104,12 @@ TEST_CASE("a fragmented cluster: the job waits with the reason, once", "[reconci
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
     w.add_slice_job(7, 16, 1);
     auto out = w.cycle();
-    REQUIRE(kinds(out) == "record");
-    CHECK_THAT(out.actions[0].arg, Catch::StartsWith("nvlslice/1 waiting slice=16") &&
+    REQUIRE(kinds(out) == "hold record"); // the user hold becomes an admin hold
+    CHECK_THAT(out.actions[1].arg, Catch::StartsWith("nvlslice/1 waiting slice=16") &&
                                        Catch::Contains("reason=fragmented:") && Catch::Contains("2 racks with 13 free"));
     CHECK(out.stats.pending_by_reason["fragmented"] == 1);
-    w.jobs[0].admin_comment = out.actions[0].arg;
+    w.jobs[0].admin_comment = out.actions[1].arg;
+    w.jobs[0].admin_held = true;
     CHECK(w.cycle().actions.empty()); // idempotent: no update storm
 }
 
