@@ -125,20 +125,24 @@ void compute_rooms(const Snapshot& snap, const SliceRequest& req, std::vector<in
     if (healthy) healthy->resize(nd);
     for (DomainId d = 0; d < nd; ++d) {
         const Domain& dom = map.domain(d);
-        int free_n, healthy_n;
+        int free_n, healthy_n, lent_n;
         if (req.allowed.empty()) {
             free_n = snap.counts(d).free;
             healthy_n = snap.counts(d).healthy;
+            lent_n = snap.counts(d).preemptible;
         } else {
-            free_n = healthy_n = 0;
+            free_n = healthy_n = lent_n = 0;
             for (NodeId id : dom.nodes) {
                 if (id >= req.allowed.size() || !req.allowed[id]) continue;
-                NodeState st = snap.node(id).state;
-                free_n += is_free(st);
-                healthy_n += is_healthy(st);
+                const NodeStatus& st = snap.node(id);
+                free_n += is_free(st.state);
+                healthy_n += is_healthy(st.state);
+                lent_n += st.preemptible && is_healthy(st.state) && !is_free(st.state);
             }
         }
-        room[d] = req.use_spares ? free_n : free_n - dom.spares;
+        // Nodes lent to preemptible work still count as the domain's spares
+        // (a repair takes them back), so they need not be free.
+        room[d] = req.use_spares ? free_n : free_n + std::min(lent_n, dom.spares) - dom.spares;
         if (healthy) (*healthy)[d] = healthy_n;
     }
 }
@@ -382,18 +386,24 @@ PlacementResult place_naive(const Snapshot& snap, const SliceRequest& req) {
     if (!req.sliced) return place(snap, req);
     const size_t nd = map.domains().size();
     std::vector<char> taken(map.node_count(), 0);
-    std::vector<int> free_n(nd);
+    std::vector<int> free_n(nd), lent_n(nd);
     res.placement.job_id = req.job_id;
     res.placement.slice_size = s.k;
     for (int i = 0; i < s.c; ++i) {
         // recount every node of the cluster for this slice
         std::fill(free_n.begin(), free_n.end(), 0);
-        for (NodeId id = 0; id < map.node_count(); ++id)
-            if (is_free(snap.node(id).state) && !taken[id] && allowed_node(req, id)) ++free_n[map.domain_of(id)];
+        std::fill(lent_n.begin(), lent_n.end(), 0);
+        for (NodeId id = 0; id < map.node_count(); ++id) {
+            const NodeStatus& st = snap.node(id);
+            if (!allowed_node(req, id)) continue;
+            if (is_free(st.state) && !taken[id]) ++free_n[map.domain_of(id)];
+            if (st.preemptible && is_healthy(st.state) && !is_free(st.state)) ++lent_n[map.domain_of(id)];
+        }
         DomainId best = kNoDomain;
         int best_room = 0;
         for (DomainId d = 0; d < nd; ++d) {
-            int r = req.use_spares ? free_n[d] : free_n[d] - map.domain(d).spares;
+            const int sp = map.domain(d).spares;
+            int r = req.use_spares ? free_n[d] : free_n[d] + std::min(lent_n[d], sp) - sp;
             if (r < s.k || !map.domain(d).allows_slice(s.k)) continue;
             if (best == kNoDomain || r < best_room) {
                 best = d;

@@ -56,6 +56,9 @@ class Cycle {
     void handle_pending(const SliceJob& sj, bool placing_pass);
     bool place_job(const SliceJob& sj);
     void try_defrag(const SliceJob& sj);
+    // Requeues a running job that gives up its nodes; a slice job is placed
+    // again later, after the job it yielded to.
+    void yield_job(JobId victim, const std::string& why);
     void keep_spares();
     void take(const std::vector<NodeId>& ids, JobId job);
     // When a job may start: now, or for a job that ran before (a repair),
@@ -136,6 +139,17 @@ void Cycle::collect_slice_jobs() {
         if (a.job->submit_time != b.job->submit_time) return a.job->submit_time < b.job->submit_time;
         return a.job->id < b.job->id;
     });
+    // Checkpointable single-node jobs may run on lent spares: a repair takes
+    // those nodes back first.
+    for (const auto& sj : slice_jobs_) {
+        const SlurmJob& j = *sj.job;
+        if (j.state != JobState::Running || !sj.tag.checkpointable || j.nodes.size() != 1 || !j.requeue) continue;
+        if (auto id = map_.find_node(j.nodes[0])) {
+            NodeStatus st = snap_.node(*id);
+            st.preemptible = true;
+            snap_.set(*id, st);
+        }
+    }
     // Nodes pinned to released jobs that Slurm has not started yet are
     // spoken for: no other slice may be placed there meanwhile.
     for (const auto& sj : slice_jobs_) {
@@ -279,7 +293,10 @@ void Cycle::handle_running(const SliceJob& sj) {
     rec.moves += plan.moved;
     out_.stats.repairs_in_rack += plan.replaced_in_domain;
     out_.stats.moves += plan.moved;
-    for (JobId victim : plan.preempt) out_.actions.push_back({ActionKind::Requeue, victim, {}});
+    for (JobId victim : plan.preempt) {
+        yield_job(victim, fmt::format("its lent spare was taken back to repair job {}", j.id));
+        log(fmt::format("job {}: repair takes back a lent spare: requeued checkpointable job {}", j.id, victim));
+    }
     pin_and_release(sj, plan.placement, rec, true);
     for (const auto& s : plan.slices)
         if (s.action != RepairAction::Keep)
@@ -296,6 +313,17 @@ bool Cycle::place_job(const SliceJob& sj) {
     req.allow_split = sj.tag.mode == PlacementMode::Prefer && now_ - j.submit_time >= cfg_.prefer_wait_s;
     PlacementResult r = place(snap_, req);
     PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
+    rec.lent = false;
+    if (!r.ok && sj.tag.checkpointable && sj.tag.nodes == 1 && j.requeue) {
+        // Spares are not left idle (SPEC §3): checkpointable single-node
+        // work may borrow one until a repair needs it back.
+        req.use_spares = true;
+        PlacementResult lent = place(snap_, req);
+        if (lent.ok) {
+            r = lent;
+            rec.lent = true;
+        }
+    }
     if (!r.ok) {
         ++out_.stats.pending_by_reason[to_string(r.reason)];
         // The plugin's hold is a user hold, which its owner could release
@@ -321,8 +349,8 @@ bool Cycle::place_job(const SliceJob& sj) {
     for (const auto& s : r.placement.slices)
         where += fmt::format("{}{} {}", where.empty() ? "" : ", ",
                              s.domain == kNoDomain ? "(split)" : map_.domain(s.domain).name, hl(s.nodes));
-    log(fmt::format("job {}: placed {} slice(s) of {}: {}{}", j.id, r.placement.slices.size(), sj.tag.slice, where,
-                    r.placement.split ? " [" + r.detail + "]" : ""));
+    log(fmt::format("job {}: placed {} slice(s) of {}: {}{}{}", j.id, r.placement.slices.size(), sj.tag.slice, where,
+                    r.placement.split ? " [" + r.detail + "]" : "", rec.lent ? " (a lent spare)" : ""));
     pin_and_release(sj, r.placement, rec, false);
     return true;
 }
@@ -399,7 +427,10 @@ void Cycle::handle_pending(const SliceJob& sj, bool placing_pass) {
             out_.stats.repairs_in_rack += plan.replaced_in_domain;
             out_.stats.moves += plan.moved;
         }
-        for (JobId victim : plan.preempt) out_.actions.push_back({ActionKind::Requeue, victim, {}});
+        for (JobId victim : plan.preempt) {
+            yield_job(victim, fmt::format("its lent spare was taken back to repair job {}", j.id));
+            log(fmt::format("job {}: repair takes back a lent spare: requeued checkpointable job {}", j.id, victim));
+        }
         for (const auto& s : plan.slices)
             if (s.action != RepairAction::Keep)
                 log(fmt::format("job {}: repair{}: {}: removed {} added {}", j.id,
@@ -488,18 +519,7 @@ void Cycle::try_defrag(const SliceJob& sj) {
     }
     std::string list;
     for (JobId v : best_victims) {
-        // The victim gives up its placement: placed again later, after the
-        // job it yielded to (see run()), wherever it then fits.
-        for (const auto& s : slice_jobs_)
-            if (s.job->id == v) {
-                PlacementRecord rec = s.rec.value_or(PlacementRecord{});
-                rec.state = "yielded";
-                rec.slices.clear();
-                rec.reason = fmt::format("requeued by defragmentation to free {} for job {}", map_.domain(best).name,
-                                         blocked.id);
-                out_.actions.push_back({ActionKind::SetRecord, v, rec.str()});
-            }
-        out_.actions.push_back({ActionKind::Requeue, v, {}});
+        yield_job(v, fmt::format("requeued by defragmentation to free {} for job {}", map_.domain(best).name, blocked.id));
         list += (list.empty() ? "" : ", ") + std::to_string(v);
     }
     out_.stats.defrag_preemptions += int(best_victims.size());
@@ -510,16 +530,33 @@ void Cycle::try_defrag(const SliceJob& sj) {
                     blocked.id, list, map_.domain(best).name, k, best_cost));
 }
 
+void Cycle::yield_job(JobId v, const std::string& why) {
+    for (const auto& s : slice_jobs_)
+        if (s.job->id == v) {
+            PlacementRecord rec = s.rec.value_or(PlacementRecord{});
+            rec.state = "yielded";
+            rec.slices.clear();
+            rec.lent = false;
+            rec.reason = why;
+            out_.actions.push_back({ActionKind::SetRecord, v, rec.str()});
+        }
+    out_.actions.push_back({ActionKind::Requeue, v, {}});
+}
+
 void Cycle::keep_spares() {
     if (cfg_.reservation.empty()) return;
     std::vector<std::string> want;
     for (DomainId d = 0; d < map_.domains().size(); ++d) {
         const Domain& dom = map_.domain(d);
         std::vector<NodeId> pick;
+        // A node lent to preemptible work is still a spare: a repair takes it back.
+        int want_n = dom.spares;
+        for (NodeId id : dom.nodes)
+            if (snap_.node(id).preemptible && !is_free(snap_.node(id).state)) --want_n;
         // keep current spares that are still free, then the rack's last idle nodes
         for (NodeId id : dom.nodes)
-            if (snap_.node(id).state == NodeState::SpareReserved && int(pick.size()) < dom.spares) pick.push_back(id);
-        for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < dom.spares; ++it)
+            if (snap_.node(id).state == NodeState::SpareReserved && int(pick.size()) < want_n) pick.push_back(id);
+        for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < want_n; ++it)
             if (snap_.node(*it).state == NodeState::Idle) pick.push_back(*it);
         std::sort(pick.begin(), pick.end());
         for (NodeId id : pick) want.push_back(map_.node_name(id));

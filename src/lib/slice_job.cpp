@@ -90,6 +90,7 @@ std::string PlacementRecord::str() const {
     }
     s += fmt::format(" repairs={} moves={}", repairs, moves);
     if (split) s += " split=1";
+    if (lent) s += " lent=1";
     if (!reason.empty()) s += " reason=" + reason; // free text, always last
     return s;
 }
@@ -117,6 +118,7 @@ std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
         else if (k == "repairs") r.repairs = to_int(k, v);
         else if (k == "moves") r.moves = to_int(k, v);
         else if (k == "split") r.split = to_int(k, v) != 0;
+        else if (k == "lent") r.lent = to_int(k, v) != 0;
         else if (k == "slices") {
             while (!v.empty()) {
                 size_t sc = v.find(';');

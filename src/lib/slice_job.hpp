@@ -51,6 +51,7 @@ struct PlacementRecord {
     int repairs = 0;
     int moves = 0;
     bool split = false;
+    bool lent = false;  // runs on a rack's spare, lent until a repair needs it
     std::string reason; // why it waits: free text, written last in the record
 
     std::string str() const;

@@ -84,6 +84,24 @@ fi
 expect_match "repairs counted once each" 'repairs=2 moves=0' "$(record "$J")"
 expect_eq "no job left held" "" "$(squeue -h -t PD -o '%i %r' | grep -i held)"
 
+echo "# helper: spares are lent to checkpointable single-node jobs; a repair takes them back first"
+# J runs on nvl[0001-0004,0007-0034]: rack001's spares are used; rack002's are nvl[0035-0036]
+L1=$(sbatch --parsable -N 1 --nvl-slice=1 --nvl-checkpointable --requeue -J lent1 --wrap 'sleep 300')
+L2=$(sbatch --parsable -N 1 --nvl-slice=1 --nvl-checkpointable --requeue -J lent2 --wrap 'sleep 300')
+wait_for 15 bash -c "[ \"\$(squeue -h -j $L1,$L2 -t R -o %i | wc -l)\" = 2 ]"
+expect_eq "both run on rack002's spares" "nvl0035 nvl0036" "$(squeue -h -j "$L1,$L2" -o %N | sort | paste -sd' ')"
+expect_match "recorded as lent" 'lent=1' "$(record "$L1")"
+expect_eq "the lent spares left the reservation" "" "$(resv_nodes)"
+scontrol update nodename=nvl0020 state=drain reason="gpu xid 79"
+if wait_for 15 bash -c "squeue -h -j $J -t R -o %N | grep -q 'nvl0035\|nvl0036\|nvl\[.*003[56]'"; then
+    ok "the repair took a lent spare back: $(nodes_of "$J")"
+else
+    not_ok "repair with lent spares: $(squeue -h -j "$J" -o '%T %N') $(record "$J")"
+fi
+expect_match "one lent job yielded, with the reason" "nvlslice/1 yielded .*its lent spare was taken back to repair job $J" "$(record "$L1"; record "$L2")"
+expect_match "the helper logged it" "job $J: repair takes back a lent spare: requeued checkpointable job" "$(cat "$LOG")"
+scancel "$L1" "$L2"
+
 echo "# helper: rack001 out of spares -> the slice moves to the other rack, or waits with the reason"
 cleanup; resume_all
 sleep 1

@@ -259,3 +259,45 @@ TEST_CASE("prefer mode splits only after its wait", "[reconcile][quick]") {
     REQUIRE(find(out, ActionKind::Pin));
     CHECK_THAT(find(out, ActionKind::SetRecord)->arg, Catch::Contains("split=1"));
 }
+
+TEST_CASE("spares are lent to checkpointable single-node jobs and taken back by a repair", "[reconcile][quick]") {
+    World w(2);
+    // a 2 x 16 job fills both racks but their spares
+    SlurmJob& big = w.add_slice_job(7, 16, 2);
+    w.run_on(big, "n[001-016,019-034]");
+    big.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0";
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    // a checkpointable single-node job borrows a spare
+    SlurmJob& small = w.add_slice_job(8, 1, 1, true, true);
+    auto out = w.cycle();
+    REQUIRE(find(out, ActionKind::Pin));
+    CHECK(find(out, ActionKind::Pin)->arg == "n017");
+    CHECK(out.actions[0].kind == ActionKind::SetReservation); // it leaves the reservation first
+    CHECK(out.actions[0].arg == "n[018,035-036]");
+    CHECK_THAT(find(out, ActionKind::SetRecord)->arg, Catch::Contains("lent=1"));
+    // it runs; the lent node still counts as one of r1's spares
+    w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
+    w.run_on(small, "n017");
+    small.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    CHECK(w.cycle().actions.empty());
+    // a second one takes the other spare of r1
+    SlurmJob& small2 = w.add_slice_job(9, 1, 1, true, true);
+    auto out2 = w.cycle();
+    CHECK(find(out2, ActionKind::Pin)->arg == "n018");
+    w.resv = Reservation{"nvlslice_spares", "n[035-036]"};
+    w.run_on(small2, "n018");
+    small2.admin_comment = find(out2, ActionKind::SetRecord)->arg;
+    // a node of the big job fails: r1 has no free spare; the lent one comes back
+    w.node("n005").state = NodeState::Draining;
+    auto rep = w.cycle();
+    CHECK(find(rep, ActionKind::PinOnly)->arg == "n[001-004,006-017,019-034]");
+    const Action* rq = find(rep, ActionKind::Requeue);
+    REQUIRE(rq);
+    CHECK(rq->job == 8);
+    bool yielded = false;
+    for (const auto& a : rep.actions)
+        if (a.kind == ActionKind::SetRecord && a.job == 8)
+            yielded = a.arg.find("nvlslice/1 yielded") == 0 &&
+                      a.arg.find("its lent spare was taken back to repair job 7") != std::string::npos;
+    CHECK(yielded);
+}
