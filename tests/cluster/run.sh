@@ -11,7 +11,8 @@ export SLURM_CONF=$NVL_CLUSTER_DIR/etc/slurm.conf
 PLUGIN=$BUILD/plugins/spank/.libs/spank_nvlslice.so
 [ -f "$PLUGIN" ] || { echo "run.sh: $PLUGIN not built" >&2; exit 1; }
 
-# Simulated GPUs: every node has 4 in its hwloc fixture except nvl0036 (3).
+# Simulated GPUs: every node has 4 in its hwloc fixture except nvl0036 (3),
+# for the plugin's GPU check test.
 mkdir -p "$NVL_CLUSTER_DIR/hwloc"
 for i in $(seq 1 36); do
     n=$(printf nvl%04d "$i")
@@ -44,6 +45,8 @@ run_test() {
 "$HERE/cluster.sh" kill-helper
 scontrol delete ReservationName=nvlslice_spares 2>/dev/null || true
 run_test "$HERE/test_plugin.sh"
+# The helper tests use every node: from here on nvl0036 has its 4 GPUs.
+cp "$HERE/../data/hwloc/node-4gpu.xml" "$NVL_CLUSTER_DIR/hwloc/nvl0036.xml"
 export NVL_HELPER=$BUILD/src/nvlsliced/nvlsliced
 "$HERE/cluster.sh" helper || exit 1
 run_test "$HERE/test_helper.sh"

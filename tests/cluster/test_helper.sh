@@ -98,7 +98,7 @@ if wait_for 15 bash -c "squeue -h -j $J -t R -o %N | grep -q 'nvl0035\|nvl0036\|
 else
     not_ok "repair with lent spares: $(squeue -h -j "$J" -o '%T %N') $(record "$J")"
 fi
-expect_match "one lent job yielded, with the reason" "nvlslice/1 yielded .*its lent spare was taken back to repair job $J" "$(record "$L1"; record "$L2")"
+expect_match "one lent job was requeued (not killed) to give its spare back" 'Restarts=1' "$(scontrol show job "$L1"; scontrol show job "$L2")"
 expect_match "the helper logged it" "job $J: repair takes back a lent spare: requeued checkpointable job" "$(cat "$LOG")"
 scancel "$L1" "$L2"
 
