@@ -3,6 +3,7 @@
 #include "hostlist.hpp"
 #include "placement.hpp"
 #include "repair.hpp"
+#include "report.hpp"
 #include "slice_job.hpp"
 
 #include <fmt/format.h>
@@ -89,31 +90,15 @@ class Cycle {
 };
 
 void Cycle::build_snapshot() {
+    snap_ = snapshot_from_slurm(map_, nodes_, jobs_, spares_);
     if (spares_)
         for (auto& n : hostlist_expand(spares_->nodes)) reserved_.insert(n);
     for (const auto& n : nodes_) {
         auto id = map_.find_node(n.name);
         if (!id) continue; // a node outside the map is none of our business
-        NodeStatus st;
-        st.state = n.failed ? NodeState::Down : n.state;
-        if (st.state == NodeState::Idle && n.completing) st.state = NodeState::Allocated;
-        if (st.state == NodeState::Idle && reserved_.count(n.name)) st.state = NodeState::SpareReserved;
-        snap_.set(*id, st);
-        failed_[*id] = n.failed || ((st.state == NodeState::Draining || st.state == NodeState::Drained) &&
+        const NodeState st = snap_.node(*id).state;
+        failed_[*id] = n.failed || ((st == NodeState::Draining || st == NodeState::Drained) &&
                                     (!drain_re_ || std::regex_search(n.reason, *drain_re_)));
-    }
-    // Owners of busy nodes, so repairs know whose node they would take.
-    for (const auto& j : jobs_) {
-        if (j.state != JobState::Running && j.state != JobState::Completing && j.state != JobState::Suspended)
-            continue;
-        for (const auto& name : j.nodes) {
-            auto id = map_.find_node(name);
-            if (!id) continue;
-            NodeStatus st = snap_.node(*id);
-            if (is_free(st.state)) st.state = NodeState::Allocated;
-            st.job_id = j.id;
-            snap_.set(*id, st);
-        }
     }
 }
 
@@ -139,17 +124,6 @@ void Cycle::collect_slice_jobs() {
         if (a.job->submit_time != b.job->submit_time) return a.job->submit_time < b.job->submit_time;
         return a.job->id < b.job->id;
     });
-    // Checkpointable single-node jobs may run on lent spares: a repair takes
-    // those nodes back first.
-    for (const auto& sj : slice_jobs_) {
-        const SlurmJob& j = *sj.job;
-        if (j.state != JobState::Running || !sj.tag.checkpointable || j.nodes.size() != 1 || !j.requeue) continue;
-        if (auto id = map_.find_node(j.nodes[0])) {
-            NodeStatus st = snap_.node(*id);
-            st.preemptible = true;
-            snap_.set(*id, st);
-        }
-    }
     // Nodes pinned to released jobs that Slurm has not started yet are
     // spoken for: no other slice may be placed there meanwhile.
     for (const auto& sj : slice_jobs_) {

@@ -1,26 +1,39 @@
-// nvl-topo — topology reports. This version: `export`, a rack map written
-// as Slurm's topology.conf (block or tree) or topology.yaml, or as
-// nvlslice's own YAML map (any input format to any output format).
+// nvl-topo — topology reports: show (like `scontrol show topology`), map
+// (one cell per node, ANSI or SVG), snapshot (save the live state), export
+// (a map in Slurm's formats). show and map read live Slurm through the
+// adapter, or a snapshot file with --snapshot, so they work without Slurm.
 #include "cli.hpp"
 #include "map_io.hpp"
+#include "report.hpp"
+#include "slurm_cluster.hpp"
+#include "yaml_doc.hpp"
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 
 using namespace nvl;
 
-static const char* kUsage = R"(usage: nvl-topo export --map FILE [--format block|tree|yaml|yaml-tree|nvl]
+static const char* kUsage = R"(usage: nvl-topo COMMAND --map FILE [options]
+
+  show [RACK...]      per rack: nodes, counts by state, room for a slice, slices with job ids;
+                      then a cluster summary. --json for one JSON object.
+  map                 all racks, one cell per node: free, slice job, other job, spare,
+                      draining, drained, down. --svg FILE writes an SVG picture instead.
+  snapshot            print the live state as a snapshot file (see --snapshot)
+  export              the map as Slurm topology.conf or topology.yaml:
+                      --format block|tree|yaml|yaml-tree|nvl (default block)
 
   --map FILE          rack map: nvlslice YAML, Slurm topology.conf or topology.yaml
-  --format F          block:     topology.conf for topology/block (default)
-                      tree:      topology.conf for topology/tree (one leaf switch per rack)
-                      yaml:      topology.yaml (Slurm 25.05+), block topology
-                      yaml-tree: topology.yaml, tree topology
-                      nvl:       nvlslice's YAML rack map
-  --gpus-per-node G   for Slurm topology inputs (default 4)
-  --spares S          for Slurm topology inputs (default 2)
+  --snapshot FILE     read the state from a snapshot file instead of live Slurm
+  --reservation NAME  the spare reservation (default nvlslice_spares)
+  --gpus-per-node G   for Slurm topology maps (default 4)
+  --spares S          for Slurm topology maps (default 2)
+  --color / --no-color  ANSI colours for map (default: when stdout is a terminal)
 )";
 
 int main(int argc, char** argv) {
@@ -29,28 +42,54 @@ int main(int argc, char** argv) {
             std::fputs(kUsage, argc < 2 ? stderr : stdout);
             return argc < 2 ? 2 : 0;
         }
-        if (std::strcmp(argv[1], "export") != 0)
-            throw Error(fmt::format("unknown subcommand \"{}\" (available: export)", argv[1]));
+        const std::string cmd = argv[1];
+        if (cmd != "show" && cmd != "map" && cmd != "snapshot" && cmd != "export")
+            throw Error(fmt::format("unknown command \"{}\" (available: show, map, snapshot, export)", cmd));
         cli::Options o(argc - 1, argv + 1,
-                       {{"map", true}, {"format", true}, {"gpus-per-node", true}, {"spares", true}, {"help", false}});
+                       {{"map", true}, {"format", true}, {"gpus-per-node", true}, {"spares", true},
+                        {"snapshot", true}, {"reservation", true}, {"json", false}, {"svg", true},
+                        {"color", false}, {"no-color", false}, {"help", false}});
         if (o.has("help")) {
             std::fputs(kUsage, stdout);
             return 0;
         }
-        if (!o.has("map")) throw Error("--map FILE is required");
+        if (!o.has("map")) throw Error("--map FILE is required (the rack map)");
         MapDefaults defs;
         defs.gpus_per_node = int(o.integer("gpus-per-node", 4, 1, 1024));
         defs.spares = int(o.integer("spares", 2, 0, 4096));
         RackMap map = load_map(o.str("map"), MapFormat::Auto, defs);
-        const std::string f = o.str("format", "block");
-        std::string out;
-        if (f == "block") out = write_topology_conf_block(map);
-        else if (f == "tree") out = write_topology_conf_tree(map);
-        else if (f == "yaml") out = write_topology_yaml(map, false);
-        else if (f == "yaml-tree") out = write_topology_yaml(map, true);
-        else if (f == "nvl") out = write_rack_map_yaml(map);
-        else throw Error(fmt::format("--format={}: expected block, tree, yaml, yaml-tree or nvl", f));
-        std::fputs(out.c_str(), stdout);
+        if (cmd == "export") {
+            const std::string f = o.str("format", "block");
+            std::string out;
+            if (f == "block") out = write_topology_conf_block(map);
+            else if (f == "tree") out = write_topology_conf_tree(map);
+            else if (f == "yaml") out = write_topology_yaml(map, false);
+            else if (f == "yaml-tree") out = write_topology_yaml(map, true);
+            else if (f == "nvl") out = write_rack_map_yaml(map);
+            else throw Error(fmt::format("--format={}: expected block, tree, yaml, yaml-tree or nvl", f));
+            std::fputs(out.c_str(), stdout);
+            return 0;
+        }
+        Snapshot snap(map);
+        if (o.has("snapshot")) {
+            if (cmd == "snapshot") throw Error("snapshot reads live Slurm; --snapshot is for show and map");
+            snap = read_snapshot(map, read_file(o.str("snapshot")), o.str("snapshot"));
+        } else {
+            SlurmCluster slurm;
+            snap = snapshot_from_slurm(map, slurm.load_nodes(), slurm.load_jobs(),
+                                       slurm.load_reservation(o.str("reservation", "nvlslice_spares")));
+        }
+        if (cmd == "snapshot") {
+            std::fputs(write_snapshot(snap).c_str(), stdout);
+        } else if (cmd == "show") {
+            std::fputs(render_show(snap, o.positional(), o.has("json")).c_str(), stdout);
+        } else if (o.has("svg")) {
+            std::ofstream(o.str("svg")) << render_map_svg(snap);
+            std::fprintf(stderr, "nvl-topo: wrote %s\n", o.str("svg").c_str());
+        } else {
+            bool color = o.has("color") || (!o.has("no-color") && isatty(1));
+            std::fputs(render_map_text(snap, color).c_str(), stdout);
+        }
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "nvl-topo: %s\n", e.what());

@@ -155,6 +155,20 @@ expect_match "and placed again on the other rack afterwards" '^nvlslice/1 placed
 expect_eq "the non-checkpointable job still runs where it was" "RUNNING nvl0019" "$(squeue -h -j "$N" -o '%T %N')"
 expect_match "the preemption was logged with its reason" "job $B: defragmentation: requeued checkpointable job\(s\) $C to free rack001" "$(cat "$LOG")"
 
+echo "# nvl-topo on the live cluster"
+TOPO="$BUILD_DIR/src/tools/nvl-topo"
+MAPF=$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml
+live=$("$TOPO" show --map "$MAPF")
+expect_match "show: the slice of job $B with its index" "Slice JobId=$B Index=0 Nodes=nvl\[" "$live"
+expect_match "show: the spares" 'RackName=rack002 Nodes=nvl\[0019-0036\] NodeCnt=18 GPUsPerNode=4 Spares=2' "$live"
+expect_match "show: a cluster summary" '^Cluster Racks=2 Nodes=36 ' "$(tail -1 <<< "$live")"
+"$TOPO" snapshot --map "$MAPF" > "$OUT/snap.txt"
+expect_eq "a snapshot file reproduces the live report" "$live" "$("$TOPO" show --map "$MAPF" --snapshot "$OUT/snap.txt")"
+expect_match "show --json" '"summary":\{"racks":2,"nodes":36' "$("$TOPO" show --map "$MAPF" --json)"
+expect_match "map: one row per rack, slice cells" '^rack001 +S' "$("$TOPO" map --map "$MAPF" --no-color)"
+"$TOPO" map --map "$MAPF" --svg "$OUT/map.svg" 2>/dev/null
+expect_match "map --svg writes a picture" '^<svg' "$(head -c 4 "$OUT/map.svg")"
+
 echo "# helper: metrics"
 m=$(exec 3<>/dev/tcp/127.0.0.1/9817; printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3; cat <&3)
 expect_match "placements counted" 'nvlslice_placements_total [1-9]' "$m"

@@ -1,0 +1,315 @@
+#include "report.hpp"
+
+#include "hostlist.hpp"
+#include "slice_job.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace nvl {
+
+Snapshot read_snapshot(const RackMap& map, std::string_view text, const std::string& file) {
+    Snapshot snap(map);
+    int line_no = 0;
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t end = text.find('\n', start);
+        if (end == std::string_view::npos) end = text.size();
+        std::string line(text.substr(start, end - start));
+        start = end + 1;
+        ++line_no;
+        if (auto h = line.find('#'); h != std::string::npos) line.resize(h);
+        std::vector<std::string> w;
+        size_t i = 0;
+        while (i < line.size()) {
+            while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+            size_t s = i;
+            while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+            if (i > s) w.push_back(line.substr(s, i - s));
+        }
+        if (w.empty()) continue;
+        SourcePos pos{file, line_no, 1};
+        if (w.size() < 2 || w.size() > 4)
+            throw ParseError(pos, "expected NODE STATE [JOB [SLICE]]");
+        auto id = map.find_node(w[0]);
+        if (!id) throw ParseError(pos, fmt::format("node \"{}\" is not in the rack map", w[0]));
+        auto st = parse_node_state(w[1]);
+        if (!st)
+            throw ParseError(pos, fmt::format("state \"{}\": expected idle, allocated, mixed, draining, drained, down, "
+                                              "spare or unknown",
+                                              w[1]));
+        NodeStatus ns;
+        ns.state = *st;
+        auto num = [&](const std::string& v, long min, long max, const char* what) {
+            char* e = nullptr;
+            long x = std::strtol(v.c_str(), &e, 10);
+            if (v.empty() || *e || x < min || x > max)
+                throw ParseError(pos, fmt::format("{} \"{}\": expected an integer from {} to {}", what, v, min, max));
+            return x;
+        };
+        if (w.size() > 2) ns.job_id = JobId(num(w[2], 0, 4294967295L, "job"));
+        if (w.size() > 3) ns.slice = int16_t(num(w[3], -1, 32767, "slice"));
+        snap.set(*id, ns);
+    }
+    return snap;
+}
+
+std::string write_snapshot(const Snapshot& snap) {
+    std::string out = "# nvlslice snapshot 1\n# NODE STATE [JOB [SLICE]]\n";
+    const RackMap& map = snap.map();
+    for (NodeId id = 0; id < map.node_count(); ++id) {
+        const NodeStatus& st = snap.node(id);
+        out += fmt::format("{} {}", map.node_name(id), to_string(st.state));
+        if (st.job_id || st.slice >= 0) out += fmt::format(" {}", st.job_id);
+        if (st.slice >= 0) out += fmt::format(" {}", st.slice);
+        out += '\n';
+    }
+    return out;
+}
+
+Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& nodes,
+                             const std::vector<SlurmJob>& jobs, const std::optional<Reservation>& spares) {
+    Snapshot snap(map);
+    std::set<std::string> reserved;
+    if (spares)
+        for (auto& n : hostlist_expand(spares->nodes)) reserved.insert(n);
+    for (const auto& n : nodes) {
+        auto id = map.find_node(n.name);
+        if (!id) continue;
+        NodeStatus st;
+        st.state = n.failed ? NodeState::Down : n.state;
+        if (st.state == NodeState::Idle && n.completing) st.state = NodeState::Allocated;
+        if (st.state == NodeState::Idle && reserved.count(n.name)) st.state = NodeState::SpareReserved;
+        snap.set(*id, st);
+    }
+    for (const auto& j : jobs) {
+        if (j.state != JobState::Running && j.state != JobState::Completing && j.state != JobState::Suspended) continue;
+        std::optional<PlacementRecord> rec;
+        std::optional<RequestTag> tag;
+        try {
+            rec = PlacementRecord::parse(j.admin_comment);
+            tag = RequestTag::parse(j.comment);
+        } catch (const Error&) {
+        }
+        for (const auto& name : j.nodes) {
+            auto id = map.find_node(name);
+            if (!id) continue;
+            NodeStatus st = snap.node(*id);
+            if (is_free(st.state)) st.state = NodeState::Allocated;
+            st.job_id = j.id;
+            if (rec)
+                for (size_t s = 0; s < rec->slices.size(); ++s)
+                    for (const auto& n : hostlist_expand(rec->slices[s]))
+                        if (n == name) st.slice = int16_t(s);
+            // checkpointable single-node work on a lent spare: a repair may take it back
+            if (tag && tag->checkpointable && j.nodes.size() == 1 && j.requeue && j.state == JobState::Running)
+                st.preemptible = true;
+            snap.set(*id, st);
+        }
+    }
+    return snap;
+}
+
+namespace {
+
+struct RackSummary {
+    int nodes = 0, free = 0, spares = 0, allocated = 0, draining = 0, drained = 0, down = 0, unknown = 0;
+    std::map<std::pair<JobId, int>, std::vector<NodeId>> slices; // (job, slice) -> nodes
+    std::map<JobId, int> other_jobs;                              // non-slice jobs -> nodes
+};
+
+RackSummary summarize(const Snapshot& snap, DomainId d) {
+    RackSummary r;
+    for (NodeId id : snap.map().domain(d).nodes) {
+        const NodeStatus& st = snap.node(id);
+        ++r.nodes;
+        switch (st.state) {
+        case NodeState::Idle: ++r.free; break;
+        case NodeState::SpareReserved: ++r.spares; break;
+        case NodeState::Allocated:
+        case NodeState::Mixed: ++r.allocated; break;
+        case NodeState::Draining: ++r.draining; break;
+        case NodeState::Drained: ++r.drained; break;
+        case NodeState::Down: ++r.down; break;
+        case NodeState::Unknown: ++r.unknown; break;
+        }
+        if (st.job_id && st.slice >= 0) r.slices[{st.job_id, st.slice}].push_back(id);
+        else if (st.job_id) ++r.other_jobs[st.job_id];
+    }
+    return r;
+}
+
+} // namespace
+
+std::string render_show(const Snapshot& snap, const std::vector<std::string>& racks, bool json) {
+    const RackMap& map = snap.map();
+    std::vector<DomainId> which;
+    if (racks.empty())
+        for (DomainId d = 0; d < map.domains().size(); ++d) which.push_back(d);
+    for (const auto& r : racks) {
+        auto d = map.find_domain(r);
+        if (!d) throw Error(fmt::format("rack \"{}\" is not in the map", r));
+        which.push_back(*d);
+    }
+    std::string out;
+    RackSummary total;
+    int whole = 0, slices = 0;
+    std::string items;
+    for (DomainId d : which) {
+        const Domain& dom = map.domain(d);
+        RackSummary s = summarize(snap, d);
+        total.nodes += s.nodes;
+        total.free += s.free;
+        total.spares += s.spares;
+        total.allocated += s.allocated;
+        total.draining += s.draining;
+        total.drained += s.drained;
+        total.down += s.down;
+        slices += int(s.slices.size());
+        whole += s.free + s.spares == s.nodes;
+        const int room = std::max(0, s.free + s.spares - dom.spares);
+        if (json) {
+            std::string sl;
+            for (const auto& [key, ids] : s.slices)
+                sl += fmt::format("{}{{\"job\":{},\"slice\":{},\"nodes\":\"{}\"}}", sl.empty() ? "" : ",", key.first,
+                                  key.second, hostlist_compress(map.node_names(ids)));
+            items += fmt::format("{}{{\"rack\":\"{}\",\"nodes\":\"{}\",\"count\":{},\"gpus_per_node\":{},"
+                                 "\"spares_wanted\":{},\"free\":{},\"spare\":{},\"allocated\":{},\"draining\":{},"
+                                 "\"drained\":{},\"down\":{},\"room\":{},\"slices\":[{}]}}",
+                                 items.empty() ? "" : ",", dom.name, map.domain_hostlist(d), s.nodes,
+                                 dom.gpus_per_node, dom.spares, s.free, s.spares, s.allocated, s.draining, s.drained,
+                                 s.down, room, sl);
+            continue;
+        }
+        out += fmt::format("RackName={} Nodes={} NodeCnt={} GPUsPerNode={} Spares={}\n", dom.name,
+                           map.domain_hostlist(d), s.nodes, dom.gpus_per_node, dom.spares);
+        out += fmt::format("   Free={} Spare={} Allocated={} Draining={} Drained={} Down={} SliceRoom={}\n", s.free,
+                           s.spares, s.allocated, s.draining, s.drained, s.down, room);
+        for (const auto& [key, ids] : s.slices)
+            out += fmt::format("   Slice JobId={} Index={} Nodes={}\n", key.first, key.second,
+                               hostlist_compress(map.node_names(ids)));
+        for (const auto& [job, n] : s.other_jobs) out += fmt::format("   Job JobId={} NodeCnt={}\n", job, n);
+    }
+    if (json)
+        return fmt::format("{{\"racks\":[{}],\"summary\":{{\"racks\":{},\"nodes\":{},\"free\":{},\"spare\":{},"
+                           "\"allocated\":{},\"draining\":{},\"drained\":{},\"down\":{},\"slices\":{},"
+                           "\"whole_free_racks\":{}}}}}\n",
+                           items, which.size(), total.nodes, total.free, total.spares, total.allocated,
+                           total.draining, total.drained, total.down, slices, whole);
+    out += fmt::format("Cluster Racks={} Nodes={} Free={} Spare={} Allocated={} Draining={} Drained={} Down={} "
+                       "Slices={} WholeFreeRacks={}\n",
+                       which.size(), total.nodes, total.free, total.spares, total.allocated, total.draining,
+                       total.drained, total.down, slices, whole);
+    return out;
+}
+
+Cell cell_of(const NodeStatus& st) {
+    switch (st.state) {
+    case NodeState::Idle: return Cell::Free;
+    case NodeState::SpareReserved: return Cell::Spare;
+    case NodeState::Draining: return Cell::Draining;
+    case NodeState::Drained: return Cell::Drained;
+    case NodeState::Down:
+    case NodeState::Unknown: return Cell::Down;
+    default: return st.slice >= 0 ? Cell::Slice : Cell::OtherJob;
+    }
+}
+
+namespace {
+
+struct Style {
+    char glyph;
+    const char* ansi;
+    const char* svg;
+    const char* label;
+};
+
+const Style& style(Cell c) {
+    static const Style s[] = {
+        {'.', "\x1b[32m", "#9be29b", "free"},         {'S', "\x1b[1;34m", "#2f6fdf", "slice job"},
+        {'o', "\x1b[36m", "#8fc6d9", "other job"},     {'s', "\x1b[33m", "#f2c14e", "spare"},
+        {'d', "\x1b[35m", "#d98fd9", "draining"},      {'D', "\x1b[1;35m", "#a040a0", "drained"},
+        {'X', "\x1b[1;31m", "#d93b3b", "down"},
+    };
+    return s[int(c)];
+}
+
+constexpr Cell kAllCells[] = {Cell::Free, Cell::Slice, Cell::OtherJob, Cell::Spare,
+                              Cell::Draining, Cell::Drained, Cell::Down};
+
+} // namespace
+
+std::string render_map_text(const Snapshot& snap, bool color) {
+    const RackMap& map = snap.map();
+    size_t width = 4;
+    for (const auto& d : map.domains()) width = std::max(width, d.name.size());
+    std::string out = "legend:";
+    for (Cell c : kAllCells)
+        out += fmt::format("  {}{}{} {}", color ? style(c).ansi : "", style(c).glyph, color ? "\x1b[0m" : "",
+                           style(c).label);
+    out += "\n";
+    for (DomainId d = 0; d < map.domains().size(); ++d) {
+        const Domain& dom = map.domain(d);
+        out += fmt::format("{:<{}} ", dom.name, width);
+        Cell prev = Cell::Free;
+        bool open = false;
+        for (NodeId id : dom.nodes) {
+            Cell c = cell_of(snap.node(id));
+            if (color && (!open || c != prev)) {
+                out += style(c).ansi;
+                open = true;
+                prev = c;
+            }
+            out += style(c).glyph;
+        }
+        if (color) out += "\x1b[0m";
+        const DomainCounts& k = snap.counts(d);
+        out += fmt::format("  {:>3} free\n", k.free);
+    }
+    return out;
+}
+
+std::string render_map_svg(const Snapshot& snap) {
+    const RackMap& map = snap.map();
+    const int cell = 12, gap = 2, label = 70, top = 30;
+    size_t max_nodes = 1;
+    for (const auto& d : map.domains()) max_nodes = std::max(max_nodes, d.nodes.size());
+    // Racks side by side in columns of up to 32, so 128 racks stay on one page.
+    const int per_col = 32;
+    const int cols = int((map.domains().size() + per_col - 1) / per_col);
+    const int col_w = label + int(max_nodes) * (cell + gap) + 20;
+    const int rows = int(std::min<size_t>(map.domains().size(), per_col));
+    const int w = std::max(cols * col_w, 760), h = top + rows * (cell + gap) + 20;
+    std::string out = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+                                  "font-family=\"monospace\" font-size=\"10\">\n<rect width=\"100%\" height=\"100%\" "
+                                  "fill=\"white\"/>\n",
+                                  w, h);
+    int x = 10;
+    for (Cell c : kAllCells) {
+        out += fmt::format("<rect x=\"{}\" y=\"8\" width=\"{}\" height=\"{}\" fill=\"{}\"/><text x=\"{}\" y=\"18\">{}"
+                           "</text>\n",
+                           x, cell, cell, style(c).svg, x + cell + 4, style(c).label);
+        x += 100;
+    }
+    for (DomainId d = 0; d < map.domains().size(); ++d) {
+        const int cx = int(d / per_col) * col_w, cy = top + int(d % per_col) * (cell + gap);
+        out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", cx + 4, cy + cell - 2, map.domain(d).name);
+        int i = 0;
+        for (NodeId id : map.domain(d).nodes) {
+            const NodeStatus& st = snap.node(id);
+            out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{} {}{}</title>"
+                               "</rect>\n",
+                               cx + label + i * (cell + gap), cy, cell, cell, style(cell_of(st)).svg,
+                               map.node_name(id), to_string(st.state),
+                               st.job_id ? fmt::format(" job {}", st.job_id) : std::string());
+            ++i;
+        }
+    }
+    out += "</svg>\n";
+    return out;
+}
+
+} // namespace nvl

@@ -1,0 +1,41 @@
+// nvlslice — topology reports on a snapshot: snapshot files, `nvl-topo
+// show` (like `scontrol show topology`), and the rack map picture.
+//
+// Snapshot file format (written by `nvl-topo snapshot`, read with
+// `--snapshot FILE`), one node per line, '#' starts a comment:
+//   # nvlslice snapshot 1
+//   NODE STATE [JOB [SLICE]]
+// STATE is idle, allocated, mixed, draining, drained, down, spare or
+// unknown; JOB the job id on the node (0 = none); SLICE its slice index in
+// that job (-1 = not a slice job). Nodes not listed are idle.
+#pragma once
+
+#include "cluster_api.hpp"
+#include "model.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nvl {
+
+Snapshot read_snapshot(const RackMap& map, std::string_view text, const std::string& file);
+std::string write_snapshot(const Snapshot& snap);
+
+// The live state as the helper sees it: node states (spares from the
+// reservation), owners, and slice indices from the helper's records.
+Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& nodes,
+                             const std::vector<SlurmJob>& jobs, const std::optional<Reservation>& spares);
+
+// `nvl-topo show [RACK...]`: empty `racks` = all. Throws nvl::Error on an
+// unknown rack name.
+std::string render_show(const Snapshot& snap, const std::vector<std::string>& racks, bool json);
+
+enum class Cell { Free, Slice, OtherJob, Spare, Draining, Drained, Down };
+Cell cell_of(const NodeStatus& st);
+// One row per rack, one cell per node; ANSI colours when `color`.
+std::string render_map_text(const Snapshot& snap, bool color);
+std::string render_map_svg(const Snapshot& snap);
+
+} // namespace nvl

@@ -1,0 +1,65 @@
+#include "fixtures.hpp"
+#include "report.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace nvl;
+using namespace nvl::test;
+
+TEST_CASE("snapshot files round-trip and name bad lines", "[report][quick]") {
+    RackMap m = make_map(2, 18);
+    Snapshot s(m);
+    s.set(id(m, "n001"), {NodeState::Allocated, 42, 0, false});
+    s.set(id(m, "n017"), {NodeState::SpareReserved, 0, -1, false});
+    s.set(id(m, "n020"), {NodeState::Down, 0, -1, false});
+    s.set(id(m, "n021"), {NodeState::Allocated, 7, -1, false});
+    Snapshot back = read_snapshot(m, write_snapshot(s), "snap");
+    for (NodeId n = 0; n < m.node_count(); ++n) {
+        CHECK(back.node(n).state == s.node(n).state);
+        CHECK(back.node(n).job_id == s.node(n).job_id);
+        CHECK(back.node(n).slice == s.node(n).slice);
+    }
+    auto err = [&](const char* t) {
+        try {
+            read_snapshot(m, t, "snap");
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    CHECK_THAT(err("n001 idle\nzz9 idle\n"), Catch::StartsWith("snap:2:1: node \"zz9\" is not in the rack map"));
+    CHECK_THAT(err("n001 sleepy\n"), Catch::Contains("state \"sleepy\": expected idle, allocated"));
+    CHECK_THAT(err("n001\n"), Catch::Contains("expected NODE STATE [JOB [SLICE]]"));
+    CHECK_THAT(err("n001 allocated x\n"), Catch::Contains("job \"x\": expected an integer"));
+}
+
+TEST_CASE("the live snapshot takes spares from the reservation and slices from the records", "[report][quick]") {
+    RackMap m = make_map(2, 18);
+    std::vector<SlurmNode> nodes;
+    for (NodeId i = 0; i < m.node_count(); ++i) nodes.push_back({m.node_name(i), NodeState::Idle, false, false, "", ""});
+    nodes[4].state = NodeState::Drained;
+    SlurmJob j;
+    j.id = 9;
+    j.state = JobState::Running;
+    j.nodes = hostlist_expand("n[001-004,006-017]");
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-004,006-017] repairs=1 moves=0";
+    for (auto& n : j.nodes) nodes[id(m, n)].state = NodeState::Allocated;
+    Snapshot s = snapshot_from_slurm(m, nodes, {j}, Reservation{"nvlslice_spares", "n018,n[035-036]"});
+    CHECK(s.node(id(m, "n017")).slice == 0);
+    CHECK(s.node(id(m, "n017")).job_id == 9);
+    CHECK(s.node(id(m, "n018")).state == NodeState::SpareReserved);
+    std::string show = render_show(s, {"r1"}, false);
+    CHECK_THAT(show, Catch::Contains("RackName=r1 Nodes=n[001-018] NodeCnt=18 GPUsPerNode=4 Spares=2"));
+    CHECK_THAT(show, Catch::Contains("Free=0 Spare=1 Allocated=16 Draining=0 Drained=1 Down=0 SliceRoom=0"));
+    CHECK_THAT(show, Catch::Contains("Slice JobId=9 Index=0 Nodes=n[001-004,006-017]"));
+    CHECK_THAT(show, Catch::Contains("Cluster Racks=1 Nodes=18"));
+    std::string js = render_show(s, {}, true);
+    CHECK_THAT(js, Catch::Contains("\"rack\":\"r2\"") && Catch::Contains("\"whole_free_racks\":1") &&
+                       Catch::Contains("{\"job\":9,\"slice\":0,\"nodes\":\"n[001-004,006-017]\"}"));
+    CHECK_THROWS_WITH(render_show(s, {"r9"}, false), Catch::Contains("rack \"r9\" is not in the map"));
+    std::string text = render_map_text(s, false);
+    CHECK_THAT(text, Catch::Contains("r1   SSSSDSSSSSSSSSSSSs    1 free") && Catch::Contains("r2   ................ss"));
+    std::string svg = render_map_svg(s);
+    CHECK_THAT(svg, Catch::StartsWith("<svg") && Catch::Contains("<title>n005 drained</title>") &&
+                        Catch::EndsWith("</svg>\n"));
+}
