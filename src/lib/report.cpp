@@ -313,3 +313,44 @@ std::string render_map_svg(const Snapshot& snap) {
 }
 
 } // namespace nvl
+
+namespace nvl {
+
+std::vector<std::string> check_map_against_slurm(const RackMap& map, const std::vector<SlurmNode>& nodes) {
+    std::vector<std::string> out;
+    std::set<std::string> known;
+    std::vector<std::string> extra;
+    for (const auto& n : nodes) {
+        known.insert(n.name);
+        auto id = map.find_node(n.name);
+        if (!id) {
+            extra.push_back(n.name);
+            continue;
+        }
+        const std::string& want = map.domain(map.domain_of(*id)).feature;
+        bool has = false;
+        size_t a = 0;
+        while (a <= n.features.size()) {
+            size_t b = n.features.find(',', a);
+            if (b == std::string::npos) b = n.features.size();
+            has = has || n.features.compare(a, b - a, want) == 0;
+            a = b + 1;
+        }
+        if (!has)
+            out.push_back(fmt::format("feature: node {} is in rack {} but its Slurm features are \"{}\" (add "
+                                      "Features={} in slurm.conf, or set feature: in the map)",
+                                      n.name, map.domain(map.domain_of(*id)).name, n.features, want));
+    }
+    std::vector<std::string> missing;
+    for (NodeId id = 0; id < map.node_count(); ++id)
+        if (!known.count(map.node_name(id))) missing.push_back(map.node_name(id));
+    if (!missing.empty())
+        out.insert(out.begin(), fmt::format("missing: {} node(s) of the map are not Slurm nodes: {}", missing.size(),
+                                            hostlist_compress(missing)));
+    if (!extra.empty())
+        out.insert(out.begin(), fmt::format("extra: {} Slurm node(s) are in no rack of the map: {}", extra.size(),
+                                            hostlist_compress(extra)));
+    return out;
+}
+
+} // namespace nvl

@@ -39,3 +39,12 @@ std::string render_map_text(const Snapshot& snap, bool color);
 std::string render_map_svg(const Snapshot& snap);
 
 } // namespace nvl
+
+namespace nvl {
+
+// `nvl-topo check`: the map against Slurm's node list. Missing: in the map,
+// unknown to Slurm. Extra: in Slurm, in no domain. Feature: a node whose
+// Slurm features do not name its domain's feature. One line per finding.
+std::vector<std::string> check_map_against_slurm(const RackMap& map, const std::vector<SlurmNode>& nodes);
+
+} // namespace nvl

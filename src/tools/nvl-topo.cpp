@@ -3,6 +3,7 @@
 // (a map in Slurm's formats). show and map read live Slurm through the
 // adapter, or a snapshot file with --snapshot, so they work without Slurm.
 #include "cli.hpp"
+#include "gpu_count.hpp"
 #include "map_io.hpp"
 #include "report.hpp"
 #include "slurm_cluster.hpp"
@@ -25,6 +26,8 @@ static const char* kUsage = R"(usage: nvl-topo COMMAND --map FILE [options]
   map                 all racks, one cell per node: free, slice job, other job, spare,
                       draining, drained, down. --svg FILE writes an SVG picture instead.
   snapshot            print the live state as a snapshot file (see --snapshot)
+  check               the map against live Slurm (missing, extra nodes, rack features) and
+                      this host's NVIDIA GPUs (hwloc) against the map; exit 1 on a mismatch
   export              the map as Slurm topology.conf or topology.yaml:
                       --format block|tree|yaml|yaml-tree|nvl (default block)
 
@@ -34,6 +37,8 @@ static const char* kUsage = R"(usage: nvl-topo COMMAND --map FILE [options]
   --gpus-per-node G   for Slurm topology maps (default 4)
   --spares S          for Slurm topology maps (default 2)
   --color / --no-color  ANSI colours for map (default: when stdout is a terminal)
+  --host NAME         check: the node name of this host (default: the host name)
+  --hwloc-xml FILE    check: read this host's topology from an hwloc XML file
 )";
 
 int main(int argc, char** argv) {
@@ -43,12 +48,13 @@ int main(int argc, char** argv) {
             return argc < 2 ? 2 : 0;
         }
         const std::string cmd = argv[1];
-        if (cmd != "show" && cmd != "map" && cmd != "snapshot" && cmd != "export")
-            throw Error(fmt::format("unknown command \"{}\" (available: show, map, snapshot, export)", cmd));
+        if (cmd != "show" && cmd != "map" && cmd != "snapshot" && cmd != "export" && cmd != "check")
+            throw Error(fmt::format("unknown command \"{}\" (available: show, map, snapshot, check, export)", cmd));
         cli::Options o(argc - 1, argv + 1,
                        {{"map", true}, {"format", true}, {"gpus-per-node", true}, {"spares", true},
                         {"snapshot", true}, {"reservation", true}, {"json", false}, {"svg", true},
-                        {"color", false}, {"no-color", false}, {"help", false}});
+                        {"color", false}, {"no-color", false}, {"hwloc-xml", true}, {"host", true},
+                        {"help", false}});
         if (o.has("help")) {
             std::fputs(kUsage, stdout);
             return 0;
@@ -69,6 +75,31 @@ int main(int argc, char** argv) {
             else throw Error(fmt::format("--format={}: expected block, tree, yaml, yaml-tree or nvl", f));
             std::fputs(out.c_str(), stdout);
             return 0;
+        }
+        if (cmd == "check") {
+            SlurmCluster slurm;
+            std::vector<std::string> findings = check_map_against_slurm(map, slurm.load_nodes());
+            // this host's GPUs, when it is a node of the map
+            std::string host = o.str("host");
+            if (host.empty()) {
+                char buf[256] = {};
+                gethostname(buf, sizeof buf - 1);
+                host = buf;
+                if (auto dot = host.find('.'); dot != std::string::npos) host.resize(dot);
+            }
+            if (auto id = map.find_node(host)) {
+                int want = map.domain(map.domain_of(*id)).gpus_per_node;
+                int have = count_nvidia_gpus(o.str("hwloc-xml"));
+                if (have != want)
+                    findings.push_back(fmt::format("gpus: this host {} has {} NVIDIA GPU(s), the map says {}", host,
+                                                   have, want));
+                else
+                    std::printf("gpus: %s has its %d NVIDIA GPUs\n", host.c_str(), have);
+            }
+            for (const auto& f : findings) std::printf("%s\n", f.c_str());
+            std::printf("check: %zu mismatch(es): map %s (%zu racks, %zu nodes)\n", findings.size(),
+                        o.str("map").c_str(), map.domains().size(), map.node_count());
+            return findings.empty() ? 0 : 1;
         }
         Snapshot snap(map);
         if (o.has("snapshot")) {

@@ -21,7 +21,12 @@ wait_for() {
     return 1
 }
 running_on() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ] && [ "$(nodes_of "$1")" = "$2" ]; }
-cleanup() { scancel -u root 2>/dev/null; wait_for 30 bash -c '[ -z "$(squeue -h -o %i)" ]'; }
+# No job left, and no node still completing one (a job killed right after
+# its start keeps its nodes completing for a while).
+cleanup() {
+    scancel -u root 2>/dev/null
+    wait_for 60 bash -c '[ -z "$(squeue -h -o %i)" ] && [ -z "$(sinfo -h -t completing -o %N)" ]'
+}
 resume_all() { scontrol update nodename=nvl[0001-0036] state=resume 2>/dev/null; true; }
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
@@ -101,6 +106,7 @@ fi
 expect_match "one lent job was requeued (not killed) to give its spare back" 'Restarts=1' "$(scontrol show job "$L1"; scontrol show job "$L2")"
 expect_match "the helper logged it" "job $J: repair takes back a lent spare: requeued checkpointable job" "$(cat "$LOG")"
 scancel "$L1" "$L2"
+sleep 2 # let the repaired job's batch step start before it is cancelled
 
 echo "# helper: rack001 out of spares -> the slice moves to the other rack, or waits with the reason"
 cleanup; resume_all
@@ -168,6 +174,14 @@ expect_match "show --json" '"summary":\{"racks":2,"nodes":36' "$("$TOPO" show --
 expect_match "map: one row per rack, slice cells" '^rack001 +S' "$("$TOPO" map --map "$MAPF" --no-color)"
 "$TOPO" map --map "$MAPF" --svg "$OUT/map.svg" 2>/dev/null
 expect_match "map --svg writes a picture" '^<svg' "$(head -c 4 "$OUT/map.svg")"
+
+out=$("$TOPO" check --map "$MAPF"); rc=$?
+expect_match "check: the map matches the live cluster" 'rc=0 .*check: 0 mismatch\(es\)' "rc=$rc $out"
+sed 's/nvl\[0001-0018\]/nvl[0001-0017]/' "$MAPF" > "$OUT/short-map.yaml"
+out=$("$TOPO" check --map "$OUT/short-map.yaml"); rc=$?
+expect_match "check: a node missing from the map is reported, exit 1" 'rc=1 .*extra: 1 Slurm node\(s\) are in no rack of the map: nvl0018' "rc=$rc $out"
+out=$("$TOPO" check --map "$MAPF" --host nvl0001 --hwloc-xml "$HERE/../data/hwloc/node-3gpu.xml"); rc=$?
+expect_match "check: a host with a GPU missing, exit 1" 'rc=1 .*gpus: this host nvl0001 has 3 NVIDIA GPU\(s\), the map says 4' "rc=$rc $out"
 
 echo "# helper: metrics"
 m=$(exec 3<>/dev/tcp/127.0.0.1/9817; printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3; cat <&3)

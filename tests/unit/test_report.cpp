@@ -1,5 +1,7 @@
 #include "fixtures.hpp"
+#include "map_io.hpp"
 #include "report.hpp"
+#include "yaml_doc.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -62,4 +64,26 @@ TEST_CASE("the live snapshot takes spares from the reservation and slices from t
     std::string svg = render_map_svg(s);
     CHECK_THAT(svg, Catch::StartsWith("<svg") && Catch::Contains("<title>n005 drained</title>") &&
                         Catch::EndsWith("</svg>\n"));
+}
+
+TEST_CASE("check: missing and extra nodes, rack features", "[report][quick]") {
+    RackMap m = make_map(2, 3, 1);
+    std::vector<SlurmNode> nodes;
+    for (const char* n : {"n001", "n002", "n004", "n005", "n006", "x1"}) {
+        SlurmNode s;
+        s.name = n;
+        s.features = std::string(n) == "n002" ? "gpu" : (std::string(n) < "n004" ? "gpu,r1" : "r2");
+        nodes.push_back(s);
+    }
+    auto f = check_map_against_slurm(m, nodes);
+    REQUIRE(f.size() == 3);
+    CHECK(f[0] == "extra: 1 Slurm node(s) are in no rack of the map: x1");
+    CHECK(f[1] == "missing: 1 node(s) of the map are not Slurm nodes: n003");
+    CHECK_THAT(f[2], Catch::StartsWith("feature: node n002 is in rack r1 but its Slurm features are \"gpu\""));
+}
+
+TEST_CASE("the shipped example snapshot reads and reports", "[report][quick]") {
+    RackMap m = load_map(std::string(NVL_ETC) + "/nvlslice-map-small.yaml");
+    Snapshot s = read_snapshot(m, read_file(std::string(NVL_ETC) + "/example-snapshot.txt"), "example-snapshot.txt");
+    CHECK_THAT(render_show(s, {}, false), Catch::Contains("Slice JobId=5 Index=1 Nodes=nvl[019-034]"));
 }
