@@ -1,0 +1,37 @@
+#include "error.hpp"
+#include "sim.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace nvl;
+
+TEST_CASE("the trace simulation is deterministic and keeps its books", "[sim][quick]") {
+    SimParams p;
+    p.racks = 32;
+    p.days = 10;
+    p.mtbf_days = 60; // enough failures in a short run to exercise repairs
+    auto a = run_trace(p), b = run_trace(p);
+    REQUIRE(a.size() == 4);
+    for (size_t i = 0; i < a.size(); ++i) {
+        CHECK(a[i].policy == b[i].policy);
+        CHECK(a[i].slice_goodput == b[i].slice_goodput);
+        CHECK(a[i].restarts == b[i].restarts);
+        // useful work never exceeds what was allocated, nor the cluster
+        CHECK(a[i].goodput <= a[i].utilization + 1e-9);
+        CHECK(a[i].utilization <= 1.0 + 1e-9);
+        CHECK(a[i].slice_goodput <= a[i].goodput + 1e-9);
+    }
+    CHECK(a[0].policy == "first_fit");
+    CHECK(a[0].split_slices > 0); // rack-blind placement splits slices
+    CHECK(a[1].split_slices == 0);
+    CHECK(a[2].split_slices == 0);
+    CHECK(a[3].split_slices == 0);
+    CHECK(a[3].policy == "nvlslice");
+    CHECK(a[3].repairs > 0);               // failures repaired in place from spares
+    CHECK(a[3].restarts < a[2].restarts);  // instead of requeued
+    CHECK(a[2].repairs == 0);
+    p.seed = 2;
+    CHECK(run_trace(p)[0].slice_goodput != a[0].slice_goodput);
+    p.slice = 17;
+    CHECK_THROWS_AS(run_trace(p), Error);
+}
