@@ -115,7 +115,8 @@ class Sim {
         }
         return m;
     }
-    bool try_start(int j, double now);
+    bool try_start(int j, double now, Reason* why = nullptr);
+    void maybe_defrag(int j, double now);
     void stop(int j, double now, bool lost_since_checkpoint);
     void schedule(double now);
     void account_run(int j, double now);
@@ -130,6 +131,7 @@ class Sim {
     std::priority_queue<Event, std::vector<Event>, std::greater<Event>> ev_;
     PolicyResult res_;
     double useful_ = 0, useful_slice_ = 0, alloc_ = 0, wait_sum_ = 0;
+    double last_defrag_ = -1;
 };
 
 void Sim::account_run(int j, double now) {
@@ -137,7 +139,7 @@ void Sim::account_run(int j, double now) {
     alloc_ += double(r.nodes.size()) * (now - r.run_start);
 }
 
-bool Sim::try_start(int j, double now) {
+bool Sim::try_start(int j, double now, Reason* why) {
     const TraceJob& tj = t_.jobs[size_t(j)];
     RunJob& r = jobs_[size_t(j)];
     if (snap_.total_free() < tj.nodes) return false;
@@ -173,7 +175,10 @@ bool Sim::try_start(int j, double now) {
             pr = place(snap_, req);
             lent = pr.ok;
         }
-        if (!pr.ok) return false;
+        if (!pr.ok) {
+            if (why) *why = pr.reason;
+            return false;
+        }
         nodes = pr.placement.nodes();
         r.placement = pr.placement;
     }
@@ -220,8 +225,76 @@ void Sim::schedule(double now) {
     int looked = 0;
     for (auto it = queue_.begin(); it != queue_.end() && looked < 8;) {
         ++looked;
-        if (try_start(*it, now)) it = queue_.erase(it);
-        else ++it;
+        Reason why = Reason::None;
+        if (try_start(*it, now, &why)) {
+            it = queue_.erase(it);
+            continue;
+        }
+        if (looked == 1 && (why == Reason::Fragmented || why == Reason::WouldConsumeSpares)) {
+            int head = *it;
+            maybe_defrag(head, now);
+            it = std::find(queue_.begin(), queue_.end(), head);
+            if (try_start(head, now)) {
+                it = queue_.erase(it);
+                continue;
+            }
+        }
+        ++it;
+    }
+}
+
+// nvlslice's defragmentation, as nvlsliced does it: the queue head, a slice
+// job blocked only by fragmentation for an hour, gets the rack that is
+// cheapest to free from checkpointable jobs (nodes x hours run); at most
+// one per half hour. The requeued jobs wait behind it.
+void Sim::maybe_defrag(int j, double now) {
+    const TraceJob& tj = t_.jobs[size_t(j)];
+    if (pol_ != Policy::Nvlslice || tj.nodes < p_.slice) return;
+    if (now - tj.arrival < 1.0 || (last_defrag_ >= 0 && now - last_defrag_ < 0.5)) return;
+    const int k = p_.slice;
+    double best_cost = -1;
+    std::vector<int> best;
+    for (DomainId d = 0; d < map_.domains().size(); ++d) {
+        const Domain& dom = map_.domain(d);
+        if (snap_.counts(d).healthy - dom.spares < k) continue;
+        int room = snap_.counts(d).free - dom.spares;
+        std::vector<std::pair<double, int>> cands; // cost, job
+        std::vector<int> seen;
+        for (NodeId id : dom.nodes) {
+            const NodeStatus& st = snap_.node(id);
+            if (st.state != NodeState::Allocated || st.job_id == 0) continue;
+            int v = int(st.job_id) - 1;
+            if (std::find(seen.begin(), seen.end(), v) != seen.end()) continue;
+            seen.push_back(v);
+            if (!t_.jobs[size_t(v)].ckpt) continue;
+            cands.emplace_back(double(jobs_[size_t(v)].nodes.size()) * (now - jobs_[size_t(v)].run_start), v);
+        }
+        std::sort(cands.begin(), cands.end());
+        std::vector<int> victims;
+        double cost = 0;
+        for (auto [c, v] : cands) {
+            if (room >= k) break;
+            int in_rack = 0;
+            for (NodeId id : jobs_[size_t(v)].nodes) in_rack += map_.domain_of(id) == d;
+            room += in_rack;
+            cost += c;
+            victims.push_back(v);
+        }
+        if (room < k || victims.empty()) continue;
+        if (best_cost < 0 || cost < best_cost) {
+            best_cost = cost;
+            best = victims;
+        }
+    }
+    if (best.empty()) return;
+    last_defrag_ = now;
+    auto pos = std::find(queue_.begin(), queue_.end(), j);
+    for (int v : best) {
+        stop(v, now, false);
+        ++res_.restarts;
+        ++res_.defrag_preemptions;
+        pos = queue_.insert(pos == queue_.end() ? pos : pos + 1, v);
+        pos = std::find(queue_.begin(), queue_.end(), j);
     }
 }
 

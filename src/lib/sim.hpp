@@ -9,7 +9,8 @@
 //  block        one rack per 16-node slice, best fit, no spares (block-style)
 //  nvlslice     the engine with spares: repairs from spares, moves, smaller
 //               slices on degraded racks, small jobs packed into broken racks,
-//               spares lent to checkpointable single-node jobs
+//               spares lent to checkpointable single-node jobs, and
+//               defragmentation (checkpointable jobs requeued to free a rack)
 // A job whose slice spans racks runs at `split_speed` (0.57: the published
 // 43 % tensor-parallel loss over InfiniBand). A failure loses the work since
 // the job's last checkpoint (or all of it, if not checkpointable); other
@@ -50,7 +51,8 @@ struct PolicyResult {
     int split_slices = 0;      // slices started across racks
     int repairs = 0;           // nvlslice: repaired in place
     int moves = 0;             // nvlslice: slices moved to another rack
-    int restarts = 0;          // requeued after a failure (or a lent spare taken back)
+    int restarts = 0;          // requeued after a failure, a lent spare taken back, or defragmentation
+    int defrag_preemptions = 0; // nvlslice: checkpointable jobs requeued to free a rack
     double lost_gpu_hours = 0; // work lost to failures (GPUs x hours)
 };
 

@@ -73,11 +73,11 @@ static int trace_main(int argc, char** argv) {
     auto rs = run_trace(p);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const std::string header = "policy,slice_goodput,goodput,utilization,mean_wait_h,jobs_started,jobs_done,"
-                               "split_slices,repairs,moves,restarts,lost_gpu_hours";
+                               "split_slices,repairs,moves,restarts,defrag_preemptions,lost_gpu_hours";
     auto row = [](const PolicyResult& r) {
-        return fmt::format("{},{:.4f},{:.4f},{:.4f},{:.2f},{},{},{},{},{},{},{:.0f}", r.policy, r.slice_goodput,
+        return fmt::format("{},{:.4f},{:.4f},{:.4f},{:.2f},{},{},{},{},{},{},{},{:.0f}", r.policy, r.slice_goodput,
                            r.goodput, r.utilization, r.mean_wait_h, r.jobs_started, r.jobs_done, r.split_slices,
-                           r.repairs, r.moves, r.restarts, r.lost_gpu_hours);
+                           r.repairs, r.moves, r.restarts, r.defrag_preemptions, r.lost_gpu_hours);
     };
     if (o.has("csv")) {
         std::ofstream f(o.str("csv"));
@@ -109,9 +109,10 @@ static int trace_main(int argc, char** argv) {
         for (const auto& r : rs)
             items += fmt::format("{}{{\"policy\":\"{}\",\"slice_goodput\":{:.4f},\"goodput\":{:.4f},"
                                  "\"utilization\":{:.4f},\"mean_wait_h\":{:.2f},\"split_slices\":{},\"repairs\":{},"
-                                 "\"moves\":{},\"restarts\":{},\"lost_gpu_hours\":{:.0f}}}",
+                                 "\"moves\":{},\"restarts\":{},\"defrag_preemptions\":{},\"lost_gpu_hours\":{:.0f}}}",
                                  items.empty() ? "" : ",", r.policy, r.slice_goodput, r.goodput, r.utilization,
-                                 r.mean_wait_h, r.split_slices, r.repairs, r.moves, r.restarts, r.lost_gpu_hours);
+                                 r.mean_wait_h, r.split_slices, r.repairs, r.moves, r.restarts, r.defrag_preemptions,
+                                 r.lost_gpu_hours);
         fmt::print("{{\"days\":{},\"seed\":{},\"seconds\":{:.2f},\"policies\":[{}]}}\n", p.days, p.seed, secs, items);
         return 0;
     }
@@ -119,12 +120,12 @@ static int trace_main(int argc, char** argv) {
                "seed {}\n\n",
                p.racks, p.nodes_per_rack, p.days, p.load, p.checkpointable * 100, p.checkpoint_hours, p.mtbf_days,
                p.seed);
-    fmt::print("{:<12} {:>9} {:>8} {:>8} {:>9} {:>7} {:>7} {:>6} {:>8} {:>10}\n", "policy", "slice gp", "goodput",
-               "util", "wait (h)", "split", "repairs", "moves", "restarts", "lost GPU-h");
+    fmt::print("{:<12} {:>9} {:>8} {:>8} {:>9} {:>7} {:>7} {:>6} {:>8} {:>7} {:>10}\n", "policy", "slice gp",
+               "goodput", "util", "wait (h)", "split", "repairs", "moves", "restarts", "defrag", "lost GPU-h");
     for (const auto& r : rs)
-        fmt::print("{:<12} {:>9.3f} {:>8.3f} {:>8.3f} {:>9.1f} {:>7} {:>7} {:>6} {:>8} {:>10.0f}\n", r.policy,
+        fmt::print("{:<12} {:>9.3f} {:>8.3f} {:>8.3f} {:>9.1f} {:>7} {:>7} {:>6} {:>8} {:>7} {:>10.0f}\n", r.policy,
                    r.slice_goodput, r.goodput, r.utilization, r.mean_wait_h, r.split_slices, r.repairs, r.moves,
-                   r.restarts, r.lost_gpu_hours);
+                   r.restarts, r.defrag_preemptions, r.lost_gpu_hours);
     const auto& nv = rs.back();
     fmt::print("\nnvlslice slice goodput: {:.2f}x whole racks, {:.2f}x rack-blind first fit, {:.2f}x block ({:.1f} s)\n",
                nv.slice_goodput / rs[1].slice_goodput, nv.slice_goodput / rs[0].slice_goodput,

@@ -28,10 +28,22 @@ TEST_CASE("the trace simulation is deterministic and keeps its books", "[sim][qu
     CHECK(a[3].split_slices == 0);
     CHECK(a[3].policy == "nvlslice");
     CHECK(a[3].repairs > 0);               // failures repaired in place from spares
-    CHECK(a[3].restarts < a[2].restarts);  // instead of requeued
+    CHECK(a[3].restarts - a[3].defrag_preemptions < a[2].restarts); // instead of requeued
     CHECK(a[2].repairs == 0);
     p.seed = 2;
     CHECK(run_trace(p)[0].slice_goodput != a[0].slice_goodput);
     p.slice = 17;
     CHECK_THROWS_AS(run_trace(p), Error);
+}
+
+TEST_CASE("defragmentation in the simulation requeues only checkpointable work", "[sim][quick]") {
+    SimParams p;
+    p.racks = 32;
+    p.days = 10;
+    p.checkpointable = 0; // nothing may be requeued
+    CHECK(run_trace(p)[3].defrag_preemptions == 0);
+    p.checkpointable = 0.8;
+    auto r = run_trace(p);
+    CHECK(r[3].defrag_preemptions > 0);
+    CHECK(r[2].defrag_preemptions == 0); // block has no defragmenter
 }
