@@ -85,6 +85,7 @@ class Cycle {
     std::optional<std::regex> drain_re_;
     std::vector<SliceJob> slice_jobs_;
     std::set<std::string> reserved_;
+    std::set<JobId> settled_; // jobs pass 1 has dealt with: not placed again in pass 2
     bool defrag_done_ = false;
     CycleOutput out_;
 };
@@ -206,9 +207,19 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
         take(p.nodes(), id);
         return;
     }
+    if (sj.job->restarts > 0) {
+        // It ran before: pin it to start in the next second; a later cycle
+        // releases it when that second has come (handle_pending, pass 1).
+        r.state = "repairing";
+        out_.actions.push_back({ActionKind::SetRecord, id, r.str()});
+        out_.actions.push_back({ActionKind::Pin, id, hl(p.nodes()), start_time(*sj.job)});
+        settled_.insert(id);
+        take(p.nodes(), id);
+        return;
+    }
     r.state = "placed";
     out_.actions.push_back({ActionKind::SetRecord, id, r.str()});
-    out_.actions.push_back({ActionKind::Pin, id, hl(p.nodes()), start_time(*sj.job)});
+    out_.actions.push_back({ActionKind::Pin, id, hl(p.nodes()), now_});
     out_.actions.push_back({ActionKind::Release, id, {}});
     take(p.nodes(), id);
 }
@@ -371,12 +382,23 @@ void Cycle::handle_pending(const SliceJob& sj, bool placing_pass) {
                 usable = usable && is_healthy(st.state) && (is_free(st.state) || st.job_id == j.id || st.job_id == 0);
             }
             if (usable) {
+                take(pinned, j.id);
+                settled_.insert(j.id);
+                // A requeued job may start only from the second after its
+                // requeue (start_time()). Release it once that second has
+                // come, so that the release itself makes Slurm schedule it
+                // at once instead of at its next periodic pass.
+                const int64_t start = start_time(j);
+                if (j.restarts > 0 && j.begin_time > start) {
+                    out_.actions.push_back({ActionKind::Pin, j.id, hl(pinned), start});
+                    return;
+                }
+                if (j.restarts > 0 && j.begin_time > now_) return; // its second has not come yet
                 PlacementRecord rec = *sj.rec;
                 rec.state = "placed";
                 record(sj, rec);
-                out_.actions.push_back({ActionKind::Pin, j.id, hl(pinned), start_time(j)});
+                if (j.restarts == 0) out_.actions.push_back({ActionKind::Pin, j.id, hl(pinned), now_});
                 out_.actions.push_back({ActionKind::Release, j.id, {}});
-                take(pinned, j.id);
                 log(fmt::format("job {}: released on its pinned nodes {}{}", j.id, hl(pinned),
                                 sj.rec->state == "repairing" ? " (repair complete)" : ""));
             }
@@ -415,7 +437,8 @@ void Cycle::handle_pending(const SliceJob& sj, bool placing_pass) {
     }
 
     // Pass 2: place what has no usable placement.
-    const bool done = std::any_of(out_.actions.begin(), out_.actions.end(),
+    const bool done = settled_.count(j.id) ||
+                      std::any_of(out_.actions.begin(), out_.actions.end(),
                                   [&](const Action& a) { return a.job == j.id && a.kind == ActionKind::Release; });
     if (done) return;
     if (placed && !j.held && !pinned_failed) return; // waiting for Slurm to start it

@@ -138,6 +138,9 @@ std::vector<SlurmJob> SlurmCluster::load_jobs() {
         r.submit_time = j.submit_time;
         r.start_time = j.start_time;
         r.restarts = int(j.restart_cnt);
+        // A pending job's start_time is its begin time (StartTime=/BeginTime)
+        // or a later expected start.
+        if (r.state == JobState::Pending) r.begin_time = j.start_time;
         r.batch = j.batch_flag != 0;
         r.requeue = j.requeue != 0;
         r.name = str(j.name);

@@ -130,19 +130,27 @@ TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, 
     CHECK(out.stats.repairs_in_rack == 1);
     CHECK_THAT(out.log.front(), Catch::Contains("job 7: repair: slice 0: 1 failed node(s) replaced inside r1"));
 
-    // Slurm then shows it pending (held) again: start one second later.
+    // Slurm then shows it pending (held) again, with its own later BeginTime:
+    // pin it to start one second later...
     w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
     j.state = JobState::Pending;
     j.held = true;
     j.nodes.clear();
     j.restarts = 1;
+    j.begin_time = w.now + 31;
     j.admin_comment = find(out, ActionKind::SetRecord)->arg;
     j.req_nodes = "n[001-004,006-017,019-034]";
     w.node("n005").state = NodeState::Drained;
     for (const char* n : {"n001", "n017", "n019"}) w.node(n).state = NodeState::Idle;
+    auto pin = w.cycle();
+    CHECK(kinds(pin) == "pin");
+    CHECK(find(pin, ActionKind::Pin)->start_at == w.now + 1);
+    // ...and release it once that second has come, so the release starts it
+    j.begin_time = w.now + 1;
+    CHECK(w.cycle().actions.empty());
+    w.now += 1;
     auto fin = w.cycle();
-    CHECK(kinds(fin) == "record pin release");
-    CHECK(find(fin, ActionKind::Pin)->start_at == w.now + 1);
+    CHECK(kinds(fin) == "record release");
     CHECK_THAT(find(fin, ActionKind::SetRecord)->arg, Catch::StartsWith("nvlslice/1 placed") && Catch::Contains("repairs=1"));
 }
 
@@ -210,9 +218,10 @@ TEST_CASE("a job Slurm requeued after a node went down is repaired before it run
     w.node("n009").state = NodeState::Down;
     w.node("n009").failed = true;
     auto out = w.cycle();
-    CHECK(kinds(out) == "reservation hold record pin release");
+    CHECK(kinds(out) == "reservation hold record pin"); // released when its second has come
     CHECK(find(out, ActionKind::Pin)->arg == "n[001-008,010-017]");
     CHECK(find(out, ActionKind::Pin)->start_at == w.now + 1);
+    CHECK_THAT(find(out, ActionKind::SetRecord)->arg, Catch::StartsWith("nvlslice/1 repairing"));
 }
 
 TEST_CASE("defragmentation requeues only checkpointable jobs, the cheapest rack, rate-limited", "[reconcile][quick]") {
