@@ -110,8 +110,8 @@ void submit_hand_off(spank_t sp) {
     auto back = api.value("comment");
     if (!back || *back != comment || !api.isset(api.opt, "hold"))
         throw Error("the submission did not keep the hold and the slice tag; refusing to submit the slice job");
-    log_verbose(fmt::format("slice job handed to nvlsliced: {} slice(s) of {} nodes, {}, held until placed",
-                            tag.count, tag.slice, tag.mode == PlacementMode::Prefer ? "prefer" : "strict"));
+    log_verbose(fmt::format("slice job handed to nvlsliced: {} slice(s) of {} nodes, {}, held until placed", tag.count,
+                            tag.slice, tag.mode == PlacementMode::Prefer ? "prefer" : "strict"));
 }
 
 } // namespace nvl::spank

@@ -32,7 +32,9 @@ std::string getenv_job(spank_t sp, const char* name) {
 // job environment still carries SLURMD_NODENAME of the node that launched
 // the step (e.g. the batch host), which is why every node-side check runs
 // in slurm_spank_task_init.
-std::string node_name(spank_t sp) { return getenv_job(sp, "SLURMD_NODENAME"); }
+std::string node_name(spank_t sp) {
+    return getenv_job(sp, "SLURMD_NODENAME");
+}
 
 void setenv_task(spank_t sp, const char* name, const std::string& value) {
     if (spank_setenv(sp, name, value.c_str(), 1) != ESPANK_SUCCESS)

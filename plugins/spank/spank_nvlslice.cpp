@@ -43,9 +43,15 @@ const RackMap& rack_map() {
     return *st.map;
 }
 
-void log_error(const std::string& msg) { slurm_error("nvlslice: %s", msg.c_str()); }
-void log_info(const std::string& msg) { slurm_info("nvlslice: %s", msg.c_str()); }
-void log_verbose(const std::string& msg) { slurm_verbose("nvlslice: %s", msg.c_str()); }
+void log_error(const std::string& msg) {
+    slurm_error("nvlslice: %s", msg.c_str());
+}
+void log_info(const std::string& msg) {
+    slurm_info("nvlslice: %s", msg.c_str());
+}
+void log_verbose(const std::string& msg) {
+    slurm_verbose("nvlslice: %s", msg.c_str());
+}
 
 } // namespace nvl::spank
 
@@ -60,8 +66,7 @@ template <class F> int guarded(const char* where, F&& f) noexcept {
     } catch (const std::exception& e) {
         try {
             log_error(e.what());
-        } catch (...) {
-        }
+        } catch (...) {}
     } catch (...) {
         slurm_error("nvlslice: unexpected error in %s", where);
     }
@@ -101,8 +106,8 @@ struct spank_option kOptions[] = {
                        "wait, run on the fewest racks."),
      1, kPlacement, option_cb},
     {const_cast<char*>("nvl-checkpointable"), nullptr,
-     const_cast<char*>("[nvlslice] The job checkpoints and may be requeued to defragment racks (needs --requeue)."),
-     0, kCheckpointable, option_cb},
+     const_cast<char*>("[nvlslice] The job checkpoints and may be requeued to defragment racks (needs --requeue)."), 0,
+     kCheckpointable, option_cb},
     SPANK_OPTIONS_TABLE_END};
 
 bool client_or_remote(spank_t sp) {

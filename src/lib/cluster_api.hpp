@@ -36,7 +36,7 @@ struct SlurmJob {
     int num_nodes = 0;
     int64_t submit_time = 0;
     int64_t start_time = 0;
-    int restarts = 0; // times requeued
+    int restarts = 0;       // times requeued
     int64_t begin_time = 0; // pending: earliest start (StartTime= / BeginTime); 0 = unknown
     bool batch = true;
     bool requeue = true; // may be requeued (--requeue or the cluster default)

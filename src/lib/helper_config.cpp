@@ -19,31 +19,46 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
         {"map", "spares", "gpus_per_node", "default_slice", "cycle_ms", "metrics_listen", "lock_file", "reservation",
          "repair_drain_reasons", "prefer_wait", "replace_after", "defrag"},
         [&](const std::string& k, yaml_node_t*, yaml_node_t* v) {
-            if (k == "map") s.map = doc.scalar(v, k);
-            else if (k == "spares") s.map_defaults.spares = int(doc.integer(v, k, 0, 4096));
-            else if (k == "gpus_per_node") s.map_defaults.gpus_per_node = int(doc.integer(v, k, 1, 1024));
-            else if (k == "default_slice") s.default_slice = int(doc.integer(v, k, 1, 4096));
-            else if (k == "cycle_ms") s.cycle_ms = int(doc.integer(v, k, 50, 60000));
-            else if (k == "metrics_listen") s.metrics_listen = doc.scalar(v, k);
-            else if (k == "lock_file") s.lock_file = doc.scalar(v, k);
-            else if (k == "reservation") s.reconcile.reservation = doc.scalar(v, k);
+            if (k == "map")
+                s.map = doc.scalar(v, k);
+            else if (k == "spares")
+                s.map_defaults.spares = int(doc.integer(v, k, 0, 4096));
+            else if (k == "gpus_per_node")
+                s.map_defaults.gpus_per_node = int(doc.integer(v, k, 1, 1024));
+            else if (k == "default_slice")
+                s.default_slice = int(doc.integer(v, k, 1, 4096));
+            else if (k == "cycle_ms")
+                s.cycle_ms = int(doc.integer(v, k, 50, 60000));
+            else if (k == "metrics_listen")
+                s.metrics_listen = doc.scalar(v, k);
+            else if (k == "lock_file")
+                s.lock_file = doc.scalar(v, k);
+            else if (k == "reservation")
+                s.reconcile.reservation = doc.scalar(v, k);
             else if (k == "repair_drain_reasons") {
                 s.reconcile.repair_drain_reasons = doc.scalar(v, k);
                 try {
                     std::regex re(s.reconcile.repair_drain_reasons, std::regex::ECMAScript | std::regex::icase);
                 } catch (const std::regex_error& e) {
-                    doc.fail(v, fmt::format("\"repair_drain_reasons\" is not a valid regular expression: {}", e.what()));
+                    doc.fail(v,
+                             fmt::format("\"repair_drain_reasons\" is not a valid regular expression: {}", e.what()));
                 }
-            } else if (k == "prefer_wait") s.reconcile.prefer_wait_s = int(doc.integer(v, k, 0, 30 * 86400));
-            else if (k == "replace_after") s.reconcile.replace_after_s = int(doc.integer(v, k, 1, 86400));
+            } else if (k == "prefer_wait")
+                s.reconcile.prefer_wait_s = int(doc.integer(v, k, 0, 30 * 86400));
+            else if (k == "replace_after")
+                s.reconcile.replace_after_s = int(doc.integer(v, k, 1, 86400));
             else {
                 doc.expect_mapping(v, "\"defrag\"");
                 doc.for_each_pair(v, {"enabled", "after", "interval", "allow_interactive"},
                                   [&](const std::string& dk, yaml_node_t*, yaml_node_t* dv) {
-                                      if (dk == "enabled") s.reconcile.defrag = doc.boolean(dv, dk);
-                                      else if (dk == "after") s.reconcile.defrag_after_s = int(doc.integer(dv, dk, 0, 30 * 86400));
-                                      else if (dk == "interval") s.reconcile.defrag_interval_s = int(doc.integer(dv, dk, 0, 30 * 86400));
-                                      else s.reconcile.defrag_interactive = doc.boolean(dv, dk);
+                                      if (dk == "enabled")
+                                          s.reconcile.defrag = doc.boolean(dv, dk);
+                                      else if (dk == "after")
+                                          s.reconcile.defrag_after_s = int(doc.integer(dv, dk, 0, 30 * 86400));
+                                      else if (dk == "interval")
+                                          s.reconcile.defrag_interval_s = int(doc.integer(dv, dk, 0, 30 * 86400));
+                                      else
+                                          s.reconcile.defrag_interactive = doc.boolean(dv, dk);
                                   });
             }
         });
@@ -51,6 +66,8 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
     return s;
 }
 
-HelperSettings load_helper_config(const std::string& path) { return read_helper_config(read_file(path), path); }
+HelperSettings load_helper_config(const std::string& path) {
+    return read_helper_config(read_file(path), path);
+}
 
 } // namespace nvl

@@ -11,10 +11,10 @@
 namespace nvl {
 
 struct HelperSettings {
-    std::string map;                 // rack map (required)
-    MapDefaults map_defaults;        // for Slurm topology maps
-    int default_slice = 0;           // 0 = the map's
-    int cycle_ms = 1000;             // reconcile period
+    std::string map;                               // rack map (required)
+    MapDefaults map_defaults;                      // for Slurm topology maps
+    int default_slice = 0;                         // 0 = the map's
+    int cycle_ms = 1000;                           // reconcile period
     std::string metrics_listen = "127.0.0.1:9817"; // "" = no metrics endpoint
     std::string lock_file = "/run/nvlsliced.lock";
     HelperConfig reconcile;

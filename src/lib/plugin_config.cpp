@@ -46,22 +46,28 @@ PluginConfig parse_plugin_args(int argc, const char* const* argv) {
         } else if (k == "gpus_per_node") {
             c.gpus_per_node = count_arg(k, v, 1, 1024);
         } else if (k == "check_gpus") {
-            if (v == "off") c.check_gpus = GpuCheck::Off;
-            else if (v == "warn") c.check_gpus = GpuCheck::Warn;
-            else if (v == "fail") c.check_gpus = GpuCheck::Fail;
-            else throw Error(fmt::format("plugstack.conf argument check_gpus={}: expected off, warn or fail", v));
+            if (v == "off")
+                c.check_gpus = GpuCheck::Off;
+            else if (v == "warn")
+                c.check_gpus = GpuCheck::Warn;
+            else if (v == "fail")
+                c.check_gpus = GpuCheck::Fail;
+            else
+                throw Error(fmt::format("plugstack.conf argument check_gpus={}: expected off, warn or fail", v));
         } else if (k == "placement") {
-            if (v == "strict") c.default_placement = PlacementMode::Strict;
-            else if (v == "prefer") c.default_placement = PlacementMode::Prefer;
-            else throw Error(fmt::format("plugstack.conf argument placement={}: expected strict or prefer", v));
+            if (v == "strict")
+                c.default_placement = PlacementMode::Strict;
+            else if (v == "prefer")
+                c.default_placement = PlacementMode::Prefer;
+            else
+                throw Error(fmt::format("plugstack.conf argument placement={}: expected strict or prefer", v));
         } else if (k == "hwloc_xml") {
             c.hwloc_xml = std::string(v);
         } else {
             throw Error(fmt::format("plugstack.conf: unknown argument \"{}\" (accepted keys: {})", k, kKeys));
         }
     }
-    if (c.map.empty())
-        throw Error("plugstack.conf: map=PATH is required (e.g. map=/etc/slurm/nvlslice.yaml)");
+    if (c.map.empty()) throw Error("plugstack.conf: map=PATH is required (e.g. map=/etc/slurm/nvlslice.yaml)");
     return c;
 }
 

@@ -16,13 +16,13 @@ enum class GpuCheck { Off, Warn, Fail };
 const char* to_string(GpuCheck g);
 
 struct PluginConfig {
-    std::string map;                     // rack map (required)
-    std::optional<int> default_slice;    // overrides the map's default_slice
-    std::optional<int> spares;           // overrides spares of Slurm topology maps
-    std::optional<int> gpus_per_node;    // for Slurm topology maps (no GPU count in them)
+    std::string map;                  // rack map (required)
+    std::optional<int> default_slice; // overrides the map's default_slice
+    std::optional<int> spares;        // overrides spares of Slurm topology maps
+    std::optional<int> gpus_per_node; // for Slurm topology maps (no GPU count in them)
     GpuCheck check_gpus = GpuCheck::Warn;
     PlacementMode default_placement = PlacementMode::Strict;
-    std::string hwloc_xml;               // read the node topology from this XML; %n = node name
+    std::string hwloc_xml; // read the node topology from this XML; %n = node name
 };
 
 PluginConfig parse_plugin_args(int argc, const char* const* argv);

@@ -43,7 +43,8 @@ class Cycle {
         : map_(map), nodes_(nodes), jobs_(jobs), spares_(spares), cfg_(cfg), now_(now), mem_(mem), snap_(map),
           failed_(map.node_count(), 0) {
         if (!cfg.repair_drain_reasons.empty())
-            drain_re_.emplace(cfg.repair_drain_reasons, std::regex::ECMAScript | std::regex::icase | std::regex::nosubs);
+            drain_re_.emplace(cfg.repair_drain_reasons,
+                              std::regex::ECMAScript | std::regex::icase | std::regex::nosubs);
     }
 
     CycleOutput run();
@@ -138,7 +139,9 @@ void Cycle::collect_slice_jobs() {
     }
 }
 
-bool Cycle::needs_repair(NodeId id) const { return failed_[id] != 0; }
+bool Cycle::needs_repair(NodeId id) const {
+    return failed_[id] != 0;
+}
 
 Placement Cycle::placement_of(const SliceJob& sj, const std::vector<std::string>& nodes) const {
     Placement p;
@@ -516,7 +519,8 @@ void Cycle::try_defrag(const SliceJob& sj) {
     }
     std::string list;
     for (JobId v : best_victims) {
-        yield_job(v, fmt::format("requeued by defragmentation to free {} for job {}", map_.domain(best).name, blocked.id));
+        yield_job(v,
+                  fmt::format("requeued by defragmentation to free {} for job {}", map_.domain(best).name, blocked.id));
         list += (list.empty() ? "" : ", ") + std::to_string(v);
     }
     out_.stats.defrag_preemptions += int(best_victims.size());
@@ -572,8 +576,10 @@ CycleOutput Cycle::run() {
     collect_slice_jobs();
     for (const auto& sj : slice_jobs_) {
         try {
-            if (sj.job->state == JobState::Running) handle_running(sj);
-            else if (sj.job->state == JobState::Pending) handle_pending(sj, false);
+            if (sj.job->state == JobState::Running)
+                handle_running(sj);
+            else if (sj.job->state == JobState::Pending)
+                handle_pending(sj, false);
         } catch (const Error& e) {
             log(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
         }

@@ -42,8 +42,8 @@ struct HelperConfig {
     // in the reason, case-insensitive);
     // empty = every drain. DOWN/FAIL always trigger one.
     std::string repair_drain_reasons;
-    int prefer_wait_s = 300;     // prefer mode: wait this long for whole slices
-    int replace_after_s = 60;    // placed but not started while others hold the nodes
+    int prefer_wait_s = 300;  // prefer mode: wait this long for whole slices
+    int replace_after_s = 60; // placed but not started while others hold the nodes
     bool defrag = true;
     int defrag_after_s = 120;    // strict job blocked by fragmentation this long
     int defrag_interval_s = 300; // at most one defragmentation per interval
@@ -66,7 +66,7 @@ struct CycleStats {
     int repairs_in_rack = 0; // slices repaired from their own rack's spares
     int moves = 0;           // slices moved to another rack
     int defrag_preemptions = 0;
-    int unrepairable = 0;    // --no-requeue jobs that lost a node
+    int unrepairable = 0; // --no-requeue jobs that lost a node
     std::map<std::string, int> pending_by_reason;
 };
 

@@ -32,8 +32,7 @@ Snapshot read_snapshot(const RackMap& map, std::string_view text, const std::str
         }
         if (w.empty()) continue;
         SourcePos pos{file, line_no, 1};
-        if (w.size() < 2 || w.size() > 4)
-            throw ParseError(pos, "expected NODE STATE [JOB [SLICE]]");
+        if (w.size() < 2 || w.size() > 4) throw ParseError(pos, "expected NODE STATE [JOB [SLICE]]");
         auto id = map.find_node(w[0]);
         if (!id) throw ParseError(pos, fmt::format("node \"{}\" is not in the rack map", w[0]));
         auto st = parse_node_state(w[1]);
@@ -70,8 +69,8 @@ std::string write_snapshot(const Snapshot& snap) {
     return out;
 }
 
-Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& nodes,
-                             const std::vector<SlurmJob>& jobs, const std::optional<Reservation>& spares) {
+Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
+                             const std::optional<Reservation>& spares) {
     Snapshot snap(map);
     std::set<std::string> reserved;
     if (spares)
@@ -92,8 +91,7 @@ Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& n
         try {
             rec = PlacementRecord::parse(j.admin_comment);
             tag = RequestTag::parse(j.comment);
-        } catch (const Error&) {
-        }
+        } catch (const Error&) {}
         for (const auto& name : j.nodes) {
             auto id = map.find_node(name);
             if (!id) continue;
@@ -118,7 +116,7 @@ namespace {
 struct RackSummary {
     int nodes = 0, free = 0, spares = 0, allocated = 0, draining = 0, drained = 0, down = 0, unknown = 0;
     std::map<std::pair<JobId, int>, std::vector<NodeId>> slices; // (job, slice) -> nodes
-    std::map<JobId, int> other_jobs;                              // non-slice jobs -> nodes
+    std::map<JobId, int> other_jobs;                             // non-slice jobs -> nodes
 };
 
 RackSummary summarize(const Snapshot& snap, DomainId d) {
@@ -136,8 +134,10 @@ RackSummary summarize(const Snapshot& snap, DomainId d) {
         case NodeState::Down: ++r.down; break;
         case NodeState::Unknown: ++r.unknown; break;
         }
-        if (st.job_id && st.slice >= 0) r.slices[{st.job_id, st.slice}].push_back(id);
-        else if (st.job_id) ++r.other_jobs[st.job_id];
+        if (st.job_id && st.slice >= 0)
+            r.slices[{st.job_id, st.slice}].push_back(id);
+        else if (st.job_id)
+            ++r.other_jobs[st.job_id];
     }
     return r;
 }
@@ -179,9 +179,8 @@ std::string render_show(const Snapshot& snap, const std::vector<std::string>& ra
             items += fmt::format("{}{{\"rack\":\"{}\",\"nodes\":\"{}\",\"count\":{},\"gpus_per_node\":{},"
                                  "\"spares_wanted\":{},\"free\":{},\"spare\":{},\"allocated\":{},\"draining\":{},"
                                  "\"drained\":{},\"down\":{},\"room\":{},\"slices\":[{}]}}",
-                                 items.empty() ? "" : ",", dom.name, map.domain_hostlist(d), s.nodes,
-                                 dom.gpus_per_node, dom.spares, s.free, s.spares, s.allocated, s.draining, s.drained,
-                                 s.down, room, sl);
+                                 items.empty() ? "" : ",", dom.name, map.domain_hostlist(d), s.nodes, dom.gpus_per_node,
+                                 dom.spares, s.free, s.spares, s.allocated, s.draining, s.drained, s.down, room, sl);
             continue;
         }
         out += fmt::format("RackName={} Nodes={} NodeCnt={} GPUsPerNode={} Spares={}\n", dom.name,
@@ -197,8 +196,8 @@ std::string render_show(const Snapshot& snap, const std::vector<std::string>& ra
         return fmt::format("{{\"racks\":[{}],\"summary\":{{\"racks\":{},\"nodes\":{},\"free\":{},\"spare\":{},"
                            "\"allocated\":{},\"draining\":{},\"drained\":{},\"down\":{},\"slices\":{},"
                            "\"whole_free_racks\":{}}}}}\n",
-                           items, which.size(), total.nodes, total.free, total.spares, total.allocated,
-                           total.draining, total.drained, total.down, slices, whole);
+                           items, which.size(), total.nodes, total.free, total.spares, total.allocated, total.draining,
+                           total.drained, total.down, slices, whole);
     out += fmt::format("Cluster Racks={} Nodes={} Free={} Spare={} Allocated={} Draining={} Drained={} Down={} "
                        "Slices={} WholeFreeRacks={}\n",
                        which.size(), total.nodes, total.free, total.spares, total.allocated, total.draining,
@@ -229,15 +228,15 @@ struct Style {
 
 const Style& style(Cell c) {
     static const Style s[] = {
-        {'.', "\x1b[32m", "#9be29b", "free"},         {'S', "\x1b[1;34m", "#2f6fdf", "slice job"},
-        {'o', "\x1b[36m", "#8fc6d9", "other job"},     {'s', "\x1b[33m", "#f2c14e", "spare"},
-        {'d', "\x1b[35m", "#d98fd9", "draining"},      {'D', "\x1b[1;35m", "#a040a0", "drained"},
+        {'.', "\x1b[32m", "#9be29b", "free"},      {'S', "\x1b[1;34m", "#2f6fdf", "slice job"},
+        {'o', "\x1b[36m", "#8fc6d9", "other job"}, {'s', "\x1b[33m", "#f2c14e", "spare"},
+        {'d', "\x1b[35m", "#d98fd9", "draining"},  {'D', "\x1b[1;35m", "#a040a0", "drained"},
         {'X', "\x1b[1;31m", "#d93b3b", "down"},
     };
     return s[int(c)];
 }
 
-constexpr Cell kAllCells[] = {Cell::Free, Cell::Slice, Cell::OtherJob, Cell::Spare,
+constexpr Cell kAllCells[] = {Cell::Free,     Cell::Slice,   Cell::OtherJob, Cell::Spare,
                               Cell::Draining, Cell::Drained, Cell::Down};
 
 } // namespace
@@ -302,9 +301,8 @@ std::string render_map_svg(const Snapshot& snap) {
             const NodeStatus& st = snap.node(id);
             out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{} {}{}</title>"
                                "</rect>\n",
-                               cx + label + i * (cell + gap), cy, cell, cell, style(cell_of(st)).svg,
-                               map.node_name(id), to_string(st.state),
-                               st.job_id ? fmt::format(" job {}", st.job_id) : std::string());
+                               cx + label + i * (cell + gap), cy, cell, cell, style(cell_of(st)).svg, map.node_name(id),
+                               to_string(st.state), st.job_id ? fmt::format(" job {}", st.job_id) : std::string());
             ++i;
         }
     }

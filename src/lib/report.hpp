@@ -25,8 +25,8 @@ std::string write_snapshot(const Snapshot& snap);
 
 // The live state as the helper sees it: node states (spares from the
 // reservation), owners, and slice indices from the helper's records.
-Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& nodes,
-                             const std::vector<SlurmJob>& jobs, const std::optional<Reservation>& spares);
+Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
+                             const std::optional<Reservation>& spares);
 
 // `nvl-topo show [RACK...]`: empty `racks` = all. Throws nvl::Error on an
 // unknown rack name.

@@ -39,8 +39,12 @@ struct Trace {
     std::vector<std::pair<double, NodeId>> failures; // time, node
 };
 
-double uniform(std::mt19937_64& g) { return double(g() >> 11) * (1.0 / 9007199254740992.0); }
-double expo(std::mt19937_64& g, double mean) { return -mean * std::log(1.0 - uniform(g)); }
+double uniform(std::mt19937_64& g) {
+    return double(g() >> 11) * (1.0 / 9007199254740992.0);
+}
+double expo(std::mt19937_64& g, double mean) {
+    return -mean * std::log(1.0 - uniform(g));
+}
 
 Trace make_trace(const SimParams& p) {
     std::mt19937_64 g(p.seed);
@@ -48,7 +52,7 @@ Trace make_trace(const SimParams& p) {
     const double horizon = p.days * 24;
     const int total = p.racks * p.nodes_per_rack;
     // size mix from single nodes to 8 slices; weights sum to 1
-    const std::pair<int, double> mix[] = {{1, .30}, {2, .10}, {4, .10}, {8, .10},
+    const std::pair<int, double> mix[] = {{1, .30},  {2, .10},  {4, .10},  {8, .10},
                                           {16, .15}, {32, .12}, {64, .08}, {128, .05}};
     double mean_size = 0;
     for (auto [s, w] : mix) mean_size += std::min(s, total) * w;
@@ -88,9 +92,9 @@ struct RunJob {
     double remaining = 0; // full-speed hours left (at the last checkpoint / start)
     double run_start = 0;
     double speed = 1;
-    std::vector<NodeId> nodes;     // allocated (whole racks: all of them)
-    int used = 0;                  // nodes doing work
-    Placement placement;           // engine policies
+    std::vector<NodeId> nodes; // allocated (whole racks: all of them)
+    int used = 0;              // nodes doing work
+    Placement placement;       // engine policies
 };
 
 class Sim {
@@ -347,7 +351,8 @@ PolicyResult Sim::run() {
                     }
                     stop(j, now, true);
                     for (NodeId id : r.nodes)
-                        if (snap_.node(id).state == NodeState::Allocated) snap_.set(id, {NodeState::Idle, 0, -1, false});
+                        if (snap_.node(id).state == NodeState::Allocated)
+                            snap_.set(id, {NodeState::Idle, 0, -1, false});
                     r.placement = plan.placement;
                     std::vector<NodeId> nodes = plan.placement.nodes();
                     for (NodeId id : nodes) snap_.set(id, {NodeState::Allocated, JobId(j + 1), -1, false});

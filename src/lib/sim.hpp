@@ -30,30 +30,30 @@ struct SimParams {
     int slice = 16;
     int spares = 2;
     double days = 30;
-    double mtbf_days = 490;       // per node
+    double mtbf_days = 490; // per node
     double node_repair_hours = 24;
     double mean_job_hours = 6;
-    double load = 1.3;            // offered node-hours / cluster node-hours: >1 keeps the queue full
-    double checkpointable = 0.5;  // share of jobs that checkpoint
-    double checkpoint_hours = 1;  // interval
+    double load = 1.3;           // offered node-hours / cluster node-hours: >1 keeps the queue full
+    double checkpointable = 0.5; // share of jobs that checkpoint
+    double checkpoint_hours = 1; // interval
     double split_speed = 0.57;
     uint64_t seed = 1;
 };
 
 struct PolicyResult {
     std::string policy;
-    double goodput = 0;        // useful node-hours (speed-weighted) / cluster node-hours
-    double slice_goodput = 0;  // the same for jobs of >= one slice
-    double utilization = 0;    // allocated node-hours / cluster node-hours
-    double mean_wait_h = 0;    // of jobs that started
+    double goodput = 0;       // useful node-hours (speed-weighted) / cluster node-hours
+    double slice_goodput = 0; // the same for jobs of >= one slice
+    double utilization = 0;   // allocated node-hours / cluster node-hours
+    double mean_wait_h = 0;   // of jobs that started
     int jobs_done = 0;
     int jobs_started = 0;
-    int split_slices = 0;      // slices started across racks
-    int repairs = 0;           // nvlslice: repaired in place
-    int moves = 0;             // nvlslice: slices moved to another rack
-    int restarts = 0;          // requeued after a failure, a lent spare taken back, or defragmentation
+    int split_slices = 0;       // slices started across racks
+    int repairs = 0;            // nvlslice: repaired in place
+    int moves = 0;              // nvlslice: slices moved to another rack
+    int restarts = 0;           // requeued after a failure, a lent spare taken back, or defragmentation
     int defrag_preemptions = 0; // nvlslice: checkpointable jobs requeued to free a rack
-    double lost_gpu_hours = 0; // work lost to failures (GPUs x hours)
+    double lost_gpu_hours = 0;  // work lost to failures (GPUs x hours)
 };
 
 std::vector<PolicyResult> run_trace(const SimParams& p);

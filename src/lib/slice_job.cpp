@@ -16,8 +16,7 @@ std::optional<std::vector<std::string_view>> words_after_prefix(std::string_view
     if (s.substr(0, 9) != "nvlslice/") return std::nullopt;
     size_t end = s.find(' ');
     std::string_view head = s.substr(0, end);
-    if (head != kTagPrefix)
-        throw Error(fmt::format("\"{}\": this nvlslice reads version 1 records only", head));
+    if (head != kTagPrefix) throw Error(fmt::format("\"{}\": this nvlslice reads version 1 records only", head));
     std::vector<std::string_view> words;
     if (end == std::string_view::npos) return words;
     s.remove_prefix(end + 1);
@@ -58,12 +57,18 @@ std::optional<RequestTag> RequestTag::parse(std::string_view comment) {
         size_t eq = w.find('=');
         if (eq == std::string_view::npos) continue;
         auto k = w.substr(0, eq), v = w.substr(eq + 1);
-        if (k == "nodes") t.nodes = to_int(k, v);
-        else if (k == "slice") t.slice = to_int(k, v);
-        else if (k == "count") t.count = to_int(k, v);
-        else if (k == "auto") t.auto_size = to_int(k, v) != 0;
-        else if (k == "checkpointable") t.checkpointable = to_int(k, v) != 0;
-        else if (k == "placement") t.mode = parse_placement_option(v);
+        if (k == "nodes")
+            t.nodes = to_int(k, v);
+        else if (k == "slice")
+            t.slice = to_int(k, v);
+        else if (k == "count")
+            t.count = to_int(k, v);
+        else if (k == "auto")
+            t.auto_size = to_int(k, v) != 0;
+        else if (k == "checkpointable")
+            t.checkpointable = to_int(k, v) != 0;
+        else if (k == "placement")
+            t.mode = parse_placement_option(v);
     }
     if (t.slice <= 0 || t.count <= 0 || t.nodes != t.slice * t.count)
         throw Error(fmt::format("nvlslice tag \"{}\": nodes must equal slice x count", comment));
@@ -114,11 +119,16 @@ std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
             continue;
         }
         auto k = w.substr(0, eq), v = w.substr(eq + 1);
-        if (k == "slice") r.slice = to_int(k, v);
-        else if (k == "repairs") r.repairs = to_int(k, v);
-        else if (k == "moves") r.moves = to_int(k, v);
-        else if (k == "split") r.split = to_int(k, v) != 0;
-        else if (k == "lent") r.lent = to_int(k, v) != 0;
+        if (k == "slice")
+            r.slice = to_int(k, v);
+        else if (k == "repairs")
+            r.repairs = to_int(k, v);
+        else if (k == "moves")
+            r.moves = to_int(k, v);
+        else if (k == "split")
+            r.split = to_int(k, v) != 0;
+        else if (k == "lent")
+            r.lent = to_int(k, v) != 0;
         else if (k == "slices") {
             while (!v.empty()) {
                 size_t sc = v.find(';');
@@ -152,8 +162,9 @@ PlacementMode parse_placement_option(std::string_view v) {
 
 RequestTag make_request(const RackMap& map, const SliceOptions& o, int nodes_min, int nodes_max, Requeue requeue) {
     if (!o.slice_set)
-        throw Error(fmt::format("--nvl-placement and --nvl-checkpointable need --nvl-slice=SIZE|auto (e.g. --nvl-slice={})",
-                                map.defaults().default_slice));
+        throw Error(
+            fmt::format("--nvl-placement and --nvl-checkpointable need --nvl-slice=SIZE|auto (e.g. --nvl-slice={})",
+                        map.defaults().default_slice));
     if (nodes_max <= 0)
         throw Error(fmt::format("--nvl-slice needs a node count: add -N/--nodes (e.g. -N {} for {} slices of {})",
                                 4 * (o.slice ? o.slice : map.defaults().default_slice), 4,
@@ -170,8 +181,9 @@ RequestTag make_request(const RackMap& map, const SliceOptions& o, int nodes_min
         t.auto_size = true;
         t.slice = auto_slice_size(n, limit, map.defaults().slice_sizes);
         if (t.slice == 0)
-            throw Error(fmt::format("--nvl-slice=auto: {} nodes cannot be cut into equal slices of at most {} nodes{}", n,
-                                    limit, map.defaults().slice_sizes.empty() ? "" : " among the map's slice_sizes"));
+            throw Error(fmt::format("--nvl-slice=auto: {} nodes cannot be cut into equal slices of at most {} nodes{}",
+                                    n, limit,
+                                    map.defaults().slice_sizes.empty() ? "" : " among the map's slice_sizes"));
     } else {
         t.slice = o.slice;
         if (t.slice > limit)
@@ -185,9 +197,9 @@ RequestTag make_request(const RackMap& map, const SliceOptions& o, int nodes_min
             throw Error(fmt::format("--nvl-slice={}: this cluster allows slice sizes {} only", t.slice, list));
         }
         if (n % t.slice) {
-            const std::string hint = n < t.slice ? fmt::format("-N {}", t.slice)
-                                                 : fmt::format("-N {} or -N {}", n / t.slice * t.slice,
-                                                               (n / t.slice + 1) * t.slice);
+            const std::string hint =
+                n < t.slice ? fmt::format("-N {}", t.slice)
+                            : fmt::format("-N {} or -N {}", n / t.slice * t.slice, (n / t.slice + 1) * t.slice);
             throw Error(fmt::format("--nvl-slice={}: -N {} is not a multiple of the slice size (use {}, or "
                                     "--nvl-slice=auto)",
                                     t.slice, n, hint));

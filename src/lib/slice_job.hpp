@@ -78,18 +78,17 @@ enum class Requeue { Unset, Requeue, NoRequeue, NotBatch };
 // Checks a submission before it reaches Slurm and turns it into a tag.
 // `nodes_min/max` as given by -N (max 0 = not given). Throws nvl::Error with
 // the option, the value and the fix.
-RequestTag make_request(const RackMap& map, const SliceOptions& opts, int nodes_min, int nodes_max,
-                        Requeue requeue);
+RequestTag make_request(const RackMap& map, const SliceOptions& opts, int nodes_min, int nodes_max, Requeue requeue);
 
 // What each task of a slice job sees.
 struct SliceEnv {
     int index = 0;
     int count = 0;
     int size = 0;
-    int rank = 0;          // the node's rank inside its slice
-    std::string domain;    // rack name
-    std::string nodelist;  // the slice's nodes (hostlist)
-    std::string leader;    // first node of the slice
+    int rank = 0;         // the node's rank inside its slice
+    std::string domain;   // rack name
+    std::string nodelist; // the slice's nodes (hostlist)
+    std::string leader;   // first node of the slice
 };
 
 // The slices of a job from its node list alone (SPEC §3): the job's nodes
@@ -99,7 +98,6 @@ struct SliceEnv {
 std::vector<std::vector<NodeId>> derive_slices(const RackMap& map, const std::vector<std::string>& job_nodes,
                                                int slice_size);
 // The env of `host` given the slices (from derive_slices or a record).
-SliceEnv slice_env_for(const RackMap& map, const std::vector<std::vector<std::string>>& slices,
-                       std::string_view host);
+SliceEnv slice_env_for(const RackMap& map, const std::vector<std::vector<std::string>>& slices, std::string_view host);
 
 } // namespace nvl

@@ -37,7 +37,9 @@ void maybe_die(const Action& a) {
         raise(SIGKILL);
     }
 }
-void on_signal(int) { g_stop = 1; }
+void on_signal(int) {
+    g_stop = 1;
+}
 
 void say(const std::string& msg) {
     char ts[32];
@@ -61,10 +63,14 @@ int main(int argc, char** argv) {
     bool once = false, dry = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
-        if (a == "--config" && i + 1 < argc) config = argv[++i];
-        else if (a.rfind("--config=", 0) == 0) config = a.substr(9);
-        else if (a == "--once") once = true;
-        else if (a == "--dry-run") dry = true;
+        if (a == "--config" && i + 1 < argc)
+            config = argv[++i];
+        else if (a.rfind("--config=", 0) == 0)
+            config = a.substr(9);
+        else if (a == "--once")
+            once = true;
+        else if (a == "--dry-run")
+            dry = true;
         else if (a == "--help" || a == "-h") {
             std::fputs(kUsage, stdout);
             return 0;

@@ -50,7 +50,9 @@ JobState decode_job(uint32_t s) {
     }
 }
 
-std::string str(const char* s) { return s ? s : ""; }
+std::string str(const char* s) {
+    return s ? s : "";
+}
 
 // The reasons the helper acts on or reports, spelled as squeue spells them
 // (libslurm's own table is not in the public headers).
@@ -231,7 +233,8 @@ void SlurmCluster::set_reservation(const std::string& name, const std::string& n
     r.name = const_cast<char*>(name.c_str());
     r.node_list = const_cast<char*>(nodes.c_str());
     if (cur) {
-        if (slurm_update_reservation(&r) != SLURM_SUCCESS) fail(fmt::format("updating reservation {} to {}", name, nodes));
+        if (slurm_update_reservation(&r) != SLURM_SUCCESS)
+            fail(fmt::format("updating reservation {} to {}", name, nodes));
         return;
     }
     r.start_time = time(nullptr);

@@ -47,10 +47,23 @@ capacity:
 
 static int trace_main(int argc, char** argv) {
     cli::Options o(argc, argv,
-                   {{"racks", true}, {"nodes-per-rack", true}, {"slice", true}, {"spares", true}, {"days", true},
-                    {"load", true}, {"mean-job-hours", true}, {"checkpointable", true}, {"checkpoint-hours", true},
-                    {"mtbf-days", true}, {"repair-hours", true}, {"split-speed", true}, {"seed", true},
-                    {"csv", true}, {"svg", true}, {"json", false}, {"help", false}});
+                   {{"racks", true},
+                    {"nodes-per-rack", true},
+                    {"slice", true},
+                    {"spares", true},
+                    {"days", true},
+                    {"load", true},
+                    {"mean-job-hours", true},
+                    {"checkpointable", true},
+                    {"checkpoint-hours", true},
+                    {"mtbf-days", true},
+                    {"repair-hours", true},
+                    {"split-speed", true},
+                    {"seed", true},
+                    {"csv", true},
+                    {"svg", true},
+                    {"json", false},
+                    {"help", false}});
     if (o.has("help")) {
         std::fputs(kUsage, stdout);
         return 0;
@@ -99,8 +112,8 @@ static int trace_main(int argc, char** argv) {
             int x = 40 + int(i) * (bar + 40);
             f << fmt::format("<rect x=\"{}\" y=\"{:.0f}\" width=\"{}\" height=\"{:.0f}\" fill=\"{}\"/>"
                              "<text x=\"{}\" y=\"{:.0f}\">{:.3f}</text><text x=\"{}\" y=\"285\">{}</text>\n",
-                             x, 260 - bh, bar, bh, rs[i].policy == "nvlslice" ? "#2f6fdf" : "#9aa7b8", x + 30,
-                             255 - bh, v, x + 10, rs[i].policy);
+                             x, 260 - bh, bar, bh, rs[i].policy == "nvlslice" ? "#2f6fdf" : "#9aa7b8", x + 30, 255 - bh,
+                             v, x + 10, rs[i].policy);
         }
         f << "</svg>\n";
     }
@@ -120,16 +133,17 @@ static int trace_main(int argc, char** argv) {
                "seed {}\n\n",
                p.racks, p.nodes_per_rack, p.days, p.load, p.checkpointable * 100, p.checkpoint_hours, p.mtbf_days,
                p.seed);
-    fmt::print("{:<12} {:>9} {:>8} {:>8} {:>9} {:>7} {:>7} {:>6} {:>8} {:>7} {:>10}\n", "policy", "slice gp",
-               "goodput", "util", "wait (h)", "split", "repairs", "moves", "restarts", "defrag", "lost GPU-h");
+    fmt::print("{:<12} {:>9} {:>8} {:>8} {:>9} {:>7} {:>7} {:>6} {:>8} {:>7} {:>10}\n", "policy", "slice gp", "goodput",
+               "util", "wait (h)", "split", "repairs", "moves", "restarts", "defrag", "lost GPU-h");
     for (const auto& r : rs)
         fmt::print("{:<12} {:>9.3f} {:>8.3f} {:>8.3f} {:>9.1f} {:>7} {:>7} {:>6} {:>8} {:>7} {:>10.0f}\n", r.policy,
                    r.slice_goodput, r.goodput, r.utilization, r.mean_wait_h, r.split_slices, r.repairs, r.moves,
                    r.restarts, r.defrag_preemptions, r.lost_gpu_hours);
     const auto& nv = rs.back();
-    fmt::print("\nnvlslice slice goodput: {:.2f}x whole racks, {:.2f}x rack-blind first fit, {:.2f}x block ({:.1f} s)\n",
-               nv.slice_goodput / rs[1].slice_goodput, nv.slice_goodput / rs[0].slice_goodput,
-               nv.slice_goodput / rs[2].slice_goodput, secs);
+    fmt::print(
+        "\nnvlslice slice goodput: {:.2f}x whole racks, {:.2f}x rack-blind first fit, {:.2f}x block ({:.1f} s)\n",
+        nv.slice_goodput / rs[1].slice_goodput, nv.slice_goodput / rs[0].slice_goodput,
+        nv.slice_goodput / rs[2].slice_goodput, secs);
     return 0;
 }
 
@@ -143,9 +157,17 @@ int main(int argc, char** argv) {
         if (std::strcmp(argv[1], "capacity") != 0)
             throw Error(fmt::format("unknown subcommand \"{}\" (available: capacity, trace)", argv[1]));
         cli::Options o(argc - 1, argv + 1,
-                       {{"racks", true}, {"nodes-per-rack", true}, {"slice", true}, {"spares", true},
-                        {"unavail", true}, {"sizes", true}, {"lend", true}, {"trials", true}, {"seed", true},
-                        {"json", false}, {"help", false}});
+                       {{"racks", true},
+                        {"nodes-per-rack", true},
+                        {"slice", true},
+                        {"spares", true},
+                        {"unavail", true},
+                        {"sizes", true},
+                        {"lend", true},
+                        {"trials", true},
+                        {"seed", true},
+                        {"json", false},
+                        {"help", false}});
         if (o.has("help")) {
             std::fputs(kUsage, stdout);
             return 0;

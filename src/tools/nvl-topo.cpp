@@ -51,9 +51,18 @@ int main(int argc, char** argv) {
         if (cmd != "show" && cmd != "map" && cmd != "snapshot" && cmd != "export" && cmd != "check")
             throw Error(fmt::format("unknown command \"{}\" (available: show, map, snapshot, check, export)", cmd));
         cli::Options o(argc - 1, argv + 1,
-                       {{"map", true}, {"format", true}, {"gpus-per-node", true}, {"spares", true},
-                        {"snapshot", true}, {"reservation", true}, {"json", false}, {"svg", true},
-                        {"color", false}, {"no-color", false}, {"hwloc-xml", true}, {"host", true},
+                       {{"map", true},
+                        {"format", true},
+                        {"gpus-per-node", true},
+                        {"spares", true},
+                        {"snapshot", true},
+                        {"reservation", true},
+                        {"json", false},
+                        {"svg", true},
+                        {"color", false},
+                        {"no-color", false},
+                        {"hwloc-xml", true},
+                        {"host", true},
                         {"help", false}});
         if (o.has("help")) {
             std::fputs(kUsage, stdout);
@@ -67,12 +76,18 @@ int main(int argc, char** argv) {
         if (cmd == "export") {
             const std::string f = o.str("format", "block");
             std::string out;
-            if (f == "block") out = write_topology_conf_block(map);
-            else if (f == "tree") out = write_topology_conf_tree(map);
-            else if (f == "yaml") out = write_topology_yaml(map, false);
-            else if (f == "yaml-tree") out = write_topology_yaml(map, true);
-            else if (f == "nvl") out = write_rack_map_yaml(map);
-            else throw Error(fmt::format("--format={}: expected block, tree, yaml, yaml-tree or nvl", f));
+            if (f == "block")
+                out = write_topology_conf_block(map);
+            else if (f == "tree")
+                out = write_topology_conf_tree(map);
+            else if (f == "yaml")
+                out = write_topology_yaml(map, false);
+            else if (f == "yaml-tree")
+                out = write_topology_yaml(map, true);
+            else if (f == "nvl")
+                out = write_rack_map_yaml(map);
+            else
+                throw Error(fmt::format("--format={}: expected block, tree, yaml, yaml-tree or nvl", f));
             std::fputs(out.c_str(), stdout);
             return 0;
         }
@@ -91,8 +106,8 @@ int main(int argc, char** argv) {
                 int want = map.domain(map.domain_of(*id)).gpus_per_node;
                 int have = count_nvidia_gpus(o.str("hwloc-xml"));
                 if (have != want)
-                    findings.push_back(fmt::format("gpus: this host {} has {} NVIDIA GPU(s), the map says {}", host,
-                                                   have, want));
+                    findings.push_back(
+                        fmt::format("gpus: this host {} has {} NVIDIA GPU(s), the map says {}", host, have, want));
                 else
                     std::printf("gpus: %s has its %d NVIDIA GPUs\n", host.c_str(), have);
             }

@@ -9,7 +9,9 @@ using namespace nvl;
 
 namespace {
 
-PluginConfig parse(std::vector<const char*> a) { return parse_plugin_args(int(a.size()), a.data()); }
+PluginConfig parse(std::vector<const char*> a) {
+    return parse_plugin_args(int(a.size()), a.data());
+}
 
 std::string err(std::vector<const char*> a) {
     try {
@@ -40,7 +42,8 @@ TEST_CASE("plugstack arguments: defaults first, each key matched exactly", "[plu
 
 TEST_CASE("plugstack arguments: bad input names the key and the fix", "[plugin][quick]") {
     CHECK_THAT(err({}), Catch::Contains("map=PATH is required"));
-    CHECK_THAT(err({"map=m", "mapp=x"}), Catch::Contains("unknown argument \"mapp\" (accepted keys: map, default_slice"));
+    CHECK_THAT(err({"map=m", "mapp=x"}),
+               Catch::Contains("unknown argument \"mapp\" (accepted keys: map, default_slice"));
     CHECK_THAT(err({"map=m", "check_gpus=maybe"}), Catch::Contains("check_gpus=maybe: expected off, warn or fail"));
     CHECK_THAT(err({"map=m", "spares=-1"}), Catch::Contains("spares=-1: expected an integer from 0 to 4096"));
     CHECK_THAT(err({"map=m", "verbose"}), Catch::Contains("\"verbose\": expected key=value"));

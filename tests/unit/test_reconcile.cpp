@@ -20,7 +20,8 @@ struct World {
     int64_t now = 100000;
 
     explicit World(int racks) : map(make_map(racks, 18)) {
-        for (NodeId i = 0; i < map.node_count(); ++i) nodes.push_back({map.node_name(i), NodeState::Idle, false, false, "", ""});
+        for (NodeId i = 0; i < map.node_count(); ++i)
+            nodes.push_back({map.node_name(i), NodeState::Idle, false, false, "", ""});
     }
     SlurmNode& node(const std::string& n) {
         for (auto& x : nodes)
@@ -106,7 +107,8 @@ TEST_CASE("a fragmented cluster: the job waits with the reason, once", "[reconci
     auto out = w.cycle();
     REQUIRE(kinds(out) == "hold record"); // the user hold becomes an admin hold
     CHECK_THAT(out.actions[1].arg, Catch::StartsWith("nvlslice/1 waiting slice=16") &&
-                                       Catch::Contains("reason=fragmented:") && Catch::Contains("2 racks with 13 free"));
+                                       Catch::Contains("reason=fragmented:") &&
+                                       Catch::Contains("2 racks with 13 free"));
     CHECK(out.stats.pending_by_reason["fragmented"] == 1);
     w.jobs[0].admin_comment = out.actions[1].arg;
     w.jobs[0].admin_held = true;
@@ -126,7 +128,8 @@ TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, 
     CHECK(kinds(out) == "reservation record requeue-hold pin-nodes");
     CHECK(out.actions[0].arg == "n[018,035-036]"); // the spare leaves the reservation first
     CHECK(find(out, ActionKind::PinOnly)->arg == "n[001-004,006-017,019-034]");
-    CHECK_THAT(find(out, ActionKind::SetRecord)->arg, Catch::StartsWith("nvlslice/1 repairing") && Catch::Contains("repairs=1"));
+    CHECK_THAT(find(out, ActionKind::SetRecord)->arg,
+               Catch::StartsWith("nvlslice/1 repairing") && Catch::Contains("repairs=1"));
     CHECK(out.stats.repairs_in_rack == 1);
     CHECK_THAT(out.log.front(), Catch::Contains("job 7: repair: slice 0: 1 failed node(s) replaced inside r1"));
 
@@ -151,7 +154,8 @@ TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, 
     w.now += 1;
     auto fin = w.cycle();
     CHECK(kinds(fin) == "record release");
-    CHECK_THAT(find(fin, ActionKind::SetRecord)->arg, Catch::StartsWith("nvlslice/1 placed") && Catch::Contains("repairs=1"));
+    CHECK_THAT(find(fin, ActionKind::SetRecord)->arg,
+               Catch::StartsWith("nvlslice/1 placed") && Catch::Contains("repairs=1"));
 }
 
 TEST_CASE("drain reasons outside the pattern do not trigger a repair; DOWN always does", "[reconcile][quick]") {
@@ -185,13 +189,15 @@ TEST_CASE("--no-requeue jobs are reported, never requeued", "[reconcile][quick]"
     w.node("n003").state = NodeState::Draining;
     auto out = w.cycle();
     CHECK(kinds(out) == "record");
-    CHECK_THAT(out.actions[0].arg, Catch::Contains("reason=not repaired: n003 failed but the job was submitted --no-requeue"));
+    CHECK_THAT(out.actions[0].arg,
+               Catch::Contains("reason=not repaired: n003 failed but the job was submitted --no-requeue"));
     CHECK(out.stats.unrepairable == 1);
     j.admin_comment = out.actions[0].arg;
     CHECK(w.cycle().actions.empty());
 }
 
-TEST_CASE("spares gone: the slice moves to the other rack; no room: it keeps running and says why", "[reconcile][quick]") {
+TEST_CASE("spares gone: the slice moves to the other rack; no room: it keeps running and says why",
+          "[reconcile][quick]") {
     World w(3);
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036,053-054]"};
     SlurmJob& j = w.add_slice_job(7, 16, 2);
@@ -205,7 +211,8 @@ TEST_CASE("spares gone: the slice moves to the other rack; no room: it keeps run
     for (int i = 37; i <= 40; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Allocated;
     auto wait = w.cycle();
     CHECK(kinds(wait) == "record");
-    CHECK_THAT(wait.actions[0].arg, Catch::Contains("reason=repair waits: slice 0: 3 failed node(s), no spare left in r1"));
+    CHECK_THAT(wait.actions[0].arg,
+               Catch::Contains("reason=repair waits: slice 0: 3 failed node(s), no spare left in r1"));
 }
 
 TEST_CASE("a job Slurm requeued after a node went down is repaired before it runs again", "[reconcile][quick]") {
@@ -242,7 +249,8 @@ TEST_CASE("defragmentation requeues only checkpointable jobs, the cheapest rack,
     CHECK(find(out, ActionKind::Requeue)->job == 4);
     CHECK(out.stats.defrag_preemptions == 1);
     bool logged = false;
-    for (auto& l : out.log) logged = logged || l.find("defragmentation: requeued checkpointable job(s) 4 to free r2") != std::string::npos;
+    for (auto& l : out.log)
+        logged = logged || l.find("defragmentation: requeued checkpointable job(s) 4 to free r2") != std::string::npos;
     CHECK(logged);
     // rate limit: not again within the interval
     w.now += 10;

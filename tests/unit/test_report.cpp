@@ -38,7 +38,8 @@ TEST_CASE("snapshot files round-trip and name bad lines", "[report][quick]") {
 TEST_CASE("the live snapshot takes spares from the reservation and slices from the records", "[report][quick]") {
     RackMap m = make_map(2, 18);
     std::vector<SlurmNode> nodes;
-    for (NodeId i = 0; i < m.node_count(); ++i) nodes.push_back({m.node_name(i), NodeState::Idle, false, false, "", ""});
+    for (NodeId i = 0; i < m.node_count(); ++i)
+        nodes.push_back({m.node_name(i), NodeState::Idle, false, false, "", ""});
     nodes[4].state = NodeState::Drained;
     SlurmJob j;
     j.id = 9;
@@ -60,7 +61,8 @@ TEST_CASE("the live snapshot takes spares from the reservation and slices from t
                        Catch::Contains("{\"job\":9,\"slice\":0,\"nodes\":\"n[001-004,006-017]\"}"));
     CHECK_THROWS_WITH(render_show(s, {"r9"}, false), Catch::Contains("rack \"r9\" is not in the map"));
     std::string text = render_map_text(s, false);
-    CHECK_THAT(text, Catch::Contains("r1   SSSSDSSSSSSSSSSSSs    1 free") && Catch::Contains("r2   ................ss"));
+    CHECK_THAT(text,
+               Catch::Contains("r1   SSSSDSSSSSSSSSSSSs    1 free") && Catch::Contains("r2   ................ss"));
     std::string svg = render_map_svg(s);
     CHECK_THAT(svg, Catch::StartsWith("<svg") && Catch::Contains("<title>n005 drained</title>") &&
                         Catch::EndsWith("</svg>\n"));

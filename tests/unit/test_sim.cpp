@@ -27,7 +27,7 @@ TEST_CASE("the trace simulation is deterministic and keeps its books", "[sim][qu
     CHECK(a[2].split_slices == 0);
     CHECK(a[3].split_slices == 0);
     CHECK(a[3].policy == "nvlslice");
-    CHECK(a[3].repairs > 0);               // failures repaired in place from spares
+    CHECK(a[3].repairs > 0);                                        // failures repaired in place from spares
     CHECK(a[3].restarts - a[3].defrag_preemptions < a[2].restarts); // instead of requeued
     CHECK(a[2].repairs == 0);
     p.seed = 2;

@@ -87,7 +87,8 @@ TEST_CASE("submissions are validated against the map before they reach Slurm", "
     auto a = make_request(m, slice(0), 24, 24, Requeue::Unset);
     CHECK(a.slice == 12);
     CHECK(a.auto_size);
-    CHECK_THAT(err(m, slice(16), 20, 20), Catch::Contains("--nvl-slice=16: -N 20 is not a multiple of the slice size (use -N 16 or -N 32"));
+    CHECK_THAT(err(m, slice(16), 20, 20),
+               Catch::Contains("--nvl-slice=16: -N 20 is not a multiple of the slice size (use -N 16 or -N 32"));
     CHECK_THAT(err(m, slice(16), 8, 8), Catch::Contains("(use -N 16, or --nvl-slice=auto)"));
     CHECK_THAT(err(m, slice(17), 34, 34), Catch::Contains("--nvl-slice=17: larger than any rack can hold (16"));
     CHECK_THAT(err(m, slice(16), 0, 0), Catch::Contains("needs a node count: add -N/--nodes"));
