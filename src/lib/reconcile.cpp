@@ -61,6 +61,10 @@ class Cycle {
     // Requeues a running job that gives up its nodes; a slice job is placed
     // again later, after the job it yielded to.
     void yield_job(JobId victim, const std::string& why);
+    // The common part of every repair: count it (once: `count`) in the
+    // record and the stats, give lent spares back, log each changed slice.
+    void begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count,
+                      const char* label);
     void keep_spares();
     void take(const std::vector<NodeId>& ids, JobId job);
     // When a job may start: now, or for a job that ran before (a repair),
@@ -277,18 +281,8 @@ void Cycle::handle_running(const SliceJob& sj) {
         }
         return;
     }
-    rec.repairs += 1;
-    rec.moves += plan.moved;
-    out_.stats.repairs_in_rack += plan.replaced_in_domain;
-    out_.stats.moves += plan.moved;
-    for (JobId victim : plan.preempt) {
-        yield_job(victim, fmt::format("its lent spare was taken back to repair job {}", j.id));
-        log(fmt::format("job {}: repair takes back a lent spare: requeued checkpointable job {}", j.id, victim));
-    }
+    begin_repair(sj, plan, rec, true, "");
     pin_and_release(sj, plan.placement, rec, true);
-    for (const auto& s : plan.slices)
-        if (s.action != RepairAction::Keep)
-            log(fmt::format("job {}: repair: {}: removed {} added {}", j.id, s.detail, hl(s.removed), hl(s.added)));
 }
 
 bool Cycle::place_job(const SliceJob& sj) {
@@ -420,21 +414,8 @@ void Cycle::handle_pending(const SliceJob& sj, bool placing_pass) {
             return; // pass 2 places it afresh or records why it waits
         }
         PlacementRecord rec = *sj.rec;
-        if (rec.state != "repairing") { // a repair we started was counted then
-            rec.repairs += 1;
-            rec.moves += plan.moved;
-            out_.stats.repairs_in_rack += plan.replaced_in_domain;
-            out_.stats.moves += plan.moved;
-        }
-        for (JobId victim : plan.preempt) {
-            yield_job(victim, fmt::format("its lent spare was taken back to repair job {}", j.id));
-            log(fmt::format("job {}: repair takes back a lent spare: requeued checkpointable job {}", j.id, victim));
-        }
-        for (const auto& s : plan.slices)
-            if (s.action != RepairAction::Keep)
-                log(fmt::format("job {}: repair{}: {}: removed {} added {}", j.id,
-                                rec.state == "repairing" ? " (resumed)" : " (requeued by Slurm)", s.detail,
-                                hl(s.removed), hl(s.added)));
+        const bool resumed = rec.state == "repairing"; // a repair we started was counted then
+        begin_repair(sj, plan, rec, !resumed, resumed ? " (resumed)" : " (requeued by Slurm)");
         pin_and_release(sj, plan.placement, rec, false);
         return;
     }
@@ -529,6 +510,25 @@ void Cycle::try_defrag(const SliceJob& sj) {
     log(fmt::format("job {}: defragmentation: requeued checkpointable job(s) {} to free {} for a {}-node slice "
                     "(cost {:.0f} node-seconds)",
                     blocked.id, list, map_.domain(best).name, k, best_cost));
+}
+
+void Cycle::begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count,
+                         const char* label) {
+    const JobId id = sj.job->id;
+    if (count) {
+        rec.repairs += 1;
+        rec.moves += plan.moved;
+        out_.stats.repairs_in_rack += plan.replaced_in_domain;
+        out_.stats.moves += plan.moved;
+    }
+    for (JobId victim : plan.preempt) {
+        yield_job(victim, fmt::format("its lent spare was taken back to repair job {}", id));
+        log(fmt::format("job {}: repair takes back a lent spare: requeued checkpointable job {}", id, victim));
+    }
+    for (const auto& s : plan.slices)
+        if (s.action != RepairAction::Keep)
+            log(fmt::format("job {}: repair{}: {}: removed {} added {}", id, label, s.detail, hl(s.removed),
+                            hl(s.added)));
 }
 
 void Cycle::yield_job(JobId v, const std::string& why) {

@@ -121,7 +121,7 @@ class Sim {
     }
     bool try_start(int j, double now, Reason* why = nullptr);
     void maybe_defrag(int j, double now);
-    void stop(int j, double now, bool lost_since_checkpoint);
+    void stop(int j, double now, bool keep_nodes);
     void schedule(double now);
     void account_run(int j, double now);
 
