@@ -32,11 +32,12 @@ std::vector<int> degraded_slice_sizes(const CapacityParams& p) {
 }
 
 int mixed_slice_nodes(const CapacityParams& p, int healthy) {
-    // Full-size slices first, as long as the rack has their nodes: the
-    // spares are what absorbed its failures. What is left keeps the spares
-    // and takes smaller slices.
-    int used = healthy / p.slice * p.slice;
-    int room = healthy - used - p.spares;
+    // The engine's own rule: the rack keeps max(0, spares - failed) nodes
+    // for repairs (its spares absorbed its failures); the rest takes
+    // full-size slices, then smaller ones, largest first.
+    const int failed = p.nodes_per_rack - healthy;
+    int room = healthy - std::max(0, p.spares - failed);
+    int used = 0;
     for (int k : degraded_slice_sizes(p))
         while (room >= k) {
             room -= k;
@@ -57,7 +58,10 @@ CapacityFigures capacity_binomial(const CapacityParams& p) {
         if (p.unavail == 0) pk = k == n ? 1.0 : 0.0;
         if (p.unavail == 1) pk = k == 0 ? 1.0 : 0.0;
         f.healthy += pk * k;
-        f.slice_usable += pk * (k / p.slice) * p.slice;
+        // full-size slices under the engine's rule: the rack keeps
+        // max(0, spares - failed) of its k healthy nodes for repairs
+        const int room = std::max(0, k - std::max(0, p.spares - (n - k)));
+        f.slice_usable += pk * double(room / p.slice * p.slice);
         if (k == n) f.whole_rack_usable += pk * n;
         int slices = mixed_slice_nodes(p, k);
         f.mixed_slices_only += pk * slices;
@@ -73,55 +77,39 @@ CapacityFigures capacity_binomial(const CapacityParams& p) {
 
 CapacityFigures capacity_monte_carlo(const CapacityParams& p) {
     check(p);
-    // Two maps of the same cluster: without spares for the published
-    // full-slice figure (a rack's spares are what absorbs its failures), and
-    // with them for nvlslice's own policy.
-    MapDefaults plain_defs, nvl_defs;
-    plain_defs.spares = 0;
-    nvl_defs.spares = p.spares;
-    RackMap plain(plain_defs), nvl(nvl_defs);
-    for (int r = 0; r < p.racks; ++r) {
-        std::vector<std::string> names;
-        for (int i = 0; i < p.nodes_per_rack; ++i) names.push_back(fmt::format("n{}", r * p.nodes_per_rack + i));
-        Domain a, b;
-        a.name = b.name = fmt::format("r{}", r);
-        a.spares = 0;
-        b.spares = p.spares;
-        plain.add_domain(a, names);
-        nvl.add_domain(b, names);
-    }
+    RackMap map = regular_map(p.racks, p.nodes_per_rack, p.spares);
     const std::vector<int> sizes = degraded_slice_sizes(p);
     std::mt19937_64 g(p.seed);
     const uint64_t threshold = uint64_t(p.unavail * 18446744073709551615.0);
     CapacityFigures sum;
-    Snapshot s_plain(plain), s_nvl(nvl);
-    for (int t = 0; t < p.trials; ++t) {
-        for (NodeId id = 0; id < plain.node_count(); ++id) {
-            NodeState st = (p.unavail >= 1.0 || (p.unavail > 0 && g() < threshold)) ? NodeState::Down : NodeState::Idle;
-            s_plain.set_state(id, st);
-            s_nvl.set_state(id, st);
+    Snapshot snap(map);
+    // Slices of one size placed by the engine, one at a time, until none fits:
+    // no bypass of its spare rule.
+    auto fill = [&snap](int k) {
+        int placed = 0;
+        SliceRequest req;
+        req.slice_size = k;
+        req.slice_count = 1;
+        for (;;) {
+            PlacementResult r = place(snap, req);
+            if (!r.ok) break;
+            for (NodeId id : r.placement.nodes()) snap.set_state(id, NodeState::Allocated);
+            placed += k;
         }
-        int healthy = s_plain.total_healthy(), whole = 0;
-        for (DomainId d = 0; d < plain.domains().size(); ++d)
-            if (s_plain.counts(d).healthy == p.nodes_per_rack) whole += p.nodes_per_rack;
-        // full-size slices, placed one at a time until none fits
-        auto fill = [](Snapshot& snap, int k, bool spares_absorb_failures) {
-            int placed = 0;
-            SliceRequest req;
-            req.slice_size = k;
-            req.slice_count = 1;
-            req.use_spares = spares_absorb_failures;
-            for (;;) {
-                PlacementResult r = place(snap, req);
-                if (!r.ok) break;
-                for (NodeId id : r.placement.nodes()) snap.set_state(id, NodeState::Allocated);
-                placed += k;
-            }
-            return placed;
-        };
-        int full = fill(s_plain, p.slice, false);
-        int mixed = fill(s_nvl, p.slice, true); // full slices: failures took the spares
-        for (int k : sizes) mixed += fill(s_nvl, k, false);
+        return placed;
+    };
+    for (int t = 0; t < p.trials; ++t) {
+        for (NodeId id = 0; id < map.node_count(); ++id) {
+            NodeState st = (p.unavail >= 1.0 || (p.unavail > 0 && g() < threshold)) ? NodeState::Down : NodeState::Idle;
+            snap.set_state(id, st);
+        }
+        int healthy = snap.total_healthy(), whole = 0;
+        for (DomainId d = 0; d < map.domains().size(); ++d)
+            if (snap.counts(d).healthy == p.nodes_per_rack) whole += p.nodes_per_rack;
+        const int full = fill(p.slice);
+        int mixed = full;
+        for (int k : sizes)
+            if (k != p.slice) mixed += fill(k);
         sum.healthy += healthy;
         sum.whole_rack_usable += whole;
         sum.slice_usable += full;

@@ -86,6 +86,30 @@ std::string RackMap::domain_hostlist(DomainId d) const {
     return hostlist_compress(node_names(domains_[d].nodes));
 }
 
+RackMap regular_map(int racks, int nodes_per_rack, int spares, int gpus_per_node) {
+    if (racks < 1 || nodes_per_rack < 1)
+        throw Error(fmt::format("a regular map needs at least 1 rack of 1 node, got {} x {}", racks, nodes_per_rack));
+    MapDefaults defs;
+    defs.spares = spares;
+    defs.gpus_per_node = gpus_per_node;
+    RackMap map(defs);
+    const int total = racks * nodes_per_rack;
+    const int nw = std::max(4, int(std::to_string(total).size()));
+    const int rw = std::max(3, int(std::to_string(racks).size()));
+    std::vector<std::string> names;
+    for (int r = 0; r < racks; ++r) {
+        names.clear();
+        for (int i = 0; i < nodes_per_rack; ++i)
+            names.push_back(fmt::format("nvl{:0{}d}", r * nodes_per_rack + i + 1, nw));
+        Domain d;
+        d.name = fmt::format("rack{:0{}d}", r + 1, rw);
+        d.spares = spares;
+        d.gpus_per_node = gpus_per_node;
+        map.add_domain(std::move(d), names);
+    }
+    return map;
+}
+
 const char* to_string(NodeState s) {
     switch (s) {
     case NodeState::Idle: return "idle";

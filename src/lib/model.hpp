@@ -81,6 +81,12 @@ class RackMap {
     std::unordered_map<std::string, DomainId> domain_index_;
 };
 
+// A regular cluster: `racks` domains of `nodes_per_rack` nodes, named as
+// contrib/gen-map.sh names them (rack001 = nvl[0001-0018], ...; wider
+// numbers for larger clusters). The one map builder of the simulator, the
+// capacity model and the benchmarks.
+RackMap regular_map(int racks, int nodes_per_rack, int spares, int gpus_per_node = 4);
+
 enum class NodeState : uint8_t {
     Idle,          // up, no job
     Allocated,     // fully allocated to a job
@@ -118,6 +124,24 @@ struct DomainCounts {
     int healthy = 0;     // is_healthy()
     int preemptible = 0; // healthy nodes running preemptible single-node work
 };
+
+// The spares are a domain's failure budget: a domain with f failed nodes
+// keeps max(0, spares - f) of its healthy nodes idle for repairs, so a rack of
+// 18 with 1 or 2 failed nodes still hosts a full 16-node slice. "Failed" is
+// every node that is not healthy (draining, drained, down, unknown).
+inline int kept_spares(const Domain& dom, const DomainCounts& c) {
+    const int failed = dom.size() - c.healthy;
+    return failed >= dom.spares ? 0 : dom.spares - failed;
+}
+
+// Free nodes of a domain a new slice may take: free minus the spares it
+// keeps, where nodes lent to preemptible work count as kept spares (a repair
+// takes them back). With `use_spares`, every free node.
+inline int domain_room(const Domain& dom, const DomainCounts& c, bool use_spares) {
+    if (use_spares) return c.free;
+    const int kept = kept_spares(dom, c);
+    return c.free + (c.preemptible < kept ? c.preemptible : kept) - kept;
+}
 
 class Snapshot {
   public:

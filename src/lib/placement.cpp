@@ -115,8 +115,8 @@ bool resolve_shape(const RackMap& map, const SliceRequest& req, Shape& s, Placem
     return true;
 }
 
-// Usable free nodes per domain for this request: free minus spares (spares
-// stay for repairs) unless the request may borrow spares. The fast path
+// Usable free nodes per domain for this request: free minus the spares the
+// domain keeps (domain_room()) unless the request may borrow spares. The fast path
 // reads the snapshot's per-domain counts; only `allowed` forces a walk.
 void compute_rooms(const Snapshot& snap, const SliceRequest& req, std::vector<int>& room, std::vector<int>* healthy) {
     const RackMap& map = snap.map();
@@ -140,9 +140,11 @@ void compute_rooms(const Snapshot& snap, const SliceRequest& req, std::vector<in
                 lent_n += st.preemptible && is_healthy(st.state) && !is_free(st.state);
             }
         }
-        // Nodes lent to preemptible work still count as the domain's spares
-        // (a repair takes them back), so they need not be free.
-        room[d] = req.use_spares ? free_n : free_n + std::min(lent_n, dom.spares) - dom.spares;
+        // The failed-node budget is the whole domain's, whatever the job may use.
+        DomainCounts c = snap.counts(d);
+        c.free = free_n;
+        c.preemptible = lent_n;
+        room[d] = domain_room(dom, c, req.use_spares);
         if (healthy) (*healthy)[d] = healthy_n;
     }
 }
@@ -180,12 +182,13 @@ PlacementResult explain(const Snapshot& snap, const SliceRequest& req, const Sha
         const Domain& dom = map.domain(d);
         largest = std::max(largest, dom.capacity());
         if (!dom.allows_slice(s.k)) continue;
-        int cap = healthy[d] - (req.use_spares ? 0 : dom.spares);
+        const int kept = req.use_spares ? 0 : kept_spares(dom, snap.counts(d));
+        int cap = healthy[d] - kept;
         if (cap >= s.k)
             ever += cap / s.k;
         else if (dom.capacity() >= s.k)
             ++degraded;
-        int free_n = room[d] + (req.use_spares ? 0 : dom.spares);
+        int free_n = room[d] + kept;
         with_spares += free_n / s.k;
         usable += std::max(room[d], 0);
         fitting += std::max(room[d], 0) / s.k;
@@ -402,8 +405,11 @@ PlacementResult place_naive(const Snapshot& snap, const SliceRequest& req) {
         DomainId best = kNoDomain;
         int best_room = 0;
         for (DomainId d = 0; d < nd; ++d) {
-            const int sp = map.domain(d).spares;
-            int r = req.use_spares ? free_n[d] : free_n[d] + std::min(lent_n[d], sp) - sp;
+            int healthy_n = 0;
+            for (NodeId id : map.domain(d).nodes) healthy_n += is_healthy(snap.node(id).state);
+            const int failed = map.domain(d).size() - healthy_n;
+            const int kept = std::max(0, map.domain(d).spares - failed);
+            int r = req.use_spares ? free_n[d] : free_n[d] + std::min(lent_n[d], kept) - kept;
             if (r < s.k || !map.domain(d).allows_slice(s.k)) continue;
             if (best == kNoDomain || r < best_room) {
                 best = d;

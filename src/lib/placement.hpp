@@ -6,9 +6,10 @@
 //  - best fit: the domain with the fewest usable free nodes that still fits,
 //    so that whole racks stay whole; ties go to the lower domain index, so
 //    the same snapshot always gives the same answer;
-//  - spares stay free: a domain gives a slice at most free - spares nodes,
-//    hence a degraded domain (fewer healthy nodes than slice + spares) only
-//    serves smaller slices;
+//  - the spares are the domain's failure budget: it keeps
+//    max(0, spares - failed) nodes free for repairs (kept_spares()), so a rack
+//    of 18 with 1 or 2 failed nodes still takes a 16-node slice, and one with
+//    more failed nodes than spares serves only smaller slices;
 //  - `auto` sizing is balanced: the fewest domains, equal slices, never more
 //    than the per-rack limit (24 -> 12+12, 48 -> 3x16, 40 -> 4x10);
 //  - plain (non-slice) jobs are packed into already-broken domains first.

@@ -455,8 +455,9 @@ void Cycle::try_defrag(const SliceJob& sj) {
     std::vector<JobId> best_victims;
     for (DomainId d = 0; d < map_.domains().size(); ++d) {
         const Domain& dom = map_.domain(d);
-        if (!dom.allows_slice(k) || snap_.counts(d).healthy - dom.spares < k) continue;
-        int room = snap_.counts(d).free - dom.spares;
+        const DomainCounts& dc = snap_.counts(d);
+        if (!dom.allows_slice(k) || dc.healthy - kept_spares(dom, dc) < k) continue;
+        int room = domain_room(dom, dc, false);
         std::map<JobId, int> in_rack;
         for (NodeId id : dom.nodes) {
             const NodeStatus& st = snap_.node(id);
@@ -551,7 +552,8 @@ void Cycle::keep_spares() {
         const Domain& dom = map_.domain(d);
         std::vector<NodeId> pick;
         // A node lent to preemptible work is still a spare: a repair takes it back.
-        int want_n = dom.spares;
+        // The spares are the rack's failure budget: failed nodes used them up.
+        int want_n = kept_spares(dom, snap_.counts(d));
         for (NodeId id : dom.nodes)
             if (snap_.node(id).preemptible && !is_free(snap_.node(id).state)) --want_n;
         // keep current spares that are still free, then the rack's last idle nodes

@@ -54,6 +54,14 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
     std::vector<NodeId> taken = running.nodes();
     std::vector<NodeId> cand;
 
+    // Why a slice cannot stay in its domain, with the figures that show it.
+    auto no_room_in = [&](DomainId d, int lost, int usable) {
+        if (d == kNoDomain) return std::string("its slice spans domains");
+        const Domain& dom = map.domain(d);
+        return fmt::format("{} has {} usable free node(s) for {} ({} spare(s), {} failed node(s))", dom.name,
+                           usable, lost, dom.spares, dom.size() - snap.counts(d).healthy);
+    };
+
     for (auto& slice : plan.placement.slices) {
         SliceRepair rep;
         rep.slice_index = slice.index;
@@ -69,8 +77,10 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
         const int k = int(slice.nodes.size());
 
         // 1. the same domain
+        int usable_here = 0;
         if (slice.domain != kNoDomain) {
             candidates(snap, slice.domain, taken, cand, true);
+            usable_here = int(cand.size());
             if (int(cand.size()) >= lost) {
                 rep.action = RepairAction::ReplaceInDomain;
                 rep.to = slice.domain;
@@ -102,7 +112,7 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
             int free_n = 0;
             for (NodeId id : map.domain(d).nodes)
                 if (is_free(snap.node(id).state) && !contains(taken, id)) ++free_n;
-            int room = free_n - map.domain(d).spares;
+            int room = free_n - kept_spares(map.domain(d), snap.counts(d));
             if (room >= k && (best == kNoDomain || room < best_room)) {
                 best = d;
                 best_room = room;
@@ -119,9 +129,8 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
             rep.added.assign(cand.begin(), cand.begin() + k);
             std::sort(rep.added.begin(), rep.added.end());
             taken.insert(taken.end(), rep.added.begin(), rep.added.end());
-            rep.detail = fmt::format("slice {}: {} failed node(s), no spare left in {}; moved to {}", slice.index, lost,
-                                     slice.domain == kNoDomain ? "(split)" : map.domain(slice.domain).name,
-                                     map.domain(best).name);
+            rep.detail = fmt::format("slice {}: {} failed node(s), {}; moved to {}", slice.index, lost,
+                                     no_room_in(slice.domain, lost, usable_here), map.domain(best).name);
             slice.nodes = rep.added;
             slice.domain = best;
             ++plan.moved;
@@ -131,9 +140,8 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
 
         // 3. wait
         rep.action = RepairAction::Wait;
-        rep.detail =
-            fmt::format("slice {}: {} failed node(s), no spare left in {} and no other domain has room for {} nodes",
-                        slice.index, lost, slice.domain == kNoDomain ? "(split)" : map.domain(slice.domain).name, k);
+        rep.detail = fmt::format("slice {}: {} failed node(s), {} and no other domain has room for {} nodes",
+                                 slice.index, lost, no_room_in(slice.domain, lost, usable_here), k);
         if (plan.feasible) plan.reason = rep.detail;
         plan.feasible = false;
         plan.slices.push_back(std::move(rep));

@@ -170,7 +170,7 @@ std::string render_show(const Snapshot& snap, const std::vector<std::string>& ra
         total.down += s.down;
         slices += int(s.slices.size());
         whole += s.free + s.spares == s.nodes;
-        const int room = std::max(0, s.free + s.spares - dom.spares);
+        const int room = std::max(0, domain_room(dom, snap.counts(d), false));
         if (json) {
             std::string sl;
             for (const auto& [key, ids] : s.slices)

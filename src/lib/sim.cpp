@@ -106,18 +106,7 @@ class Sim {
 
   private:
     static RackMap make_map(const SimParams& p, Policy pol) {
-        MapDefaults d;
-        d.spares = pol == Policy::Nvlslice ? p.spares : 0;
-        RackMap m(d);
-        for (int r = 0; r < p.racks; ++r) {
-            std::vector<std::string> names;
-            for (int i = 0; i < p.nodes_per_rack; ++i) names.push_back(fmt::format("n{}", r * p.nodes_per_rack + i));
-            Domain dom;
-            dom.name = fmt::format("r{}", r);
-            dom.spares = d.spares;
-            m.add_domain(dom, names);
-        }
-        return m;
+        return regular_map(p.racks, p.nodes_per_rack, pol == Policy::Nvlslice ? p.spares : 0);
     }
     bool try_start(int j, double now, Reason* why = nullptr);
     void maybe_defrag(int j, double now);
@@ -260,8 +249,9 @@ void Sim::maybe_defrag(int j, double now) {
     std::vector<int> best;
     for (DomainId d = 0; d < map_.domains().size(); ++d) {
         const Domain& dom = map_.domain(d);
-        if (snap_.counts(d).healthy - dom.spares < k) continue;
-        int room = snap_.counts(d).free - dom.spares;
+        const DomainCounts& dc = snap_.counts(d);
+        if (dc.healthy - kept_spares(dom, dc) < k) continue;
+        int room = domain_room(dom, dc, false);
         std::vector<std::pair<double, int>> cands; // cost, job
         std::vector<int> seen;
         for (NodeId id : dom.nodes) {

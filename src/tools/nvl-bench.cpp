@@ -63,15 +63,7 @@ int main(int argc, char** argv) {
         const int base_decisions = int(o.integer("baseline-decisions", 2000, 100, 10000000));
         const uint64_t seed = uint64_t(o.integer("seed", 42, 0, 1L << 62));
 
-        MapDefaults defs;
-        RackMap map(defs);
-        for (int r = 0; r < racks; ++r) {
-            std::vector<std::string> names;
-            for (int i = 0; i < per; ++i) names.push_back(fmt::format("nvl{:06d}", r * per + i + 1));
-            Domain d;
-            d.name = fmt::format("rack{:05d}", r + 1);
-            map.add_domain(std::move(d), names);
-        }
+        RackMap map = regular_map(racks, per, 2);
         // A handful of different fragmented states, visited in turn.
         const int nsnap = 8;
         std::vector<std::unique_ptr<Snapshot>> snaps;

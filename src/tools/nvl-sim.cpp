@@ -225,10 +225,11 @@ int main(int argc, char** argv) {
         fmt::print("{:<46} {:>10.1f} {:>14.1f}\n", fmt::format("nvlslice: slices of {}", sizes), b.mixed_slices_only,
                    m.mixed_slices_only);
         fmt::print("{:<46} {:>10.1f} {:>14.1f}\n",
-                   fmt::format("nvlslice: + left-over nodes lent ({:.0f}% filled)", p.lend * 100), b.mixed_usable,
+                   fmt::format("  + left-over nodes lent (ASSUMED {:.0f}% filled)", p.lend * 100), b.mixed_usable,
                    m.mixed_usable);
-        fmt::print("{:<46} {:>9.1f}% {:>13.1f}%\n", "nvlslice: share of healthy nodes doing work",
+        fmt::print("{:<46} {:>9.1f}% {:>13.1f}%\n", "  busy share of healthy nodes (assumed)",
                    100 * b.mixed_usable / b.healthy, 100 * m.mixed_usable / m.healthy);
+        fmt::print("\nThe lent share (--lend) is an assumption, not a result: nvl-sim trace simulates it.\n");
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "nvl-sim: %s\n", e.what());

@@ -118,7 +118,7 @@ if wait_for 20 running_on "$J" 'nvl[0019-0034]'; then ok "3 failed nodes: moved 
 expect_match "the record counts the move" 'repairs=1 moves=1' "$(record "$J")"
 scontrol update nodename=nvl[0020-0022] state=drain reason="nvlink down"
 wait_for 10 bash -c "scontrol show job $J | grep -q 'reason=repair waits'"
-expect_match "no rack has room: it keeps running and says why" 'reason=repair waits: slice 0: 3 failed node\(s\), no spare left in rack002 and no other domain has room for 16 nodes' "$(record "$J")"
+expect_match "no rack has room: it keeps running and says why" 'reason=repair waits: slice 0: 3 failed node\(s\), rack002 has 2 usable free node\(s\) for 3 \(2 spare\(s\), 3 failed node\(s\)\) and no other domain has room for 16 nodes' "$(record "$J")"
 expect_eq "still running on its nodes" "RUNNING" "$(squeue -h -j "$J" -o %T)"
 
 echo "# helper: a node's slurmd killed (node goes DOWN) -> the same repair once Slurm marks it DOWN"

@@ -24,11 +24,20 @@ TEST_CASE("degraded racks and their slice sizes", "[capacity][quick]") {
     CHECK(degraded_slice_sizes(p) == std::vector<int>{16, 8, 4, 2, 1});
     CHECK(mixed_slice_nodes(p, 18) == 16);
     CHECK(mixed_slice_nodes(p, 17) == 16); // a spare replaced the failed node
-    CHECK(mixed_slice_nodes(p, 15) == 13); // 8 + 4 + 1 into 13
+    CHECK(mixed_slice_nodes(p, 16) == 16); // both spares replaced failed nodes
+    CHECK(mixed_slice_nodes(p, 15) == 15); // beyond the budget: 8 + 4 + 2 + 1, no spare left
     p.degraded_sizes = {8, 4};
     CHECK(degraded_slice_sizes(p) == std::vector<int>{16, 8, 4});
     CHECK(mixed_slice_nodes(p, 15) == 12);
     CHECK(mixed_slice_nodes(p, 1) == 0);
+    p.degraded_sizes.clear();
+    CHECK(mixed_slice_nodes(p, 1) == 1); // a lone healthy node beyond the budget: a 1-node slice
+    p.spares = 3;
+    p.slice = 15;
+    CHECK(mixed_slice_nodes(p, 18) == 15); // 3 kept
+    CHECK(mixed_slice_nodes(p, 17) == 15); // 1 failed: 2 kept
+    CHECK(mixed_slice_nodes(p, 14) == 14); // 4 failed: none kept, 8 + 4 + 2
+    p.spares = 2;
     p.slice = 20;
     CHECK_THROWS_AS(capacity_binomial(p), Error);
 }

@@ -267,7 +267,89 @@ TEST_CASE("the engine is deterministic and agrees with the naive reference", "[p
             }
             used[sl.domain] += k;
         }
-        for (DomainId d = 0; d < m.domains().size(); ++d)
-            if (used[d]) CHECK(s.counts(d).free - used[d] >= m.domain(d).spares);
+        // spares kept: the rack's budget minus its failed nodes
+        for (DomainId d = 0; d < m.domains().size(); ++d) {
+            const int failed = m.domain(d).size() - s.counts(d).healthy;
+            if (used[d]) CHECK(s.counts(d).free - used[d] >= std::max(0, m.domain(d).spares - failed));
+        }
+    }
+}
+
+// The spares are the rack's failure budget: a rack keeps
+// max(0, spares - failed) nodes idle for repairs.
+TEST_CASE("spare rule: failed nodes count against the spares", "[placement][spares][quick]") {
+    RackMap m = make_map(2, 18);
+    SECTION("no failed node: 16 of 18 free fits, 17 free minus 2 spares does not") {
+        Snapshot s(m);
+        occupy(s, 1, 1); // r2: 17 free
+        auto p = place(s, slices(16, 2));
+        CHECK_FALSE(p.ok);
+        CHECK(p.reason == Reason::WouldConsumeSpares);
+        auto one = place(s, slices(16, 1));
+        REQUIRE(one.ok);
+        CHECK(one.placement.slices[0].domain == 0); // r1, whole: 2 spares stay
+    }
+    SECTION("1 failed node per rack (the issue's nvl005, nvl020): a 16-node slice in each, 1 spare left") {
+        Snapshot s(m);
+        set_all(s, "n005,n020", NodeState::Drained);
+        auto p = place(s, slices(16, 2));
+        REQUIRE(p.ok);
+        CHECK(names(m, p.placement.slices[0].nodes) == "n[001-004,006-017]");
+        CHECK(names(m, p.placement.slices[1].nodes) == "n[019,021-035]");
+        for (DomainId d = 0; d < 2; ++d) CHECK(kept_spares(m.domain(d), s.counts(d)) == 1);
+    }
+    SECTION("2 failed nodes: a full slice, no spare left") {
+        Snapshot s(m);
+        set_all(s, "n001", NodeState::Down);
+        set_all(s, "n002", NodeState::Draining, 9); // a job still runs there, but the node is lost
+        CHECK(kept_spares(m.domain(0), s.counts(0)) == 0);
+        auto p = place(s, slices(16, 1));
+        REQUIRE(p.ok);
+        CHECK(names(m, p.placement.nodes()) == "n[003-018]");
+    }
+    SECTION("3 failed nodes: beyond the budget, only smaller slices") {
+        Snapshot s(m);
+        set_all(s, "n[001-003]", NodeState::Down);
+        set_all(s, "n[019-021]", NodeState::Drained);
+        set_all(s, "n[022-036]", NodeState::Allocated, 5);
+        auto p = place(s, slices(16, 1));
+        CHECK_FALSE(p.ok);
+        CHECK(p.reason == Reason::NoDomainLargeEnough);
+        CHECK_THAT(p.detail, Catch::Contains("(2 degraded by failed nodes)"));
+        auto small = place(s, slices(15, 1));
+        REQUIRE(small.ok); // no node kept: the budget is spent
+        CHECK(names(m, small.placement.nodes()) == "n[004-018]");
+        auto two = place(s, slices(8, 2)); // 8 + 7 left over would not take a second 8
+        CHECK_FALSE(two.ok);
+    }
+    SECTION("a lent spare still counts as one of the kept spares") {
+        Snapshot s(m);
+        set_all(s, "n001", NodeState::Down);
+        s.set(id(m, "n018"), {NodeState::Allocated, 44, -1, true}); // lent to preemptible work
+        set_all(s, "n[019-036]", NodeState::Allocated, 5);
+        auto p = place(s, slices(16, 1));
+        REQUIRE(p.ok);
+        CHECK(names(m, p.placement.nodes()) == "n[002-017]");
+        s.set(id(m, "n018"), {NodeState::Allocated, 44, -1, false}); // not preemptible: no spare left
+        CHECK_FALSE(place(s, slices(16, 1)).ok);
+    }
+    SECTION("plain jobs keep the budgeted spares too") {
+        Snapshot s(m);
+        set_all(s, "n001", NodeState::Down);
+        set_all(s, "n[019-036]", NodeState::Allocated, 5);
+        SliceRequest plain;
+        plain.sliced = false;
+        plain.total_nodes = 17;
+        CHECK_FALSE(place(s, plain).ok); // 17 free, 1 kept
+        plain.total_nodes = 16;
+        CHECK(place(s, plain).ok);
+    }
+    SECTION("the naive reference applies the same rule") {
+        Snapshot s(m);
+        set_all(s, "n005,n020", NodeState::Drained);
+        auto a = place(s, slices(16, 2));
+        auto b = place_naive(s, slices(16, 2));
+        REQUIRE(b.ok);
+        CHECK(a.placement.nodes() == b.placement.nodes());
     }
 }

@@ -167,6 +167,11 @@ TEST_CASE("drain reasons outside the pattern do not trigger a repair; DOWN alway
     j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
     w.node("n005").state = NodeState::Draining;
     w.node("n005").reason = "planned maintenance";
+    // no repair; the failed node used up one of the rack's 2 spares
+    auto first = w.cycle();
+    CHECK(kinds(first) == "reservation");
+    CHECK(first.actions[0].arg == "n[017,035-036]");
+    w.resv = Reservation{"nvlslice_spares", "n[017,035-036]"};
     CHECK(w.cycle().actions.empty());
     w.node("n005").reason = "GPU XID 79";
     CHECK(kinds(w.cycle()) == "reservation record requeue-hold pin-nodes");
@@ -187,6 +192,7 @@ TEST_CASE("--no-requeue jobs are reported, never requeued", "[reconcile][quick]"
     j.requeue = false;
     j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
     w.node("n003").state = NodeState::Draining;
+    w.resv = Reservation{"nvlslice_spares", "n[017,035-036]"}; // n003 used up one spare
     auto out = w.cycle();
     CHECK(kinds(out) == "record");
     CHECK_THAT(out.actions[0].arg,
@@ -209,10 +215,12 @@ TEST_CASE("spares gone: the slice moves to the other rack; no room: it keeps run
     CHECK(out.stats.moves == 1);
     // now r3 is busy too: nothing can host the slice
     for (int i = 37; i <= 40; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Allocated;
+    // r1's three failed nodes used up its two spares
+    w.resv = Reservation{"nvlslice_spares", "n[035-036,053-054]"};
     auto wait = w.cycle();
     CHECK(kinds(wait) == "record");
-    CHECK_THAT(wait.actions[0].arg,
-               Catch::Contains("reason=repair waits: slice 0: 3 failed node(s), no spare left in r1"));
+    CHECK_THAT(wait.actions[0].arg, Catch::Contains("reason=repair waits: slice 0: 3 failed node(s), r1 has 2 "
+                                                    "usable free node(s) for 3 (2 spare(s), 3 failed node(s))"));
 }
 
 TEST_CASE("a job Slurm requeued after a node went down is repaired before it runs again", "[reconcile][quick]") {

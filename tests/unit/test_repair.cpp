@@ -81,7 +81,7 @@ TEST_CASE("spares gone: the slice moves to another healthy rack", "[repair][quic
     CHECK(j.map.domain(p.slices[0].to).name == "r3");
     CHECK(names(j.map, p.placement.slices[0].nodes) == "n[037-052]");
     CHECK(p.placement.slices[0].domain == 2);
-    CHECK_THAT(p.slices[0].detail, Catch::Contains("no spare left in r1; moved to r3"));
+    CHECK_THAT(p.slices[0].detail, Catch::Contains("r1 has 2 usable free node(s) for 3 (2 spare(s), 3 failed node(s)); moved to r3"));
 }
 
 TEST_CASE("no rack has room: the job waits with the reason", "[repair][quick]") {
@@ -91,7 +91,7 @@ TEST_CASE("no rack has room: the job waits with the reason", "[repair][quick]") 
     RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n[001-003]"));
     CHECK_FALSE(p.feasible);
     CHECK(p.slices[0].action == RepairAction::Wait);
-    CHECK_THAT(p.reason, Catch::Contains("no spare left in r1 and no other domain has room for 16 nodes"));
+    CHECK_THAT(p.reason, Catch::Contains("for 3 (2 spare(s), 3 failed node(s)) and no other domain has room for 16 nodes"));
     CHECK(p.placement.nodes() == j.placement.nodes()); // nothing half-planned
 }
 
@@ -121,4 +121,41 @@ TEST_CASE("nodes the snapshot shows failed count even if not listed", "[repair][
     RepairPlan p = plan_repair(j.snap, j.placement, {});
     REQUIRE(p.feasible);
     CHECK(names(j.map, p.slices[0].removed) == "n010");
+}
+
+TEST_CASE("spare rule: two failures are repaired in the rack, the third moves the slice", "[repair][spares][quick]") {
+    Running j(3); // slices on r1 (n001-n016) and r2; spares n017-n018 in r1
+    j.fail("n003");
+    RepairPlan p1 = plan_repair(j.snap, j.placement, j.ids("n003"));
+    REQUIRE(p1.feasible);
+    CHECK(p1.replaced_in_domain == 1);
+    // n017 joins the slice; the rack keeps 1 spare for its 1 failed node
+    for (NodeId n : p1.placement.nodes()) j.snap.set(n, {NodeState::Allocated, 42, 0, false});
+    CHECK(kept_spares(j.map.domain(0), j.snap.counts(0)) == 1);
+    j.fail("n004");
+    RepairPlan p2 = plan_repair(j.snap, p1.placement, j.ids("n004"));
+    REQUIRE(p2.feasible);
+    CHECK(p2.replaced_in_domain == 1);
+    CHECK(names(j.map, p2.placement.slices[0].nodes) == "n[001-002,005-018]");
+    for (NodeId n : p2.placement.nodes()) j.snap.set(n, {NodeState::Allocated, 42, 0, false});
+    CHECK(kept_spares(j.map.domain(0), j.snap.counts(0)) == 0);
+    j.fail("n005");
+    RepairPlan p3 = plan_repair(j.snap, p2.placement, j.ids("n005"));
+    REQUIRE(p3.feasible);
+    CHECK(p3.moved == 1);
+    CHECK(j.map.domain(p3.placement.slices[0].domain).name == "r3");
+    CHECK_THAT(p3.slices[0].detail, Catch::Contains("r1 has 0 usable free node(s) for 1 (2 spare(s), 3 failed"));
+}
+
+TEST_CASE("spare rule: a move target keeps only the spares its failures left", "[repair][spares][quick]") {
+    Running j(3);
+    j.fail("n001");
+    j.fail("n[017-018]"); // r1: no free node left
+    set_all(j.snap, "n037", NodeState::Down); // r3: 17 healthy, keeps 1: room 16
+    RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n001"));
+    REQUIRE(p.feasible);
+    CHECK(p.moved == 1);
+    CHECK(names(j.map, p.placement.slices[0].nodes) == "n[038-053]");
+    set_all(j.snap, "n[038-039]", NodeState::Down); // r3: 15 healthy: no 16-node slice
+    CHECK_FALSE(plan_repair(j.snap, j.placement, j.ids("n001")).feasible);
 }
