@@ -1,5 +1,6 @@
 #include "reconcile.hpp"
 
+#include "defrag.hpp"
 #include "hostlist.hpp"
 #include "placement.hpp"
 #include "repair.hpp"
@@ -11,6 +12,8 @@
 #include <algorithm>
 #include <regex>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace nvl {
 
@@ -29,6 +32,11 @@ const char* to_string(ActionKind k) {
 }
 
 namespace {
+
+// "busy: 26 usable free nodes, ..." -> "busy"
+std::string_view reason_kind(std::string_view reason) {
+    return reason.substr(0, reason.find(':'));
+}
 
 struct SliceJob {
     const SlurmJob* job;
@@ -77,6 +85,16 @@ class Cycle {
     void pin_and_release(const SliceJob& sj, const Placement& p, PlacementRecord r, bool requeue_first);
     std::string hl(const std::vector<NodeId>& ids) const { return hostlist_compress(map_.node_names(ids)); }
     void log(const std::string& s) { out_.log.push_back(s); }
+    // Every action goes through act(), which remembers per job which kinds
+    // were asked for, so that a later pass asks in O(1).
+    void act(Action a) {
+        if (a.job) acted_[a.job] |= 1u << unsigned(a.kind);
+        out_.actions.push_back(std::move(a));
+    }
+    bool did(JobId job, ActionKind k) const {
+        auto it = acted_.find(job);
+        return it != acted_.end() && (it->second & (1u << unsigned(k)));
+    }
 
     const RackMap& map_;
     const std::vector<SlurmNode>& nodes_;
@@ -90,13 +108,14 @@ class Cycle {
     std::optional<std::regex> drain_re_;
     std::vector<SliceJob> slice_jobs_;
     std::set<std::string> reserved_;
-    std::set<JobId> settled_; // jobs pass 1 has dealt with: not placed again in pass 2
+    std::unordered_set<JobId> settled_; // jobs pass 1 has dealt with: not placed again in pass 2
+    std::unordered_map<JobId, uint32_t> acted_; // per job: a bit per ActionKind asked for
     bool defrag_done_ = false;
     CycleOutput out_;
 };
 
 void Cycle::build_snapshot() {
-    snap_ = snapshot_from_slurm(map_, nodes_, jobs_, spares_);
+    snap_ = snapshot_from_slurm(map_, nodes_, jobs_, spares_, cfg_.lend);
     if (spares_)
         for (auto& n : hostlist_expand(spares_->nodes)) reserved_.insert(n);
     for (const auto& n : nodes_) {
@@ -186,7 +205,7 @@ void Cycle::take(const std::vector<NodeId>& ids, JobId job) {
 
 void Cycle::record(const SliceJob& sj, const PlacementRecord& r) {
     std::string text = r.str();
-    if (text != sj.job->admin_comment) out_.actions.push_back({ActionKind::SetRecord, sj.job->id, text});
+    if (text != sj.job->admin_comment) act({ActionKind::SetRecord, sj.job->id, text});
 }
 
 void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, PlacementRecord r, bool requeue_first) {
@@ -208,9 +227,9 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
         // completing, so StartTime=now and the release come in a later
         // cycle, once the job is pending again (see handle_pending).
         r.state = "repairing";
-        out_.actions.push_back({ActionKind::SetRecord, id, r.str()});
-        out_.actions.push_back({ActionKind::RequeueHold, id, {}});
-        out_.actions.push_back({ActionKind::PinOnly, id, hl(p.nodes())});
+        act({ActionKind::SetRecord, id, r.str()});
+        act({ActionKind::RequeueHold, id, {}});
+        act({ActionKind::PinOnly, id, hl(p.nodes())});
         take(p.nodes(), id);
         return;
     }
@@ -218,16 +237,16 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
         // It ran before: pin it to start in the next second; a later cycle
         // releases it when that second has come (handle_pending, pass 1).
         r.state = "repairing";
-        out_.actions.push_back({ActionKind::SetRecord, id, r.str()});
-        out_.actions.push_back({ActionKind::Pin, id, hl(p.nodes()), start_time(*sj.job)});
+        act({ActionKind::SetRecord, id, r.str()});
+        act({ActionKind::Pin, id, hl(p.nodes()), start_time(*sj.job)});
         settled_.insert(id);
         take(p.nodes(), id);
         return;
     }
     r.state = "placed";
-    out_.actions.push_back({ActionKind::SetRecord, id, r.str()});
-    out_.actions.push_back({ActionKind::Pin, id, hl(p.nodes()), now_});
-    out_.actions.push_back({ActionKind::Release, id, {}});
+    act({ActionKind::SetRecord, id, r.str()});
+    act({ActionKind::Pin, id, hl(p.nodes()), now_});
+    act({ActionKind::Release, id, {}});
     take(p.nodes(), id);
 }
 
@@ -296,9 +315,9 @@ bool Cycle::place_job(const SliceJob& sj) {
     PlacementResult r = place(snap_, req);
     PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
     rec.lent = false;
-    if (!r.ok && sj.tag.checkpointable && sj.tag.nodes == 1 && j.requeue) {
-        // Spares are not left idle (SPEC §3): checkpointable single-node
-        // work may borrow one until a repair needs it back.
+    if (!r.ok && may_borrow_spares({sj.tag.checkpointable, j.requeue, j.batch, sj.tag.nodes}, cfg_.lend)) {
+        // Spares are not left idle: preemptible work may borrow them until a
+        // repair needs them back (defrag.hpp, the simulator's policy too).
         req.use_spares = true;
         PlacementResult lent = place(snap_, req);
         if (lent.ok) {
@@ -310,11 +329,16 @@ bool Cycle::place_job(const SliceJob& sj) {
         ++out_.stats.pending_by_reason[to_string(r.reason)];
         // The plugin's hold is a user hold, which its owner could release
         // while the job waits: make it an admin hold.
-        if (j.held && !j.admin_held) out_.actions.push_back({ActionKind::Hold, j.id, {}});
+        if (j.held && !j.admin_held) act({ActionKind::Hold, j.id, {}});
+        // The record (one RPC) and the log line change only when the kind of
+        // reason does: the figures in it move with every job that starts or
+        // ends, and rewriting thousands of waiting jobs' records each cycle
+        // would swamp slurmctld.
+        const bool was_waiting = sj.rec && sj.rec->state == "waiting";
         rec.state = "waiting";
         rec.slice = sj.tag.slice;
         rec.slices.clear();
-        if (rec.reason != r.detail) {
+        if (!was_waiting || reason_kind(rec.reason) != reason_kind(r.detail)) {
             rec.reason = r.detail;
             record(sj, rec);
             log(fmt::format("job {}: waits: {}", j.id, r.detail));
@@ -359,7 +383,7 @@ void Cycle::handle_pending(const SliceJob& sj, bool placing_pass) {
                 taken = taken || (st.job_id != 0 && st.job_id != j.id && !is_free(st.state));
             }
             if (taken && now_ - std::max(j.submit_time, j.start_time) > cfg_.replace_after_s) {
-                out_.actions.push_back({ActionKind::Hold, j.id, {}});
+                act({ActionKind::Hold, j.id, {}});
                 PlacementRecord rec = *sj.rec;
                 rec.state = "waiting";
                 rec.reason = "its nodes were taken by another job; placing again";
@@ -368,7 +392,7 @@ void Cycle::handle_pending(const SliceJob& sj, bool placing_pass) {
             }
             return;
         }
-        if (!j.held) out_.actions.push_back({ActionKind::Hold, j.id, {}});
+        if (!j.held) act({ActionKind::Hold, j.id, {}});
         if (!pinned_failed) {
             // The second half of a repair (the job is pending again after its
             // requeue), or a crash between pin and release: start it on its
@@ -387,15 +411,15 @@ void Cycle::handle_pending(const SliceJob& sj, bool placing_pass) {
                 // at once instead of at its next periodic pass.
                 const int64_t start = start_time(j);
                 if (j.restarts > 0 && j.begin_time > start) {
-                    out_.actions.push_back({ActionKind::Pin, j.id, hl(pinned), start});
+                    act({ActionKind::Pin, j.id, hl(pinned), start});
                     return;
                 }
                 if (j.restarts > 0 && j.begin_time > now_) return; // its second has not come yet
                 PlacementRecord rec = *sj.rec;
                 rec.state = "placed";
                 record(sj, rec);
-                if (j.restarts == 0) out_.actions.push_back({ActionKind::Pin, j.id, hl(pinned), now_});
-                out_.actions.push_back({ActionKind::Release, j.id, {}});
+                if (j.restarts == 0) act({ActionKind::Pin, j.id, hl(pinned), now_});
+                act({ActionKind::Release, j.id, {}});
                 log(fmt::format("job {}: released on its pinned nodes {}{}", j.id, hl(pinned),
                                 sj.rec->state == "repairing" ? " (repair complete)" : ""));
             }
@@ -421,16 +445,13 @@ void Cycle::handle_pending(const SliceJob& sj, bool placing_pass) {
     }
 
     // Pass 2: place what has no usable placement.
-    const bool done = settled_.count(j.id) ||
-                      std::any_of(out_.actions.begin(), out_.actions.end(),
-                                  [&](const Action& a) { return a.job == j.id && a.kind == ActionKind::Release; });
+    const bool done = settled_.count(j.id) || did(j.id, ActionKind::Release);
     if (done) return;
     if (placed && !j.held && !pinned_failed) return; // waiting for Slurm to start it
-    if (!j.held && !std::any_of(out_.actions.begin(), out_.actions.end(),
-                                [&](const Action& a) { return a.job == j.id && a.kind == ActionKind::Hold; })) {
+    if (!j.held && !did(j.id, ActionKind::Hold)) {
         // Released by its owner before we placed it: Slurm would start it
         // rack-blind. An admin hold keeps it ours.
-        out_.actions.push_back({ActionKind::Hold, j.id, {}});
+        act({ActionKind::Hold, j.id, {}});
         log(fmt::format("job {}: pending without a placement and not held; held (admin) until placed", j.id));
     }
     place_job(sj);
@@ -445,54 +466,25 @@ void Cycle::try_defrag(const SliceJob& sj) {
     const SlurmJob& blocked = *sj.job;
     if (now_ - blocked.submit_time < cfg_.defrag_after_s) return;
     if (mem_.last_defrag && now_ - mem_.last_defrag < cfg_.defrag_interval_s) return;
-    std::map<JobId, const SlurmJob*> by_id;
-    std::map<JobId, bool> ckpt;
+    std::unordered_map<JobId, const SlurmJob*> by_id;
+    std::unordered_map<JobId, bool> ckpt;
     for (const auto& j : jobs_) by_id[j.id] = &j;
     for (const auto& s : slice_jobs_) ckpt[s.job->id] = s.tag.checkpointable;
     const int k = sj.tag.slice;
-    DomainId best = kNoDomain;
-    double best_cost = 0;
-    std::vector<JobId> best_victims;
-    for (DomainId d = 0; d < map_.domains().size(); ++d) {
-        const Domain& dom = map_.domain(d);
-        const DomainCounts& dc = snap_.counts(d);
-        if (!dom.allows_slice(k) || dc.healthy - kept_spares(dom, dc) < k) continue;
-        int room = domain_room(dom, dc, false);
-        std::map<JobId, int> in_rack;
-        for (NodeId id : dom.nodes) {
-            const NodeStatus& st = snap_.node(id);
-            if (!is_free(st.state) && is_healthy(st.state) && st.job_id) ++in_rack[st.job_id];
-        }
-        struct Cand {
-            JobId id;
-            int nodes;
-            double cost;
-        };
-        std::vector<Cand> cands;
-        for (auto [id, cnt] : in_rack) {
-            auto it = by_id.find(id);
-            if (it == by_id.end() || !ckpt.count(id) || !ckpt[id] || !it->second->requeue) continue;
-            if (!it->second->batch && !cfg_.defrag_interactive) continue;
-            if (it->second->state != JobState::Running) continue;
-            double run = double(std::max<int64_t>(1, now_ - it->second->start_time));
-            cands.push_back({id, cnt, run * double(std::max(1, it->second->num_nodes))});
-        }
-        std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.cost < b.cost; });
-        std::vector<JobId> victims;
-        double cost = 0;
-        for (const auto& c : cands) {
-            if (room >= k) break;
-            victims.push_back(c.id);
-            room += c.nodes;
-            cost += c.cost;
-        }
-        if (room < k || victims.empty()) continue;
-        if (best == kNoDomain || cost < best_cost) {
-            best = d;
-            best_cost = cost;
-            best_victims = victims;
-        }
-    }
+    DefragPlan plan = plan_defrag(snap_, k, [&](JobId id) {
+        VictimInfo v;
+        auto it = by_id.find(id);
+        if (it == by_id.end() || it->second->state != JobState::Running) return v;
+        const SlurmJob& j = *it->second;
+        auto c = ckpt.find(id);
+        JobTraits t{c != ckpt.end() && c->second, j.requeue, j.batch || cfg_.defrag_interactive, j.num_nodes};
+        v.eligible = may_borrow_spares(t);
+        v.cost = double(std::max<int64_t>(1, now_ - j.start_time)) * double(std::max(1, j.num_nodes));
+        return v;
+    });
+    const DomainId best = plan.domain;
+    const double best_cost = plan.cost;
+    const std::vector<JobId>& best_victims = plan.victims;
     if (best == kNoDomain) {
         log(fmt::format("job {}: blocked by fragmentation; no rack can be freed from checkpointable jobs alone",
                         blocked.id));
@@ -540,9 +532,9 @@ void Cycle::yield_job(JobId v, const std::string& why) {
             rec.slices.clear();
             rec.lent = false;
             rec.reason = why;
-            out_.actions.push_back({ActionKind::SetRecord, v, rec.str()});
+            act({ActionKind::SetRecord, v, rec.str()});
         }
-    out_.actions.push_back({ActionKind::Requeue, v, {}});
+    act({ActionKind::Requeue, v, {}});
 }
 
 void Cycle::keep_spares() {

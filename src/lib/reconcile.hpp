@@ -26,6 +26,7 @@
 #pragma once
 
 #include "cluster_api.hpp"
+#include "defrag.hpp"
 #include "model.hpp"
 
 #include <cstdint>
@@ -45,9 +46,13 @@ struct HelperConfig {
     int prefer_wait_s = 300;  // prefer mode: wait this long for whole slices
     int replace_after_s = 60; // placed but not started while others hold the nodes
     bool defrag = true;
-    int defrag_after_s = 120;    // strict job blocked by fragmentation this long
-    int defrag_interval_s = 300; // at most one defragmentation per interval
+    // The pace nvl-sim trace measured best (README, "Capacity"): the same
+    // numbers drive the simulator's nvlslice policy.
+    int defrag_after_s = 3600;    // strict job blocked by fragmentation this long
+    int defrag_interval_s = 3600; // at most one defragmentation per interval
     bool defrag_interactive = false;
+    // Which work may run on a rack's spares until a repair takes them back.
+    LendScope lend = LendScope::Checkpointable;
 };
 
 // Pin: required nodes and StartTime; PinOnly: required nodes only.

@@ -70,18 +70,19 @@ std::string write_snapshot(const Snapshot& snap) {
 }
 
 Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
-                             const std::optional<Reservation>& spares) {
+                             const std::optional<Reservation>& spares, LendScope lend) {
     Snapshot snap(map);
-    std::set<std::string> reserved;
+    std::vector<char> reserved(map.node_count(), 0);
     if (spares)
-        for (auto& n : hostlist_expand(spares->nodes)) reserved.insert(n);
+        for (auto& n : hostlist_expand(spares->nodes))
+            if (auto id = map.find_node(n)) reserved[*id] = 1;
     for (const auto& n : nodes) {
         auto id = map.find_node(n.name);
         if (!id) continue;
         NodeStatus st;
         st.state = n.failed ? NodeState::Down : n.state;
         if (st.state == NodeState::Idle && n.completing) st.state = NodeState::Allocated;
-        if (st.state == NodeState::Idle && reserved.count(n.name)) st.state = NodeState::SpareReserved;
+        if (st.state == NodeState::Idle && reserved[*id]) st.state = NodeState::SpareReserved;
         snap.set(*id, st);
     }
     for (const auto& j : jobs) {
@@ -92,21 +93,29 @@ Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& n
             rec = PlacementRecord::parse(j.admin_comment);
             tag = RequestTag::parse(j.comment);
         } catch (const Error&) {}
+        // work a repair may take back: its nodes count as the rack's kept spares
+        const bool preemptible = tag && j.state == JobState::Running &&
+                                 may_borrow_spares({tag->checkpointable, j.requeue, j.batch, int(j.nodes.size())}, lend);
         for (const auto& name : j.nodes) {
             auto id = map.find_node(name);
             if (!id) continue;
             NodeStatus st = snap.node(*id);
             if (is_free(st.state)) st.state = NodeState::Allocated;
             st.job_id = j.id;
-            if (rec)
-                for (size_t s = 0; s < rec->slices.size(); ++s)
-                    for (const auto& n : hostlist_expand(rec->slices[s]))
-                        if (n == name) st.slice = int16_t(s);
-            // checkpointable single-node work on a lent spare: a repair may take it back
-            if (tag && tag->checkpointable && j.nodes.size() == 1 && j.requeue && j.state == JobState::Running)
-                st.preemptible = true;
+            st.slice = -1;
+            st.preemptible = preemptible;
             snap.set(*id, st);
         }
+        // slice indices from the record: each slice's hostlist expanded once
+        if (rec)
+            for (size_t s = 0; s < rec->slices.size(); ++s)
+                for (const auto& n : hostlist_expand(rec->slices[s])) {
+                    auto id = map.find_node(n);
+                    if (!id || snap.node(*id).job_id != j.id) continue;
+                    NodeStatus st = snap.node(*id);
+                    st.slice = int16_t(s);
+                    snap.set(*id, st);
+                }
     }
     return snap;
 }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "cluster_api.hpp"
+#include "defrag.hpp"
 #include "model.hpp"
 
 #include <optional>
@@ -24,9 +25,12 @@ Snapshot read_snapshot(const RackMap& map, std::string_view text, const std::str
 std::string write_snapshot(const Snapshot& snap);
 
 // The live state as the helper sees it: node states (spares from the
-// reservation), owners, and slice indices from the helper's records.
+// reservation), owners, slice indices from the helper's records, and which
+// nodes run work a repair may take back (`lend`, defrag.hpp). Linear in
+// nodes plus jobs: every hostlist is expanded once.
 Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
-                             const std::optional<Reservation>& spares);
+                             const std::optional<Reservation>& spares,
+                             LendScope lend = LendScope::Checkpointable);
 
 // `nvl-topo show [RACK...]`: empty `racks` = all. Throws nvl::Error on an
 // unknown rack name.

@@ -1,8 +1,10 @@
 #include "sim.hpp"
 
+#include "defrag.hpp"
 #include "error.hpp"
 #include "model.hpp"
 #include "placement.hpp"
+#include "reconcile.hpp"
 #include "repair.hpp"
 
 #include <fmt/format.h>
@@ -91,6 +93,8 @@ struct RunJob {
     uint32_t gen = 0;
     double remaining = 0; // full-speed hours left (at the last checkpoint / start)
     double run_start = 0;
+    double work_start = 0; // run_start + the restart delay of a restart
+    double failed_at = -1; // a node failure stopped it then; -1: not recovering
     double speed = 1;
     std::vector<NodeId> nodes; // allocated (whole racks: all of them)
     int used = 0;              // nodes doing work
@@ -113,6 +117,10 @@ class Sim {
     void stop(int j, double now, bool keep_nodes);
     void schedule(double now);
     void account_run(int j, double now);
+    JobTraits traits(int j) const;
+    // Nodes of work the lending policy may take back count as kept spares.
+    bool preemptible(int j) const { return pol_ == Policy::Nvlslice && may_borrow_spares(traits(j), p_.lend); }
+    void run_on(int j, const std::vector<NodeId>& nodes, double now);
 
     const SimParams& p_;
     const Trace& t_;
@@ -124,8 +132,41 @@ class Sim {
     std::priority_queue<Event, std::vector<Event>, std::greater<Event>> ev_;
     PolicyResult res_;
     double useful_ = 0, useful_slice_ = 0, alloc_ = 0, wait_sum_ = 0;
+    double healthy_hours_ = 0, last_event_ = 0;
+    double recovery_sum_ = 0;
+    int recoveries_ = 0;
     double last_defrag_ = -1;
+    const HelperConfig helper_; // the daemon's defaults: the same defragmentation pace
 };
+
+JobTraits Sim::traits(int j) const {
+    const TraceJob& tj = t_.jobs[size_t(j)];
+    return {tj.ckpt, true, true, tj.nodes};
+}
+
+// (Re)starts job j on `nodes`: a restart pays the restart delay first.
+void Sim::run_on(int j, const std::vector<NodeId>& nodes, double now) {
+    RunJob& r = jobs_[size_t(j)];
+    const bool pre = preemptible(j);
+    for (NodeId id : nodes) snap_.set(id, {NodeState::Allocated, JobId(j + 1), -1, pre});
+    r.running = true;
+    r.nodes = nodes;
+    r.run_start = now;
+    r.work_start = now + (r.started_once ? p_.restart_hours : 0.0);
+    if (r.failed_at >= 0) {
+        recovery_sum_ += r.work_start - r.failed_at;
+        ++recoveries_;
+        r.failed_at = -1;
+    }
+    if (!r.started_once) {
+        r.started_once = true;
+        r.remaining = t_.jobs[size_t(j)].hours;
+        wait_sum_ += now - t_.jobs[size_t(j)].arrival;
+        ++res_.jobs_started;
+    }
+    ++r.gen;
+    ev_.push({r.work_start + r.remaining / r.speed, Finish, j, r.gen, 0});
+}
 
 void Sim::account_run(int j, double now) {
     RunJob& r = jobs_[size_t(j)];
@@ -139,7 +180,6 @@ bool Sim::try_start(int j, double now, Reason* why) {
     std::vector<NodeId> nodes;
     double speed = 1;
     int split = 0;
-    bool lent = false;
     if (pol_ == Policy::FirstFit) {
         for (NodeId id = 0; id < map_.node_count() && int(nodes.size()) < tj.nodes; ++id)
             if (snap_.node(id).state == NodeState::Idle) nodes.push_back(id);
@@ -147,26 +187,33 @@ bool Sim::try_start(int j, double now, Reason* why) {
         const int k = std::min(tj.nodes, p_.slice);
         for (size_t s = 0; s < nodes.size(); s += size_t(k))
             if (map_.domain_of(nodes[s]) != map_.domain_of(nodes[std::min(nodes.size(), s + size_t(k)) - 1])) ++split;
-        if (split) speed = p_.split_speed;
-    } else if (pol_ == Policy::WholeRacks) {
+    } else if (pol_ == Policy::WholeRacks && tj.nodes >= p_.slice) {
         const int want = (tj.nodes + p_.nodes_per_rack - 1) / p_.nodes_per_rack;
         std::vector<DomainId> racks;
         for (DomainId d = 0; d < map_.domains().size() && int(racks.size()) < want; ++d)
             if (snap_.counts(d).free == map_.domain(d).size()) racks.push_back(d);
         if (int(racks.size()) < want) return false;
         for (DomainId d : racks) nodes.insert(nodes.end(), map_.domain(d).nodes.begin(), map_.domain(d).nodes.end());
+    } else if (pol_ == Policy::WholeRacks) {
+        // below one slice: packed best fit into racks already in use
+        SliceRequest req;
+        req.sliced = false;
+        req.total_nodes = tj.nodes;
+        PlacementResult pr = place(snap_, req);
+        if (!pr.ok) return false;
+        nodes = pr.placement.nodes();
+        split = pr.placement.domain_count(map_) > 1;
     } else {
         SliceRequest req;
         req.slice_size = std::min(tj.nodes, p_.slice);
         req.total_nodes = tj.nodes;
         if (tj.nodes % req.slice_size) req.slice_size = 0; // auto
         PlacementResult pr = place(snap_, req);
-        lent = false;
-        if (!pr.ok && pol_ == Policy::Nvlslice && tj.nodes == 1 && tj.ckpt) {
-            // spares are lent to checkpointable single-node work (SPEC §3)
+        if (!pr.ok && pol_ == Policy::Nvlslice && may_borrow_spares(traits(j), p_.lend)) {
+            // spares are lent to preemptible work until a repair needs them
             req.use_spares = true;
-            pr = place(snap_, req);
-            lent = pr.ok;
+            PlacementResult lent = place(snap_, req);
+            if (lent.ok) pr = lent;
         }
         if (!pr.ok) {
             if (why) *why = pr.reason;
@@ -175,21 +222,11 @@ bool Sim::try_start(int j, double now, Reason* why) {
         nodes = pr.placement.nodes();
         r.placement = pr.placement;
     }
-    for (NodeId id : nodes) snap_.set(id, {NodeState::Allocated, JobId(j + 1), -1, lent});
-    if (!r.started_once) {
-        r.started_once = true;
-        r.remaining = tj.hours;
-        wait_sum_ += now - tj.arrival;
-        ++res_.jobs_started;
-    }
+    if (split) speed = p_.split_speed;
     res_.split_slices += split;
-    r.running = true;
-    r.nodes = nodes;
     r.used = tj.nodes;
     r.speed = speed;
-    r.run_start = now;
-    ++r.gen;
-    ev_.push({now + r.remaining / speed, Finish, j, r.gen, 0});
+    run_on(j, nodes, now);
     return true;
 }
 
@@ -198,7 +235,7 @@ void Sim::stop(int j, double now, bool keep_nodes) {
     const TraceJob& tj = t_.jobs[size_t(j)];
     RunJob& r = jobs_[size_t(j)];
     account_run(j, now);
-    const double wall = now - r.run_start;
+    const double wall = std::max(0.0, now - r.work_start);
     const double kept_wall = tj.ckpt ? std::floor(wall / p_.checkpoint_hours) * p_.checkpoint_hours : 0.0;
     const double kept = kept_wall * r.speed;
     res_.lost_gpu_hours += (wall - kept_wall) * r.used * 4;
@@ -236,54 +273,30 @@ void Sim::schedule(double now) {
     }
 }
 
-// nvlslice's defragmentation, as nvlsliced does it: the queue head, a slice
-// job blocked only by fragmentation for an hour, gets the rack that is
-// cheapest to free from checkpointable jobs (nodes x hours run); at most
-// one per half hour. The requeued jobs wait behind it.
+// nvlslice's defragmentation: the helper's own plan_defrag() at the
+// helper's default pace (a slice job blocked by fragmentation for
+// defrag_after_s, at most one per defrag_interval_s). Requeued jobs wait
+// right behind the job they made room for.
 void Sim::maybe_defrag(int j, double now) {
     const TraceJob& tj = t_.jobs[size_t(j)];
-    if (pol_ != Policy::Nvlslice || tj.nodes < p_.slice) return;
-    if (now - tj.arrival < 1.0 || (last_defrag_ >= 0 && now - last_defrag_ < 0.5)) return;
-    const int k = p_.slice;
-    double best_cost = -1;
-    std::vector<int> best;
-    for (DomainId d = 0; d < map_.domains().size(); ++d) {
-        const Domain& dom = map_.domain(d);
-        const DomainCounts& dc = snap_.counts(d);
-        if (dc.healthy - kept_spares(dom, dc) < k) continue;
-        int room = domain_room(dom, dc, false);
-        std::vector<std::pair<double, int>> cands; // cost, job
-        std::vector<int> seen;
-        for (NodeId id : dom.nodes) {
-            const NodeStatus& st = snap_.node(id);
-            if (st.state != NodeState::Allocated || st.job_id == 0) continue;
-            int v = int(st.job_id) - 1;
-            if (std::find(seen.begin(), seen.end(), v) != seen.end()) continue;
-            seen.push_back(v);
-            if (!t_.jobs[size_t(v)].ckpt) continue;
-            cands.emplace_back(double(jobs_[size_t(v)].nodes.size()) * (now - jobs_[size_t(v)].run_start), v);
-        }
-        std::sort(cands.begin(), cands.end());
-        std::vector<int> victims;
-        double cost = 0;
-        for (auto [c, v] : cands) {
-            if (room >= k) break;
-            int in_rack = 0;
-            for (NodeId id : jobs_[size_t(v)].nodes) in_rack += map_.domain_of(id) == d;
-            room += in_rack;
-            cost += c;
-            victims.push_back(v);
-        }
-        if (room < k || victims.empty()) continue;
-        if (best_cost < 0 || cost < best_cost) {
-            best_cost = cost;
-            best = victims;
-        }
-    }
-    if (best.empty()) return;
+    if (pol_ != Policy::Nvlslice || !p_.defrag || tj.nodes < p_.slice) return;
+    const double after = p_.defrag_after_s >= 0 ? p_.defrag_after_s : helper_.defrag_after_s;
+    const double interval = p_.defrag_interval_s >= 0 ? p_.defrag_interval_s : helper_.defrag_interval_s;
+    if ((now - tj.arrival) * 3600 < after) return;
+    if (last_defrag_ >= 0 && (now - last_defrag_) * 3600 < interval) return;
+    DefragPlan plan = plan_defrag(snap_, p_.slice, [&](JobId id) {
+        const int v = int(id) - 1;
+        VictimInfo info;
+        if (v < 0 || !jobs_[size_t(v)].running) return info;
+        info.eligible = may_borrow_spares(traits(v), LendScope::Checkpointable);
+        info.cost = double(jobs_[size_t(v)].nodes.size()) * (now - jobs_[size_t(v)].run_start);
+        return info;
+    });
+    if (!plan) return;
     last_defrag_ = now;
     auto pos = std::find(queue_.begin(), queue_.end(), j);
-    for (int v : best) {
+    for (JobId id : plan.victims) {
+        const int v = int(id) - 1;
         stop(v, now, false);
         ++res_.restarts;
         ++res_.defrag_preemptions;
@@ -301,6 +314,8 @@ PolicyResult Sim::run() {
         Event e = ev_.top();
         ev_.pop();
         const double now = e.time;
+        healthy_hours_ += double(snap_.total_healthy()) * (now - last_event_);
+        last_event_ = now;
         if (e.kind == Arrive) {
             queue_.push_back(e.job);
         } else if (e.kind == Finish) {
@@ -327,6 +342,14 @@ PolicyResult Sim::run() {
             }
             const int j = int(st.job_id) - 1;
             RunJob& r = jobs_[size_t(j)];
+            if (pol_ == Policy::WholeRacks) {
+                // the whole rack is the job's, but only its first `used` nodes work
+                auto at = std::find(r.nodes.begin(), r.nodes.end(), e.node);
+                if (at - r.nodes.begin() >= r.used) {
+                    schedule(now);
+                    continue;
+                }
+            }
             if (pol_ == Policy::Nvlslice) {
                 // the job's nodes still look allocated to it; plan around the failed one
                 RepairPlan plan = plan_repair(snap_, r.placement, {e.node});
@@ -344,20 +367,17 @@ PolicyResult Sim::run() {
                         if (snap_.node(id).state == NodeState::Allocated)
                             snap_.set(id, {NodeState::Idle, 0, -1, false});
                     r.placement = plan.placement;
-                    std::vector<NodeId> nodes = plan.placement.nodes();
-                    for (NodeId id : nodes) snap_.set(id, {NodeState::Allocated, JobId(j + 1), -1, false});
-                    r.nodes = nodes;
-                    r.running = true;
-                    r.run_start = now;
-                    ++r.gen;
-                    ev_.push({now + r.remaining / r.speed, Finish, j, r.gen, 0});
+                    r.failed_at = now;
+                    run_on(j, plan.placement.nodes(), now); // a restart: it pays the delay
                     ++res_.repairs;
+                    ++res_.restarts;
                     res_.moves += plan.moved;
                     continue;
                 }
             }
             stop(j, now, false);
             ++res_.restarts;
+            r.failed_at = now;
             queue_.push_front(j);
             schedule(now);
             continue;
@@ -371,15 +391,18 @@ PolicyResult Sim::run() {
         RunJob& r = jobs_[j];
         if (!r.running) continue;
         account_run(int(j), horizon);
-        double w = (horizon - r.run_start) * r.speed * r.used;
+        double w = std::max(0.0, horizon - r.work_start) * r.speed * r.used;
         useful_ += w;
         if (t_.jobs[j].nodes >= p_.slice) useful_slice_ += w;
     }
+    healthy_hours_ += double(snap_.total_healthy()) * (horizon - last_event_);
+    res_.busy_healthy = healthy_hours_ > 0 ? alloc_ / healthy_hours_ : 0;
     const double cap = double(map_.node_count()) * horizon;
     res_.goodput = useful_ / cap;
     res_.slice_goodput = useful_slice_ / cap;
     res_.utilization = alloc_ / cap;
     res_.mean_wait_h = res_.jobs_started ? wait_sum_ / res_.jobs_started : 0;
+    res_.mean_recovery_h = recoveries_ ? recovery_sum_ / recoveries_ : 0;
     return res_;
 }
 
@@ -387,10 +410,10 @@ PolicyResult Sim::run() {
 
 std::vector<PolicyResult> run_trace(const SimParams& p) {
     if (p.racks < 1 || p.nodes_per_rack < 2 || p.slice < 1 || p.slice > p.nodes_per_rack - p.spares || p.days <= 0 ||
-        p.mtbf_days <= 0 || p.mean_job_hours <= 0 || p.load <= 0 || p.checkpoint_hours <= 0 ||
+        p.mtbf_days <= 0 || p.mean_job_hours <= 0 || p.load <= 0 || p.checkpoint_hours <= 0 || p.restart_hours < 0 ||
         !(p.split_speed > 0 && p.split_speed <= 1))
         throw Error("trace: need racks >= 1, slice <= nodes per rack - spares, and positive days, MTBF, job hours, "
-                    "load, checkpoint interval, 0 < split speed <= 1");
+                    "load, checkpoint interval, restart delay >= 0, 0 < split speed <= 1");
     Trace t = make_trace(p);
     std::vector<PolicyResult> out;
     for (Policy pol : {Policy::FirstFit, Policy::WholeRacks, Policy::Block, Policy::Nvlslice})

@@ -3,6 +3,7 @@
 #include "capacity.hpp"
 #include "sim.hpp"
 #include "cli.hpp"
+#include "defrag.hpp"
 
 #include <fmt/format.h>
 
@@ -25,9 +26,15 @@ trace: a seeded discrete-event simulation replayed under four policies
   --mean-job-hours H   mean job duration (6)
   --checkpointable F   share of jobs that checkpoint (0.5)
   --checkpoint-hours H checkpoint interval (1)
-  --mtbf-days D        per-node MTBF (490)    --repair-hours H  node repair (24)
-  --split-speed F      speed of a slice split across racks (0.57)
-  --seed S             trace seed (1)
+  --mtbf-days D[,D..]  per-node MTBF, one table each (490)
+  --repair-hours H     node repair (24)
+  --restart-hours H    paid by every restart of every policy (0.25)
+  --split-speed F      speed of a job whose slice crosses racks (0.57)
+  --lend-spares S      none | single-node | checkpointable (checkpointable)
+  --defrag on|off --defrag-after S --defrag-interval S
+                       nvlslice's defragmentation (the helper's defaults)
+  --seed S | --seeds A-B|A,B,..   trace seed(s) (1); with several, the mean
+                       and the min-max of each policy's goodput
   --csv FILE           the table as CSV     --svg FILE  a chart     --json
 
 capacity:
@@ -45,6 +52,69 @@ capacity:
   --json               one JSON object
 )";
 
+namespace {
+
+// "1-5" or "1,3,7" or "4": a list of seeds.
+std::vector<uint64_t> parse_seeds(const std::string& v) {
+    std::vector<uint64_t> out;
+    std::stringstream ss(v);
+    std::string item;
+    auto num = [&](const std::string& x) {
+        char* end = nullptr;
+        unsigned long long n = std::strtoull(x.c_str(), &end, 10);
+        if (x.empty() || *end) throw Error(fmt::format("--seeds={}: expected seeds like 1-5 or 1,3,7", v));
+        return uint64_t(n);
+    };
+    while (std::getline(ss, item, ',')) {
+        auto dash = item.find('-');
+        if (dash == std::string::npos) {
+            out.push_back(num(item));
+            continue;
+        }
+        uint64_t lo = num(item.substr(0, dash)), hi = num(item.substr(dash + 1));
+        if (hi < lo || hi - lo > 1000) throw Error(fmt::format("--seeds={}: a range runs low-high, at most 1,001 seeds", v));
+        for (uint64_t x = lo; x <= hi; ++x) out.push_back(x);
+    }
+    if (out.empty()) throw Error(fmt::format("--seeds={}: expected seeds like 1-5 or 1,3,7", v));
+    return out;
+}
+
+std::vector<double> parse_reals(const std::string& opt, const std::string& v, double min, double max) {
+    std::vector<double> out;
+    std::stringstream ss(v);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        char* end = nullptr;
+        double x = std::strtod(item.c_str(), &end);
+        if (item.empty() || *end || !(x >= min && x <= max))
+            throw Error(fmt::format("--{}={}: expected numbers from {} to {}, comma-separated", opt, v, min, max));
+        out.push_back(x);
+    }
+    if (out.empty()) throw Error(fmt::format("--{}={}: expected at least one number", opt, v));
+    return out;
+}
+
+struct Stat {
+    double sum = 0, min = 0, max = 0;
+    int n = 0;
+    void add(double x) {
+        min = n ? std::min(min, x) : x;
+        max = n ? std::max(max, x) : x;
+        sum += x;
+        ++n;
+    }
+    double mean() const { return n ? sum / n : 0; }
+};
+
+// Per policy, the figures over the seeds of one scenario.
+struct PolicyStats {
+    std::string policy;
+    Stat slice_goodput, goodput, util, busy_healthy, wait, recovery, split, repairs, moves, restarts, defrag, lost;
+    Stat vs_block, vs_whole, vs_first; // nvlslice / baseline, seed by seed (paired on the same trace)
+};
+
+} // namespace
+
 static int trace_main(int argc, char** argv) {
     cli::Options o(argc, argv,
                    {{"racks", true},
@@ -58,8 +128,14 @@ static int trace_main(int argc, char** argv) {
                     {"checkpoint-hours", true},
                     {"mtbf-days", true},
                     {"repair-hours", true},
+                    {"restart-hours", true},
                     {"split-speed", true},
+                    {"lend-spares", true},
+                    {"defrag", true},
+                    {"defrag-after", true},
+                    {"defrag-interval", true},
                     {"seed", true},
+                    {"seeds", true},
                     {"csv", true},
                     {"svg", true},
                     {"json", false},
@@ -78,37 +154,94 @@ static int trace_main(int argc, char** argv) {
     p.mean_job_hours = o.real("mean-job-hours", 6, 0.01, 10000);
     p.checkpointable = o.real("checkpointable", 0.5, 0, 1);
     p.checkpoint_hours = o.real("checkpoint-hours", 1, 0.01, 10000);
-    p.mtbf_days = o.real("mtbf-days", 490, 0.01, 1e6);
     p.node_repair_hours = o.real("repair-hours", 24, 0, 1e5);
+    p.restart_hours = o.real("restart-hours", 0.25, 0, 1000);
     p.split_speed = o.real("split-speed", 0.57, 0.01, 1);
-    p.seed = uint64_t(o.integer("seed", 1, 0, 1L << 62));
+    if (o.has("lend-spares")) p.lend = parse_lend_scope(o.str("lend-spares"));
+    if (o.has("defrag")) {
+        const std::string d = o.str("defrag");
+        if (d != "on" && d != "off") throw Error(fmt::format("--defrag={}: expected on or off", d));
+        p.defrag = d == "on";
+    }
+    p.defrag_after_s = int(o.integer("defrag-after", -1, -1, 100000000));
+    p.defrag_interval_s = int(o.integer("defrag-interval", -1, -1, 100000000));
+    const std::vector<double> mtbfs = parse_reals("mtbf-days", o.str("mtbf-days", "490"), 0.01, 1e6);
+    const std::vector<uint64_t> seeds =
+        o.has("seeds") ? parse_seeds(o.str("seeds")) : std::vector<uint64_t>{uint64_t(o.integer("seed", 1, 0, 1L << 62))};
     auto t0 = std::chrono::steady_clock::now();
-    auto rs = run_trace(p);
+    // scenario (MTBF) -> policy stats, each over all seeds
+    std::vector<std::vector<PolicyStats>> table;
+    for (double mtbf : mtbfs) {
+        p.mtbf_days = mtbf;
+        std::vector<PolicyStats> stats;
+        for (uint64_t seed : seeds) {
+            p.seed = seed;
+            auto rs = run_trace(p);
+            stats.resize(rs.size());
+            auto gp = [&](const char* name) {
+                for (const auto& r : rs)
+                    if (r.policy == name) return r.goodput;
+                return 1.0;
+            };
+            for (size_t i = 0; i < rs.size(); ++i) {
+                const auto& r = rs[i];
+                auto& st = stats[i];
+                st.vs_block.add(r.goodput / gp("block"));
+                st.vs_whole.add(r.goodput / gp("whole_racks"));
+                st.vs_first.add(r.goodput / gp("first_fit"));
+                st.policy = r.policy;
+                st.slice_goodput.add(r.slice_goodput);
+                st.goodput.add(r.goodput);
+                st.util.add(r.utilization);
+                st.busy_healthy.add(r.busy_healthy);
+                st.wait.add(r.mean_wait_h);
+                st.recovery.add(r.mean_recovery_h);
+                st.split.add(r.split_slices);
+                st.repairs.add(r.repairs);
+                st.moves.add(r.moves);
+                st.restarts.add(r.restarts);
+                st.defrag.add(r.defrag_preemptions);
+                st.lost.add(r.lost_gpu_hours);
+            }
+        }
+        table.push_back(std::move(stats));
+    }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const std::string header = "policy,slice_goodput,goodput,utilization,mean_wait_h,jobs_started,jobs_done,"
-                               "split_slices,repairs,moves,restarts,defrag_preemptions,lost_gpu_hours";
-    auto row = [](const PolicyResult& r) {
-        return fmt::format("{},{:.4f},{:.4f},{:.4f},{:.2f},{},{},{},{},{},{},{},{:.0f}", r.policy, r.slice_goodput,
-                           r.goodput, r.utilization, r.mean_wait_h, r.jobs_started, r.jobs_done, r.split_slices,
-                           r.repairs, r.moves, r.restarts, r.defrag_preemptions, r.lost_gpu_hours);
+    auto find = [](const std::vector<PolicyStats>& v, const char* name) -> const PolicyStats& {
+        for (const auto& s : v)
+            if (s.policy == name) return s;
+        return v.front();
     };
+    // nvlslice / baseline: the mean over seeds of the per-seed ratio is not
+    // what is printed; the ratio of the means is, with the min-max of the
+    // per-seed goodputs beside it.
     if (o.has("csv")) {
         std::ofstream f(o.str("csv"));
-        f << header << "\n";
-        for (const auto& r : rs) f << row(r) << "\n";
+        f << "mtbf_days,policy,seeds,goodput_mean,goodput_min,goodput_max,slice_goodput_mean,utilization,"
+             "busy_of_healthy,mean_wait_h,mean_recovery_h,split_slices,repairs,moves,restarts,defrag_preemptions,"
+             "lost_gpu_hours,goodput_vs_block\n";
+        for (size_t m = 0; m < mtbfs.size(); ++m)
+            for (const auto& r : table[m])
+                f << fmt::format("{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.2f},{:.3f},{:.1f},{:.1f},{:.1f},"
+                                 "{:.1f},{:.1f},{:.0f},{:.4f}\n",
+                                 mtbfs[m], r.policy, seeds.size(), r.goodput.mean(), r.goodput.min, r.goodput.max,
+                                 r.slice_goodput.mean(), r.util.mean(), r.busy_healthy.mean(), r.wait.mean(),
+                                 r.recovery.mean(), r.split.mean(), r.repairs.mean(), r.moves.mean(),
+                                 r.restarts.mean(), r.defrag.mean(), r.lost.mean(), r.vs_block.mean());
     }
     if (o.has("svg")) {
+        const auto& rs = table.front();
         std::ofstream f(o.str("svg"));
         const int w = 640, h = 300, bar = 100;
         f << fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
                          "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
-                         "fill=\"white\"/>\n<text x=\"10\" y=\"20\">slice goodput (speed-weighted node-hours "
-                         "of slice jobs / cluster node-hours), {} days, seed {}</text>\n",
-                         w, h, p.days, p.seed);
+                         "fill=\"white\"/>\n<text x=\"10\" y=\"20\">goodput (speed-weighted useful node-hours / "
+                         "cluster node-hours), {} days, MTBF {} d, mean of {} seed(s)</text>\n",
+                         w, h, p.days, mtbfs.front(), seeds.size());
         double top = 0;
-        for (const auto& r : rs) top = std::max(top, r.slice_goodput);
+        for (const auto& r : rs) top = std::max(top, r.goodput.mean());
         for (size_t i = 0; i < rs.size(); ++i) {
-            double v = rs[i].slice_goodput, bh = top > 0 ? 200 * v / top : 0;
+            double v = rs[i].goodput.mean(), bh = top > 0 ? 200 * v / top : 0;
             int x = 40 + int(i) * (bar + 40);
             f << fmt::format("<rect x=\"{}\" y=\"{:.0f}\" width=\"{}\" height=\"{:.0f}\" fill=\"{}\"/>"
                              "<text x=\"{}\" y=\"{:.0f}\">{:.3f}</text><text x=\"{}\" y=\"285\">{}</text>\n",
@@ -118,32 +251,50 @@ static int trace_main(int argc, char** argv) {
         f << "</svg>\n";
     }
     if (o.has("json")) {
-        std::string items;
-        for (const auto& r : rs)
-            items += fmt::format("{}{{\"policy\":\"{}\",\"slice_goodput\":{:.4f},\"goodput\":{:.4f},"
-                                 "\"utilization\":{:.4f},\"mean_wait_h\":{:.2f},\"split_slices\":{},\"repairs\":{},"
-                                 "\"moves\":{},\"restarts\":{},\"defrag_preemptions\":{},\"lost_gpu_hours\":{:.0f}}}",
-                                 items.empty() ? "" : ",", r.policy, r.slice_goodput, r.goodput, r.utilization,
-                                 r.mean_wait_h, r.split_slices, r.repairs, r.moves, r.restarts, r.defrag_preemptions,
-                                 r.lost_gpu_hours);
-        fmt::print("{{\"days\":{},\"seed\":{},\"seconds\":{:.2f},\"policies\":[{}]}}\n", p.days, p.seed, secs, items);
+        std::string scen;
+        for (size_t m = 0; m < mtbfs.size(); ++m) {
+            std::string items;
+            for (const auto& r : table[m])
+                items += fmt::format("{}{{\"policy\":\"{}\",\"goodput\":{:.4f},\"goodput_min\":{:.4f},"
+                                     "\"goodput_max\":{:.4f},\"slice_goodput\":{:.4f},\"utilization\":{:.4f},"
+                                     "\"busy_of_healthy\":{:.4f},\"mean_wait_h\":{:.2f},\"mean_recovery_h\":{:.3f},"
+                                     "\"goodput_vs_block\":{:.4f},\"split_slices\":{:.1f},"
+                                     "\"repairs\":{:.1f},\"moves\":{:.1f},\"restarts\":{:.1f},"
+                                     "\"defrag_preemptions\":{:.1f},\"lost_gpu_hours\":{:.0f}}}",
+                                     items.empty() ? "" : ",", r.policy, r.goodput.mean(), r.goodput.min,
+                                     r.goodput.max, r.slice_goodput.mean(), r.util.mean(), r.busy_healthy.mean(),
+                                     r.wait.mean(), r.recovery.mean(), r.vs_block.mean(), r.split.mean(), r.repairs.mean(), r.moves.mean(),
+                                     r.restarts.mean(), r.defrag.mean(), r.lost.mean());
+            scen += fmt::format("{}{{\"mtbf_days\":{},\"policies\":[{}]}}", scen.empty() ? "" : ",", mtbfs[m], items);
+        }
+        fmt::print("{{\"days\":{},\"seeds\":{},\"restart_hours\":{},\"lend_spares\":\"{}\",\"seconds\":{:.2f},"
+                   "\"scenarios\":[{}]}}\n",
+                   p.days, seeds.size(), p.restart_hours, to_string(p.lend), secs, scen);
         return 0;
     }
-    fmt::print("trace: {} racks x {} nodes, {} days, load {}, {:.0f}% checkpointable (every {} h), MTBF {} days, "
-               "seed {}\n\n",
-               p.racks, p.nodes_per_rack, p.days, p.load, p.checkpointable * 100, p.checkpoint_hours, p.mtbf_days,
-               p.seed);
-    fmt::print("{:<12} {:>9} {:>8} {:>8} {:>9} {:>7} {:>7} {:>6} {:>8} {:>7} {:>10}\n", "policy", "slice gp", "goodput",
-               "util", "wait (h)", "split", "repairs", "moves", "restarts", "defrag", "lost GPU-h");
-    for (const auto& r : rs)
-        fmt::print("{:<12} {:>9.3f} {:>8.3f} {:>8.3f} {:>9.1f} {:>7} {:>7} {:>6} {:>8} {:>7} {:>10.0f}\n", r.policy,
-                   r.slice_goodput, r.goodput, r.utilization, r.mean_wait_h, r.split_slices, r.repairs, r.moves,
-                   r.restarts, r.defrag_preemptions, r.lost_gpu_hours);
-    const auto& nv = rs.back();
-    fmt::print(
-        "\nnvlslice slice goodput: {:.2f}x whole racks, {:.2f}x rack-blind first fit, {:.2f}x block ({:.1f} s)\n",
-        nv.slice_goodput / rs[1].slice_goodput, nv.slice_goodput / rs[0].slice_goodput,
-        nv.slice_goodput / rs[2].slice_goodput, secs);
+    fmt::print("trace: {} racks x {} nodes, {} days, load {}, {:.0f}% checkpointable (every {} h), restart delay {} h, "
+               "spares lent to {} work, {} seed(s) {}{}\n",
+               p.racks, p.nodes_per_rack, p.days, p.load, p.checkpointable * 100, p.checkpoint_hours, p.restart_hours,
+               to_string(p.lend), seeds.size(), seeds.front(), seeds.size() > 1 ? fmt::format("-{}", seeds.back()) : "");
+    for (size_t m = 0; m < mtbfs.size(); ++m) {
+        const auto& rs = table[m];
+        fmt::print("\nMTBF {} days per node{}\n", mtbfs[m], seeds.size() > 1 ? " (means over the seeds; goodput min-max)" : "");
+        fmt::print("{:<12} {:>7} {:>13} {:>8} {:>6} {:>8} {:>7} {:>8} {:>6} {:>6} {:>8} {:>6} {:>10}\n", "policy",
+                   "goodput", "min-max", "slice gp", "util", "busy/hl", "wait h", "recov h", "split", "repair",
+                   "restarts", "defrag", "lost GPU-h");
+        for (const auto& r : rs)
+            fmt::print("{:<12} {:>7.3f} {:>13} {:>8.3f} {:>6.3f} {:>8.3f} {:>7.1f} {:>8.2f} {:>6.0f} {:>6.0f} {:>8.0f} "
+                       "{:>6.0f} {:>10.0f}\n",
+                       r.policy, r.goodput.mean(), fmt::format("{:.3f}-{:.3f}", r.goodput.min, r.goodput.max),
+                       r.slice_goodput.mean(), r.util.mean(), r.busy_healthy.mean(), r.wait.mean(),
+                       r.recovery.mean(), r.split.mean(), r.repairs.mean(), r.restarts.mean(), r.defrag.mean(),
+                       r.lost.mean());
+        const auto& nv = find(rs, "nvlslice");
+        auto ratio = [](const Stat& st) { return fmt::format("{:.3f}x ({:.3f}-{:.3f})", st.mean(), st.min, st.max); };
+        fmt::print("nvlslice goodput, seed by seed (mean, min-max): {} block, {} whole racks, {} first fit\n",
+                   ratio(nv.vs_block), ratio(nv.vs_whole), ratio(nv.vs_first));
+    }
+    fmt::print("({:.1f} s)\n", secs);
     return 0;
 }
 

@@ -140,8 +140,10 @@ wait_for 20 bash -c '[ "$(sinfo -h -n nvl0007 -o %T)" != "down" ] && [ "$(sinfo 
 echo "# helper: defragmentation frees a rack only from checkpointable jobs"
 cleanup; resume_all
 sleep 1
-C=$(sbatch --parsable -N 2 --nvl-slice=2 --nvl-checkpointable --requeue -J ckpt --wrap 'sleep 300')
-wait_for 15 running_on "$C" 'nvl[0001-0002]' || not_ok "checkpointable job placed on rack001: $(nodes_of "$C")"
+# 3 nodes: 2 of them count as rack001's spares (a repair could take them
+# back), the third blocks a 16-node slice there
+C=$(sbatch --parsable -N 3 --nvl-slice=3 --nvl-checkpointable --requeue -J ckpt --wrap 'sleep 300')
+wait_for 15 running_on "$C" 'nvl[0001-0003]' || not_ok "checkpointable job placed on rack001: $(nodes_of "$C")"
 N=$(sbatch --parsable -w nvl0019 -J precious --wrap 'sleep 300')
 wait_for 15 running_on "$N" nvl0019
 B=$(sbatch --parsable -N 16 --nvl-slice=16 --wrap 'sleep 300')
@@ -157,7 +159,7 @@ in_rack001() { # running on 16 nodes of rack001, none of them a reserved spare
 }
 if wait_for 30 in_rack001 "$B"; then ok "the blocked 16-node slice got rack001 ($(nodes_of "$B"))"; else not_ok "defrag: $(squeue -h -j "$B" -o '%T %N') $(record "$B")"; fi
 expect_match "the checkpointable job was requeued" 'Restarts=1' "$(scontrol show job "$C")"
-expect_match "and placed again on the other rack afterwards" '^nvlslice/1 placed slice=2 slices=nvl\[00(19|2[0-9]|3[0-6])' "$(record "$C")"
+expect_match "and placed again on the other rack afterwards" '^nvlslice/1 placed slice=3 slices=nvl\[00(19|2[0-9]|3[0-6])' "$(record "$C")"
 expect_eq "the non-checkpointable job still runs where it was" "RUNNING nvl0019" "$(squeue -h -j "$N" -o '%T %N')"
 expect_match "the preemption was logged with its reason" "job $B: defragmentation: requeued checkpointable job\(s\) $C to free rack001" "$(cat "$LOG")"
 

@@ -242,15 +242,18 @@ TEST_CASE("a job Slurm requeued after a node went down is repaired before it run
 TEST_CASE("defragmentation requeues only checkpointable jobs, the cheapest rack, rate-limited", "[reconcile][quick]") {
     World w(2);
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    w.cfg.defrag_after_s = 120;
+    w.cfg.defrag_interval_s = 300;
     SlurmJob& blocked = w.add_slice_job(9, 16, 1);
     blocked.submit_time = w.now - 1000;
-    // r1: a non-checkpointable 1-node job; r2: a checkpointable 2-node job
+    // r1: a non-checkpointable 1-node job; r2: a checkpointable 3-node job
+    // (2 of its nodes count as r2's spares: a repair may take them back)
     SlurmJob& plain = w.add_slice_job(3, 1, 1, false, false);
     w.run_on(plain, "n001");
     plain.admin_comment = "nvlslice/1 placed slice=1 slices=n001 repairs=0 moves=0";
-    SlurmJob& ckpt = w.add_slice_job(4, 2, 1, false, true);
-    w.run_on(ckpt, "n[019-020]");
-    ckpt.admin_comment = "nvlslice/1 placed slice=2 slices=n[019-020] repairs=0 moves=0";
+    SlurmJob& ckpt = w.add_slice_job(4, 3, 1, false, true);
+    w.run_on(ckpt, "n[019-021]");
+    ckpt.admin_comment = "nvlslice/1 placed slice=3 slices=n[019-021] repairs=0 moves=0";
     auto out = w.cycle();
     CAPTURE(out.log);
     REQUIRE(find(out, ActionKind::Requeue));
@@ -265,7 +268,7 @@ TEST_CASE("defragmentation requeues only checkpointable jobs, the cheapest rack,
     CHECK_FALSE(find(w.cycle(), ActionKind::Requeue));
     // never a non-checkpointable job
     w.now += 1000;
-    ckpt.comment = RequestTag{2, 2, 1, false, PlacementMode::Strict, false}.str();
+    ckpt.comment = RequestTag{3, 3, 1, false, PlacementMode::Strict, false}.str();
     auto none = w.cycle();
     CHECK_FALSE(find(none, ActionKind::Requeue));
 }

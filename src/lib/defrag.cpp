@@ -1,0 +1,88 @@
+#include "defrag.hpp"
+
+#include "error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace nvl {
+
+const char* to_string(LendScope s) {
+    switch (s) {
+    case LendScope::None: return "none";
+    case LendScope::SingleNode: return "single-node";
+    case LendScope::Checkpointable: return "checkpointable";
+    }
+    return "?";
+}
+
+LendScope parse_lend_scope(std::string_view s) {
+    for (LendScope l : {LendScope::None, LendScope::SingleNode, LendScope::Checkpointable})
+        if (s == to_string(l)) return l;
+    throw Error(fmt::format("lend_spares: \"{}\" is not a lending scope (accepted: none, single-node, checkpointable)", s));
+}
+
+DefragPlan plan_defrag(const Snapshot& snap, int slice, const std::function<VictimInfo(JobId)>& victim) {
+    const RackMap& map = snap.map();
+    DefragPlan best;
+    struct Cand {
+        JobId id;
+        int nodes; // in this rack
+        int lent;  // of those, counted as the rack's kept spares
+        double cost;
+    };
+    std::vector<Cand> cands;
+    std::vector<JobId> victims;
+    for (DomainId d = 0; d < map.domains().size(); ++d) {
+        const Domain& dom = map.domain(d);
+        const DomainCounts& c = snap.counts(d);
+        if (!dom.allows_slice(slice) || c.healthy - kept_spares(dom, c) < slice) continue;
+        int room = domain_room(dom, c, false);
+        if (room >= slice) continue; // nothing to free here: placement would have taken it
+        cands.clear();
+        for (NodeId id : dom.nodes) {
+            const NodeStatus& st = snap.node(id);
+            if (is_free(st.state) || !is_healthy(st.state) || st.job_id == 0) continue;
+            auto it = std::find_if(cands.begin(), cands.end(), [&](const Cand& x) { return x.id == st.job_id; });
+            if (it != cands.end()) {
+                ++it->nodes;
+                it->lent += st.preemptible;
+                continue;
+            }
+            cands.push_back({st.job_id, 1, int(st.preemptible), 0});
+        }
+        // ask once per job; drop the ineligible
+        size_t keep = 0;
+        for (auto& cand : cands) {
+            VictimInfo v = victim(cand.id);
+            if (!v.eligible) continue;
+            cand.cost = v.cost;
+            cands[keep++] = cand;
+        }
+        cands.resize(keep);
+        std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.cost < b.cost; });
+        victims.clear();
+        double cost = 0;
+        DomainCounts after = c;
+        for (const auto& cand : cands) {
+            if (room >= slice) break;
+            // a lent node already counts as a kept spare: requeuing its job
+            // frees it, and the rack then keeps it idle as a spare
+            victims.push_back(cand.id);
+            after.free += cand.nodes;
+            after.preemptible -= cand.lent;
+            room = domain_room(dom, after, false);
+            cost += cand.cost;
+        }
+        if (room < slice || victims.empty()) continue;
+        if (!best || cost < best.cost) {
+            best.domain = d;
+            best.cost = cost;
+            best.victims = victims;
+        }
+    }
+    return best;
+}
+
+} // namespace nvl

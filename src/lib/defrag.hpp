@@ -1,0 +1,73 @@
+// nvlslice — defragmentation and spare lending: the one policy that both
+// nvlsliced (reconcile.cpp) and the simulator (sim.cpp) run, so that the
+// simulator measures the helper's own decisions.
+//
+// Defragmentation: when a slice job waits only because free nodes are
+// scattered (or would fit only by taking spares), requeue the cheapest set
+// of preemptible running jobs that frees one rack for one slice. The cost of
+// a victim is what its requeue may lose: nodes x seconds since it started
+// (work since its last checkpoint is at most that). Ties go to the lower
+// domain, so the same state always gives the same answer.
+//
+// Lending: the spares of a rack are not left idle. Work that may be requeued
+// at any time (checkpointable, requeue allowed, a batch job that Slurm can
+// requeue) may run on them; a repair takes them back first (requeue, never
+// kill), and while it runs, its nodes count as the rack's kept spares
+// (domain_room()).
+#pragma once
+
+#include "model.hpp"
+
+#include <functional>
+#include <string_view>
+#include <vector>
+
+namespace nvl {
+
+// What the policy needs to know about a job, whoever runs it.
+struct JobTraits {
+    bool checkpointable = false; // --nvl-checkpointable
+    bool requeue = true;         // Slurm may requeue it (--requeue or the cluster default)
+    bool batch = true;           // sbatch; salloc/srun allocations cannot be requeued
+    int nodes = 1;
+};
+
+// Which work may borrow spares (helper config `lend_spares`, nvl-sim
+// --lend-spares); nvl-sim trace measures each.
+enum class LendScope {
+    None,           // spares stay idle
+    SingleNode,     // checkpointable single-node jobs only
+    Checkpointable, // any checkpointable job (the default)
+};
+const char* to_string(LendScope s);
+// Throws nvl::Error naming the accepted words.
+LendScope parse_lend_scope(std::string_view s);
+
+// May the job run on a rack's spares until a repair takes them back? The
+// same jobs are the ones defragmentation may requeue (unless the admin also
+// allows interactive ones) and whose nodes count as lent spares.
+inline bool may_borrow_spares(const JobTraits& t, LendScope scope = LendScope::Checkpointable) {
+    if (scope == LendScope::None || !(t.checkpointable && t.requeue && t.batch)) return false;
+    return scope == LendScope::Checkpointable || t.nodes == 1;
+}
+
+struct VictimInfo {
+    bool eligible = false; // may be requeued to free a rack
+    double cost = 0;       // what the requeue may lose (nodes x seconds run)
+};
+
+struct DefragPlan {
+    DomainId domain = kNoDomain; // the rack freed; kNoDomain: none can be
+    std::vector<JobId> victims;  // cheapest first
+    double cost = 0;
+
+    explicit operator bool() const { return domain != kNoDomain; }
+};
+
+// The cheapest rack to free for one `slice`-node slice from eligible jobs
+// alone, keeping the spares that rack keeps (kept_spares()). `victim` is
+// asked once per (rack, job) pair for jobs seen on the rack's healthy busy
+// nodes. A rack too degraded to ever hold the slice is skipped.
+DefragPlan plan_defrag(const Snapshot& snap, int slice, const std::function<VictimInfo(JobId)>& victim);
+
+} // namespace nvl

@@ -1,0 +1,71 @@
+#include "defrag.hpp"
+#include "error.hpp"
+#include "fixtures.hpp"
+#include "helper_config.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+
+using namespace nvl;
+using namespace nvl::test;
+
+TEST_CASE("lending: which work may borrow spares", "[defrag][quick]") {
+    JobTraits ckpt{true, true, true, 4};
+    CHECK(may_borrow_spares(ckpt));
+    CHECK_FALSE(may_borrow_spares(ckpt, LendScope::SingleNode)); // 4 nodes
+    CHECK_FALSE(may_borrow_spares(ckpt, LendScope::None));
+    CHECK(may_borrow_spares({true, true, true, 1}, LendScope::SingleNode));
+    CHECK_FALSE(may_borrow_spares({false, true, true, 1}));  // not checkpointable
+    CHECK_FALSE(may_borrow_spares({true, false, true, 1}));  // --no-requeue
+    CHECK_FALSE(may_borrow_spares({true, true, false, 1}));  // salloc/srun: Slurm cannot requeue it
+    CHECK(parse_lend_scope("single-node") == LendScope::SingleNode);
+    CHECK_THROWS_WITH(parse_lend_scope("all"), Catch::Contains("accepted: none, single-node, checkpointable"));
+    auto s = read_helper_config("map: m.yaml\nlend_spares: none\n", "h.yaml");
+    CHECK(s.reconcile.lend == LendScope::None);
+    CHECK_THROWS_WITH(read_helper_config("map: m.yaml\nlend_spares: some\n", "h.yaml"),
+                      Catch::Contains("h.yaml:2:14") && Catch::Contains("not a lending scope"));
+}
+
+TEST_CASE("defragmentation: the cheapest rack from eligible jobs alone", "[defrag][quick]") {
+    RackMap m = make_map(3, 18);
+    Snapshot s(m);
+    // r1: job 1 (3 nodes, eligible, cost 30) ; r2: job 2 (1 node, ineligible)
+    // r3: jobs 3 and 4 (2 nodes each, eligible, cost 5 + 5)
+    set_all(s, "n[001-003]", NodeState::Allocated, 1);
+    set_all(s, "n019", NodeState::Allocated, 2);
+    set_all(s, "n[037-038]", NodeState::Allocated, 3);
+    set_all(s, "n[039-040]", NodeState::Allocated, 4);
+    std::map<JobId, VictimInfo> info{{1, {true, 30}}, {2, {false, 1}}, {3, {true, 5}}, {4, {true, 5}}};
+    int asked = 0;
+    auto victim = [&](JobId id) {
+        ++asked;
+        return info.at(id);
+    };
+    DefragPlan p = plan_defrag(s, 16, victim);
+    REQUIRE(p);
+    // r1 needs job 1 (cost 30); r3 needs both 3 and 4 (cost 10): r3 is cheaper
+    CHECK(m.domain(p.domain).name == "r3");
+    CHECK(p.victims == std::vector<JobId>{3, 4});
+    CHECK(p.cost == Approx(10));
+    CHECK(asked == 4); // once per (rack, job)
+    info[3].eligible = false;
+    p = plan_defrag(s, 16, victim);
+    REQUIRE(p);
+    CHECK(m.domain(p.domain).name == "r1");
+    info[1].eligible = false;
+    CHECK_FALSE(plan_defrag(s, 16, victim));
+}
+
+TEST_CASE("defragmentation: lent nodes already count as spares", "[defrag][quick]") {
+    RackMap m = make_map(1, 18);
+    Snapshot s(m);
+    for (const char* n : {"n001", "n002", "n003"}) s.set(id(m, n), {NodeState::Allocated, 7, 0, true});
+    // 15 free + 2 lent counted as spares: room 15; requeuing job 7 frees 3
+    DefragPlan p = plan_defrag(s, 16, [](JobId) { return VictimInfo{true, 1}; });
+    REQUIRE(p);
+    CHECK(p.victims == std::vector<JobId>{7});
+    // a rack too degraded for the slice is never a candidate
+    set_all(s, "n[016-018]", NodeState::Down);
+    CHECK_FALSE(plan_defrag(s, 16, [](JobId) { return VictimInfo{true, 1}; }));
+}
