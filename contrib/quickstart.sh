@@ -124,8 +124,8 @@ demo() {
     echo "-- with --nvl-placement=prefer once its wait has passed: the fewest racks, marked split:"
     "$place" --map "$map" --fill 0.50 --seed 7 --nodes 64 --nvl-slice 16 --nvl-placement prefer --split
     echo
-    echo "-- the placement engine against a naive scan, 1,400 racks x 18 nodes:"
-    "$BUILD/src/tools/nvl-bench" --decisions 5000 --baseline-decisions 500
+    echo "-- the placement engine and a whole helper cycle against one-scan baselines, 1,400 racks x 18 nodes:"
+    "$BUILD/src/tools/nvl-bench" --decisions 5000 --baseline-decisions 500 --runs 3 --cycles 1
 }
 
 test_suite() {

@@ -388,28 +388,29 @@ PlacementResult place_naive(const Snapshot& snap, const SliceRequest& req) {
     if (!resolve_shape(map, req, s, res)) return res;
     if (!req.sliced) return place(snap, req);
     const size_t nd = map.domains().size();
-    std::vector<char> taken(map.node_count(), 0);
-    std::vector<int> free_n(nd), lent_n(nd);
+    // One scan of every node per decision: what a scheduler without
+    // per-domain counts kept up to date does.
+    std::vector<int> free_n(nd, 0), lent_n(nd, 0), healthy_n(nd, 0), room(nd, 0);
+    for (NodeId id = 0; id < map.node_count(); ++id) {
+        const NodeStatus& st = snap.node(id);
+        const DomainId d = map.domain_of(id);
+        healthy_n[d] += is_healthy(st.state);
+        if (!allowed_node(req, id)) continue;
+        free_n[d] += is_free(st.state);
+        lent_n[d] += st.preemptible && is_healthy(st.state) && !is_free(st.state);
+    }
+    for (DomainId d = 0; d < nd; ++d) {
+        const int kept = std::max(0, map.domain(d).spares - (map.domain(d).size() - healthy_n[d]));
+        room[d] = req.use_spares ? free_n[d] : free_n[d] + std::min(lent_n[d], kept) - kept;
+    }
     res.placement.job_id = req.job_id;
     res.placement.slice_size = s.k;
+    std::vector<char> taken(map.node_count(), 0);
     for (int i = 0; i < s.c; ++i) {
-        // recount every node of the cluster for this slice
-        std::fill(free_n.begin(), free_n.end(), 0);
-        std::fill(lent_n.begin(), lent_n.end(), 0);
-        for (NodeId id = 0; id < map.node_count(); ++id) {
-            const NodeStatus& st = snap.node(id);
-            if (!allowed_node(req, id)) continue;
-            if (is_free(st.state) && !taken[id]) ++free_n[map.domain_of(id)];
-            if (st.preemptible && is_healthy(st.state) && !is_free(st.state)) ++lent_n[map.domain_of(id)];
-        }
         DomainId best = kNoDomain;
         int best_room = 0;
         for (DomainId d = 0; d < nd; ++d) {
-            int healthy_n = 0;
-            for (NodeId id : map.domain(d).nodes) healthy_n += is_healthy(snap.node(id).state);
-            const int failed = map.domain(d).size() - healthy_n;
-            const int kept = std::max(0, map.domain(d).spares - failed);
-            int r = req.use_spares ? free_n[d] : free_n[d] + std::min(lent_n[d], kept) - kept;
+            const int r = room[d];
             if (r < s.k || !map.domain(d).allows_slice(s.k)) continue;
             if (best == kNoDomain || r < best_room) {
                 best = d;
@@ -417,6 +418,7 @@ PlacementResult place_naive(const Snapshot& snap, const SliceRequest& req) {
             }
         }
         if (best == kNoDomain) return place(snap, req); // let the engine explain
+        room[best] -= s.k;
         PlacedSlice ps;
         ps.index = i;
         ps.domain = best;

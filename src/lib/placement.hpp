@@ -86,9 +86,9 @@ int auto_slice_size(int total, int limit, const std::vector<int>& allowed = {});
 
 PlacementResult place(const Snapshot& snap, const SliceRequest& req);
 
-// The slow reference used by the benchmark and the property tests: it
-// recounts every node of the cluster for every slice. Same rules, same
-// answers as place() for sliced strict requests without `allowed`.
+// The reference used by the benchmark and the property tests: one scan of
+// every node per decision, no per-domain counts kept. Same rules, same
+// answers as place() for sliced strict requests.
 PlacementResult place_naive(const Snapshot& snap, const SliceRequest& req);
 
 } // namespace nvl

@@ -110,6 +110,15 @@ class Cycle {
     std::set<std::string> reserved_;
     std::unordered_set<JobId> settled_; // jobs pass 1 has dealt with: not placed again in pass 2
     std::unordered_map<JobId, uint32_t> acted_; // per job: a bit per ActionKind asked for
+    struct FailedShape {
+        int slice, count;
+        PlacementMode mode;
+        bool split, lend;
+        bool operator==(const FailedShape& o) const {
+            return slice == o.slice && count == o.count && mode == o.mode && split == o.split && lend == o.lend;
+        }
+    };
+    std::vector<std::pair<FailedShape, PlacementResult>> failed_shapes_; // valid until the next take()
     bool defrag_done_ = false;
     CycleOutput out_;
 };
@@ -195,6 +204,7 @@ Placement Cycle::placement_of(const SliceJob& sj, const std::vector<std::string>
 }
 
 void Cycle::take(const std::vector<NodeId>& ids, JobId job) {
+    failed_shapes_.clear(); // the snapshot changes: what did not fit may fit now
     for (NodeId id : ids) {
         NodeStatus st = snap_.node(id);
         if (is_free(st.state)) st.state = NodeState::Allocated;
@@ -312,10 +322,16 @@ bool Cycle::place_job(const SliceJob& sj) {
     req.slice_count = sj.tag.count;
     req.mode = sj.tag.mode;
     req.allow_split = sj.tag.mode == PlacementMode::Prefer && now_ - j.submit_time >= cfg_.prefer_wait_s;
-    PlacementResult r = place(snap_, req);
+    const bool may_lend = may_borrow_spares({sj.tag.checkpointable, j.requeue, j.batch, sj.tag.nodes}, cfg_.lend);
     PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
     rec.lent = false;
-    if (!r.ok && may_borrow_spares({sj.tag.checkpointable, j.requeue, j.batch, sj.tag.nodes}, cfg_.lend)) {
+    // Thousands of waiting jobs share a few shapes: while the snapshot does
+    // not change, a shape that did not fit does not fit again.
+    const FailedShape key{sj.tag.slice, sj.tag.count, req.mode, req.allow_split, may_lend};
+    auto memo = std::find_if(failed_shapes_.begin(), failed_shapes_.end(),
+                             [&](const auto& f) { return f.first == key; });
+    PlacementResult r = memo != failed_shapes_.end() ? memo->second : place(snap_, req);
+    if (memo == failed_shapes_.end() && !r.ok && may_lend) {
         // Spares are not left idle: preemptible work may borrow them until a
         // repair needs them back (defrag.hpp, the simulator's policy too).
         req.use_spares = true;
@@ -325,6 +341,7 @@ bool Cycle::place_job(const SliceJob& sj) {
             rec.lent = true;
         }
     }
+    if (!r.ok && memo == failed_shapes_.end()) failed_shapes_.emplace_back(key, r);
     if (!r.ok) {
         ++out_.stats.pending_by_reason[to_string(r.reason)];
         // The plugin's hold is a user hold, which its owner could release

@@ -159,6 +159,7 @@ in_rack001() { # running on 16 nodes of rack001, none of them a reserved spare
 }
 if wait_for 30 in_rack001 "$B"; then ok "the blocked 16-node slice got rack001 ($(nodes_of "$B"))"; else not_ok "defrag: $(squeue -h -j "$B" -o '%T %N') $(record "$B")"; fi
 expect_match "the checkpointable job was requeued" 'Restarts=1' "$(scontrol show job "$C")"
+wait_for 10 bash -c "scontrol show job $C | grep -q 'AdminComment=nvlslice/1 placed'"
 expect_match "and placed again on the other rack afterwards" '^nvlslice/1 placed slice=3 slices=nvl\[00(19|2[0-9]|3[0-6])' "$(record "$C")"
 expect_eq "the non-checkpointable job still runs where it was" "RUNNING nvl0019" "$(squeue -h -j "$N" -o '%T %N')"
 expect_match "the preemption was logged with its reason" "job $B: defragmentation: requeued checkpointable job\(s\) $C to free rack001" "$(cat "$LOG")"
