@@ -19,6 +19,7 @@ struct SlurmNode {
     bool completing = false;              // a job is still finishing there
     std::string reason;                   // admin's drain/down reason
     std::string features;
+    uint32_t weight = 0; // Slurm's scheduling weight; 0 = not reported
 };
 
 enum class JobState { Pending, Running, Suspended, Completing, Finished };
@@ -65,6 +66,9 @@ class ClusterApi {
     virtual void requeue(JobId id) = 0;
     // Creates, updates or (nodes empty) deletes the reservation.
     virtual void set_reservation(const std::string& name, const std::string& nodes) = 0;
+    // Sets Slurm's scheduling weight of the nodes (a hostlist): Slurm gives
+    // a job the lowest-weight nodes that fit.
+    virtual void set_node_weight(const std::string& nodes, uint32_t weight) = 0;
 };
 
 } // namespace nvl

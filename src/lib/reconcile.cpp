@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 #include <regex>
 #include <set>
 #include <unordered_map>
@@ -27,6 +28,7 @@ const char* to_string(ActionKind k) {
     case ActionKind::Requeue: return "requeue";
     case ActionKind::SetRecord: return "record";
     case ActionKind::SetReservation: return "reservation";
+    case ActionKind::SetWeight: return "weight";
     }
     return "?";
 }
@@ -74,6 +76,7 @@ class Cycle {
     void begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count,
                       const char* label);
     void keep_spares();
+    void keep_weights();
     void take(const std::vector<NodeId>& ids, JobId job);
     // When a job may start: now, or for a job that ran before (a repair),
     // a little later. A requeue revokes the job's credential on its nodes,
@@ -582,6 +585,28 @@ void Cycle::keep_spares() {
     log(fmt::format("spares: reservation {} = {}", cfg_.reservation, list.empty() ? "(none)" : list));
 }
 
+void Cycle::keep_weights() {
+    if (!cfg_.steer_weights) return;
+    // nodes whose reported weight differs from their rack's, by wanted weight
+    std::map<uint32_t, std::vector<std::string>> change;
+    for (const auto& n : nodes_) {
+        auto id = map_.find_node(n.name);
+        if (!id || n.weight == 0) continue;
+        const DomainId d = map_.domain_of(*id);
+        const uint32_t want = rack_weight(snap_.counts(d).free, map_.domain(d).size());
+        if (n.weight != want) change[want].push_back(n.name);
+    }
+    for (auto& [w, names] : change) {
+        Action a{ActionKind::SetWeight, 0, hostlist_compress(names)};
+        a.weight = w;
+        act(std::move(a));
+    }
+    if (!change.empty())
+        log(fmt::format("weights: {} node(s) re-weighted by rack fill (Slurm fills the fullest racks first)",
+                        std::accumulate(change.begin(), change.end(), size_t(0),
+                                        [](size_t t, const auto& kv) { return t + kv.second.size(); })));
+}
+
 CycleOutput Cycle::run() {
     build_snapshot();
     collect_slice_jobs();
@@ -607,6 +632,7 @@ CycleOutput Cycle::run() {
             }
         }
     keep_spares();
+    keep_weights();
     return std::move(out_);
 }
 
@@ -631,6 +657,7 @@ void apply(ClusterApi& api, const std::string& reservation, const std::vector<Ac
             case ActionKind::Requeue: api.requeue(a.job); break;
             case ActionKind::SetRecord: api.set_admin_comment(a.job, a.arg); break;
             case ActionKind::SetReservation: api.set_reservation(reservation, a.arg); break;
+            case ActionKind::SetWeight: api.set_node_weight(a.arg, a.weight); break;
             }
         } catch (const Error& e) {
             throw Error(fmt::format("{} {}{}: {}", to_string(a.kind), a.job ? "job " + std::to_string(a.job) : "",

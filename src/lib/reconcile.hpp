@@ -53,17 +53,22 @@ struct HelperConfig {
     bool defrag_interactive = false;
     // Which work may run on a rack's spares until a repair takes them back.
     LendScope lend = LendScope::Checkpointable;
+    // Steer the jobs Slurm places by itself (plain jobs) into racks already
+    // in use, so whole racks stay whole for slices: each node's Slurm
+    // Weight becomes rack_weight(), lowest for the fullest racks.
+    bool steer_weights = true;
 };
 
 // Pin: required nodes and StartTime; PinOnly: required nodes only.
-enum class ActionKind { Hold, Pin, PinOnly, Release, RequeueHold, Requeue, SetRecord, SetReservation };
+enum class ActionKind { Hold, Pin, PinOnly, Release, RequeueHold, Requeue, SetRecord, SetReservation, SetWeight };
 const char* to_string(ActionKind k);
 
 struct Action {
     ActionKind kind;
     JobId job = 0;
-    std::string arg;      // Pin: node list; SetRecord: admin_comment; SetReservation: node list
+    std::string arg;      // Pin, SetReservation, SetWeight: node list; SetRecord: admin_comment
     int64_t start_at = 0; // Pin: StartTime (epoch seconds)
+    uint32_t weight = 0;  // SetWeight
 };
 
 struct CycleStats {
@@ -90,6 +95,14 @@ struct HelperMemory {
 CycleOutput reconcile(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
                       const std::optional<Reservation>& spares, const HelperConfig& cfg, int64_t now,
                       HelperMemory& mem);
+
+// The Slurm Weight nvlsliced gives the nodes of a rack with `free` free
+// (idle or spare) nodes out of `size`: 1 + free, so that Slurm, which gives a
+// job the lowest-weight nodes that fit, fills the fullest racks first and a
+// whole free rack last.
+inline uint32_t rack_weight(int free, int size) {
+    return uint32_t(1 + (free < 0 ? 0 : free > size ? size : free));
+}
 
 // Applies the actions in order through the adapter. Stops at the first
 // failure and says which action failed; the next cycle picks up from there.

@@ -32,7 +32,7 @@ Snapshot read_snapshot(const RackMap& map, std::string_view text, const std::str
         }
         if (w.empty()) continue;
         SourcePos pos{file, line_no, 1};
-        if (w.size() < 2 || w.size() > 4) throw ParseError(pos, "expected NODE STATE [JOB [SLICE]]");
+        if (w.size() < 2 || w.size() > 5) throw ParseError(pos, "expected NODE STATE [JOB [SLICE [lent]]]");
         auto id = map.find_node(w[0]);
         if (!id) throw ParseError(pos, fmt::format("node \"{}\" is not in the rack map", w[0]));
         auto st = parse_node_state(w[1]);
@@ -51,19 +51,27 @@ Snapshot read_snapshot(const RackMap& map, std::string_view text, const std::str
         };
         if (w.size() > 2) ns.job_id = JobId(num(w[2], 0, 4294967295L, "job"));
         if (w.size() > 3) ns.slice = int16_t(num(w[3], -1, 32767, "slice"));
+        if (w.size() > 4) {
+            if (w[4] != "lent")
+                throw ParseError(pos, fmt::format("\"{}\": the fifth word may only be \"lent\" (the job may be "
+                                                  "requeued to give the node back to a repair)",
+                                                  w[4]));
+            ns.preemptible = true;
+        }
         snap.set(*id, ns);
     }
     return snap;
 }
 
 std::string write_snapshot(const Snapshot& snap) {
-    std::string out = "# nvlslice snapshot 1\n# NODE STATE [JOB [SLICE]]\n";
+    std::string out = "# nvlslice snapshot 1\n# NODE STATE [JOB [SLICE [lent]]]\n";
     const RackMap& map = snap.map();
     for (NodeId id = 0; id < map.node_count(); ++id) {
         const NodeStatus& st = snap.node(id);
         out += fmt::format("{} {}", map.node_name(id), to_string(st.state));
-        if (st.job_id || st.slice >= 0) out += fmt::format(" {}", st.job_id);
-        if (st.slice >= 0) out += fmt::format(" {}", st.slice);
+        if (st.job_id || st.slice >= 0 || st.preemptible) out += fmt::format(" {}", st.job_id);
+        if (st.slice >= 0 || st.preemptible) out += fmt::format(" {}", st.slice);
+        if (st.preemptible) out += " lent";
         out += '\n';
     }
     return out;

@@ -111,21 +111,31 @@ int main(int argc, char** argv) {
             auto t0 = std::chrono::steady_clock::now();
             bool failed = false;
             CycleStats stats;
+            CyclePhases phases;
+            auto since = [](std::chrono::steady_clock::time_point t) {
+                return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+            };
             try {
                 auto nodes = slurm.load_nodes();
                 auto jobs = slurm.load_jobs();
                 std::optional<Reservation> resv;
                 if (!s.reconcile.reservation.empty()) resv = slurm.load_reservation(s.reconcile.reservation);
+                phases.load = since(t0);
+                auto t1 = std::chrono::steady_clock::now();
                 CycleOutput out = reconcile(map, nodes, jobs, resv, s.reconcile, std::time(nullptr), mem);
+                phases.decide = since(t1);
                 for (const auto& line : out.log) say(line);
+                auto t2 = std::chrono::steady_clock::now();
+                phases.actions = out.actions.size();
                 if (!dry) apply(slurm, s.reconcile.reservation, out.actions, maybe_die);
+                phases.apply = since(t2);
                 stats = out.stats;
             } catch (const std::exception& e) {
                 failed = true;
                 say(fmt::format("cycle failed, retrying next cycle: {}", e.what()));
             }
             double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            metrics.add_cycle(stats, secs, failed);
+            metrics.add_cycle(stats, secs, failed, phases);
             if (once) return failed ? 1 : 0;
             auto next = t0 + std::chrono::milliseconds(s.cycle_ms);
             while (!g_stop && std::chrono::steady_clock::now() < next)

@@ -16,8 +16,12 @@
 
 namespace nvl {
 
-void Metrics::add_cycle(const CycleStats& s, double seconds, bool failed) {
+void Metrics::add_cycle(const CycleStats& s, double seconds, bool failed, const CyclePhases& phases) {
     std::lock_guard<std::mutex> g(mu_);
+    phase_sum_.load += phases.load;
+    phase_sum_.decide += phases.decide;
+    phase_sum_.apply += phases.apply;
+    phase_sum_.actions += phases.actions;
     placements_ += s.placements;
     repairs_ += s.repairs_in_rack;
     moves_ += s.moves;
@@ -55,6 +59,14 @@ std::string Metrics::render() const {
          "# TYPE nvlslice_cycle_seconds summary\n";
     o += fmt::format("nvlslice_cycle_seconds_sum {:.6f}\nnvlslice_cycle_seconds_count {}\n", cycle_sum_, cycles_);
     o += fmt::format("# TYPE nvlslice_cycle_last_seconds gauge\nnvlslice_cycle_last_seconds {:.6f}\n", cycle_last_);
+    o += "# HELP nvlslice_cycle_phase_seconds_total Time spent per phase of the cycles: reading Slurm, deciding, "
+         "applying actions.\n# TYPE nvlslice_cycle_phase_seconds_total counter\n";
+    o += fmt::format("nvlslice_cycle_phase_seconds_total{{phase=\"load\"}} {:.6f}\n"
+                     "nvlslice_cycle_phase_seconds_total{{phase=\"decide\"}} {:.6f}\n"
+                     "nvlslice_cycle_phase_seconds_total{{phase=\"apply\"}} {:.6f}\n",
+                     phase_sum_.load, phase_sum_.decide, phase_sum_.apply);
+    counter("nvlslice_actions_total", "Requests made to slurmctld (holds, pins, releases, records, ...).",
+            double(phase_sum_.actions));
     o += fmt::format("# TYPE nvlslice_cycle_max_seconds gauge\nnvlslice_cycle_max_seconds {:.6f}\n", cycle_max_);
     return o;
 }

@@ -11,15 +11,22 @@
 
 namespace nvl {
 
+// Where a cycle's time went: reading Slurm, deciding, asking Slurm.
+struct CyclePhases {
+    double load = 0, decide = 0, apply = 0;
+    size_t actions = 0; // RPCs asked for
+};
+
 class Metrics {
   public:
-    void add_cycle(const CycleStats& s, double seconds, bool failed);
+    void add_cycle(const CycleStats& s, double seconds, bool failed, const CyclePhases& phases = {});
     std::string render() const;
 
   private:
     mutable std::mutex mu_;
     double placements_ = 0, repairs_ = 0, moves_ = 0, preemptions_ = 0, unrepairable_ = 0, errors_ = 0;
     double cycles_ = 0, cycle_sum_ = 0, cycle_last_ = 0, cycle_max_ = 0;
+    CyclePhases phase_sum_;
     std::map<std::string, int> pending_;
 };
 

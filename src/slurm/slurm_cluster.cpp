@@ -108,6 +108,7 @@ std::vector<SlurmNode> SlurmCluster::load_nodes() {
         r.state = decode_node(n.node_state, r.failed, r.completing);
         r.reason = str(n.reason);
         r.features = str(n.features);
+        r.weight = n.weight;
         out.push_back(std::move(r));
     }
     return out;
@@ -246,6 +247,14 @@ void SlurmCluster::set_reservation(const std::string& name, const std::string& n
     // The name is allocated by libslurm's own allocator, which the public
     // headers give no way to free; one short string per creation.
     (void)created;
+}
+
+void SlurmCluster::set_node_weight(const std::string& nodes, uint32_t weight) {
+    update_node_msg_t m;
+    slurm_init_update_node_msg(&m);
+    m.node_names = const_cast<char*>(nodes.c_str());
+    m.weight = weight;
+    if (slurm_update_node(&m) != SLURM_SUCCESS) fail(fmt::format("setting weight {} on {}", weight, nodes));
 }
 
 } // namespace nvl

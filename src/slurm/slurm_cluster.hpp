@@ -19,6 +19,7 @@ class SlurmCluster final : public ClusterApi {
     void requeue_hold(JobId id) override;
     void requeue(JobId id) override;
     void set_reservation(const std::string& name, const std::string& nodes) override;
+    void set_node_weight(const std::string& nodes, uint32_t weight) override;
 
   private:
     struct Cache;

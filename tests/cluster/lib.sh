@@ -22,6 +22,15 @@ expect_match() {
     if printf '%s' "$3" | grep -qE -- "$2"; then ok "$1"; else not_ok "$1: [$3] does not match /$2/"; fi
 }
 
+# wait_for SECONDS COMMAND...: until COMMAND succeeds
+wait_for() {
+    local deadline=$(( $(date +%s) + $1 )); shift
+    while [ "$(date +%s)" -lt "$deadline" ]; do "$@" && return 0; sleep 0.1; done
+    return 1
+}
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
 job_field() { # job_field JOBID Field
     scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
 }

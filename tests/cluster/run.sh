@@ -50,6 +50,7 @@ cp "$HERE/../data/hwloc/node-4gpu.xml" "$NVL_CLUSTER_DIR/hwloc/nvl0036.xml"
 export NVL_HELPER=$BUILD/src/nvlsliced/nvlsliced
 "$HERE/cluster.sh" helper || exit 1
 run_test "$HERE/test_helper.sh"
+run_test "$HERE/test_load.sh"
 "$HERE/cluster.sh" kill-helper
 [ "${NVL_KEEP_CLUSTER:-0}" = 1 ] || "$HERE/cluster.sh" down >/dev/null
 echo "# cluster tests took $(( $(date +%s) - start )) s"

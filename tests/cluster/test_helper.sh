@@ -14,12 +14,6 @@ LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
 record() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p' | sed 's/ *$//'; }
 nodes_of() { squeue -h -j "$1" -o %N 2>/dev/null; }
 resv_nodes() { scontrol show reservation nvlslice_spares 2>/dev/null | sed -n 's/^ *Nodes=\([^ ]*\).*/\1/p'; }
-# wait_for SECONDS COMMAND...: until COMMAND succeeds
-wait_for() {
-    local deadline=$(( $(date +%s) + $1 )); shift
-    while [ "$(date +%s)" -lt "$deadline" ]; do "$@" && return 0; sleep 0.1; done
-    return 1
-}
 running_on() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ] && [ "$(nodes_of "$1")" = "$2" ]; }
 # No job left, and no node still completing one (a job killed right after
 # its start keeps its nodes completing for a while).
@@ -28,8 +22,6 @@ cleanup() {
     wait_for 60 bash -c '[ -z "$(squeue -h -o %i)" ] && [ -z "$(sinfo -h -t completing -o %N)" ]'
 }
 resume_all() { scontrol update nodename=nvl[0001-0036] state=resume 2>/dev/null; true; }
-now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
 echo "# helper: the spare reservation"
 wait_for 10 bash -c "[ \"\$(scontrol show reservation nvlslice_spares 2>/dev/null | sed -n 's/^ *Nodes=\([^ ]*\).*/\1/p')\" = 'nvl[0017-0018,0035-0036]' ]"
@@ -89,13 +81,12 @@ fi
 expect_match "repairs counted once each" 'repairs=2 moves=0' "$(record "$J")"
 expect_eq "no job left held" "" "$(squeue -h -t PD -o '%i %r' | grep -i held)"
 
-echo "# helper: spares are lent to checkpointable single-node jobs; a repair takes them back first"
+echo "# helper: spares are lent to checkpointable work (here a 2-node job); a repair takes them back first"
 # J runs on nvl[0001-0004,0007-0034]: rack001's spares are used; rack002's are nvl[0035-0036]
-L1=$(sbatch --parsable -N 1 --nvl-slice=1 --nvl-checkpointable --requeue -J lent1 --wrap 'sleep 300')
-L2=$(sbatch --parsable -N 1 --nvl-slice=1 --nvl-checkpointable --requeue -J lent2 --wrap 'sleep 300')
-wait_for 15 bash -c "[ \"\$(squeue -h -j $L1,$L2 -t R -o %i | wc -l)\" = 2 ]"
-expect_eq "both run on rack002's spares" "nvl0035 nvl0036" "$(squeue -h -j "$L1,$L2" -o %N | sort | paste -sd' ')"
-expect_match "recorded as lent" 'lent=1' "$(record "$L1")"
+L=$(sbatch --parsable -N 2 --nvl-slice=2 --nvl-checkpointable --requeue -J lent --wrap 'sleep 300')
+wait_for 15 bash -c "[ \"\$(squeue -h -j $L -t R -o %i | wc -l)\" = 1 ]"
+expect_eq "the 2-node checkpointable job runs on rack002's spares" "nvl[0035-0036]" "$(nodes_of "$L")"
+expect_match "recorded as lent" 'lent=1' "$(record "$L")"
 expect_eq "the lent spares left the reservation" "" "$(resv_nodes)"
 scontrol update nodename=nvl0020 state=drain reason="gpu xid 79"
 if wait_for 15 bash -c "squeue -h -j $J -t R -o %N | grep -q 'nvl0035\|nvl0036\|nvl\[.*003[56]'"; then
@@ -103,9 +94,9 @@ if wait_for 15 bash -c "squeue -h -j $J -t R -o %N | grep -q 'nvl0035\|nvl0036\|
 else
     not_ok "repair with lent spares: $(squeue -h -j "$J" -o '%T %N') $(record "$J")"
 fi
-expect_match "one lent job was requeued (not killed) to give its spare back" 'Restarts=1' "$(scontrol show job "$L1"; scontrol show job "$L2")"
-expect_match "the helper logged it" "job $J: repair takes back a lent spare: requeued checkpointable job" "$(cat "$LOG")"
-scancel "$L1" "$L2"
+expect_match "the lent job was requeued (not killed) to give its spare back" 'Restarts=1' "$(scontrol show job "$L")"
+expect_match "the helper logged it" "job $J: repair takes back a lent spare: requeued checkpointable job $L" "$(cat "$LOG")"
+scancel "$L"
 sleep 2 # let the repaired job's batch step start before it is cancelled
 
 echo "# helper: rack001 out of spares -> the slice moves to the other rack, or waits with the reason"
@@ -195,6 +186,53 @@ expect_match "defrag preemptions counted" 'nvlslice_defrag_preemptions_total [1-
 expect_match "cycle latency exported" 'nvlslice_cycle_seconds_count [1-9]' "$m"
 cyc=$(printf '%s\n' "$m" | awk '/^nvlslice_cycle_seconds_sum/ {s=$2} /^nvlslice_cycle_seconds_count/ {c=$2} END { if (c) printf "%.2f", 1000*s/c }')
 echo "# measured: helper cycle (load nodes+jobs+reservation, decide, apply): mean $cyc ms"
+
+echo "# helper: weights keep whole racks whole for Slurm's own placement of plain jobs"
+# rack002 is partly used (a 2-node job on nvl[0027-0028], 14 nodes free in
+# two runs); rack001 is whole. Plain jobs with and without the helper's weights.
+whole_racks() { # racks with no busy node
+    local r n=0
+    for r in "nvl[0001-0018]" "nvl[0019-0036]"; do
+        [ "$(sinfo -h -n "$r" -t alloc,mix,comp -o %N | grep -c .)" -eq 0 ] && n=$((n + 1))
+    done
+    echo "$n"
+}
+weights_round() { # weights_round MODE CASE: prints the racks left whole
+    cleanup; resume_all
+    if [ "$1" = without ]; then
+        "$CL" kill-helper
+        scontrol update nodename=nvl[0001-0036] weight=1
+    else
+        "$CL" helper >/dev/null
+        wait_for 10 bash -c '[ "$(sinfo -h -n nvl0001 -o %w)" = 19 ]'
+    fi
+    P=$(sbatch --parsable -w nvl[0027-0028] -J part --wrap 'sleep 300')
+    wait_for 15 running_on "$P" 'nvl[0027-0028]'
+    [ "$1" = with ] && wait_for 10 bash -c '[ "$(sinfo -h -n nvl0019 -o %w)" = 17 ]'
+    if [ "$2" = twelve ]; then
+        for i in $(seq 1 12); do sbatch --parsable -N 1 -J small --wrap "sleep $((60 + RANDOM % 60))" >/dev/null; done
+        wait_for 20 bash -c '[ "$(squeue -h -n small -t R | wc -l)" -eq 12 ]'
+    else
+        sbatch --parsable -N 10 -J small --wrap 'sleep 300' >/dev/null
+        wait_for 20 bash -c '[ "$(squeue -h -n small -t R | wc -l)" -eq 1 ]'
+    fi
+    echo "$(whole_racks) $(squeue -h -n small -o %N | sort -V | paste -sd' ')"
+}
+for c in twelve ten; do
+    for mode in without with; do
+        r=$(weights_round $mode $c)
+        eval "whole_${c}_$mode=${r%% *}"
+        echo "# measured: $([ $c = twelve ] && echo '12 random 1-node jobs' || echo 'one 10-node job') $mode the helper's weights: ${r%% *} of 2 racks stay whole (on ${r#* })"
+    done
+done
+# Slurm's own best fit (the smallest run of consecutive free nodes) already
+# keeps 1-node jobs in rack002; a 10-node job fits no single run there and
+# breaks rack001, unless the weights point Slurm at rack002 first.
+expect_eq "12 one-node jobs with the weights: rack001 stays whole" "1" "$whole_twelve_with"
+check "the weights never leave fewer racks whole (12 one-node jobs: $whole_twelve_without without, $whole_twelve_with with)" [ "$whole_twelve_with" -ge "$whole_twelve_without" ]
+expect_eq "a 10-node plain job without the weights breaks the whole rack" "0" "$whole_ten_without"
+expect_eq "with the weights it fills rack002; rack001 stays whole" "1" "$whole_ten_with"
+"$CL" helper >/dev/null
 
 echo "# helper: a second instance refuses to start"
 err=$(timeout 10 "$BUILD_DIR/src/nvlsliced/nvlsliced" --config "$NVL_CLUSTER_DIR/etc/nvlslice.yaml" 2>&1); rc=$?

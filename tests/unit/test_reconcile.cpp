@@ -329,3 +329,32 @@ TEST_CASE("spares are lent to checkpointable single-node jobs and taken back by 
                       a.arg.find("its lent spare was taken back to repair job 7") != std::string::npos;
     CHECK(yielded);
 }
+
+TEST_CASE("weights steer Slurm's own placement into racks already in use", "[reconcile][weights][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    for (auto& n : w.nodes) n.weight = 1; // as slurm.conf leaves them
+    SlurmJob plain;
+    plain.id = 50;
+    plain.state = JobState::Running;
+    plain.nodes = {"n019", "n020"};
+    plain.num_nodes = 2;
+    w.jobs.push_back(plain);
+    w.node("n019").state = NodeState::Allocated;
+    w.node("n020").state = NodeState::Allocated;
+    auto out = w.cycle();
+    // r1 whole: 18 free -> 19; r2: 16 free -> 17, filled first
+    REQUIRE(kinds(out) == "weight weight");
+    CHECK(out.actions[0].weight == 17);
+    CHECK(out.actions[0].arg == "n[019-036]");
+    CHECK(out.actions[1].weight == 19);
+    CHECK(out.actions[1].arg == "n[001-018]");
+    CHECK(rack_weight(16, 18) < rack_weight(18, 18));
+    // once Slurm reports them, nothing more is asked
+    for (auto& n : w.nodes) n.weight = n.name <= "n018" ? 19 : 17;
+    CHECK(w.cycle().actions.empty());
+    // turned off: never touched
+    for (auto& n : w.nodes) n.weight = 1;
+    w.cfg.steer_weights = false;
+    CHECK(w.cycle().actions.empty());
+}
