@@ -77,6 +77,9 @@ class Cycle {
                       const char* label);
     void keep_spares();
     void keep_weights();
+    // A job whose last action Slurm refused waits out its backoff: true
+    // while it does (its record says why, once).
+    bool backing_off(const SliceJob& sj);
     void take(const std::vector<NodeId>& ids, JobId job);
     // When a job may start: now, or for a job that ran before (a repair),
     // a little later. A requeue revokes the job's credential on its nodes,
@@ -270,7 +273,13 @@ void Cycle::handle_running(const SliceJob& sj) {
         if (auto id = map_.find_node(n); id && needs_repair(*id)) failed.push_back(*id);
     PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
     if (failed.empty()) {
-        if (!sj.rec || sj.rec->state != "placed") {
+        if (sj.rec && sj.rec->state == "placed" && !sj.rec->reason.empty()) {
+            // its failed nodes came back (resumed) before a repair: the
+            // reason is stale
+            rec.reason.clear();
+            record(sj, rec);
+            log(fmt::format("job {}: its nodes are healthy again; nothing to repair", j.id));
+        } else if (!sj.rec || sj.rec->state != "placed") {
             // Running without our record (released by hand, or a crash after
             // the release): adopt it as it runs.
             try {
@@ -292,13 +301,21 @@ void Cycle::handle_running(const SliceJob& sj) {
         return;
     }
     const std::string failed_hl = hl(failed);
-    if (!j.requeue) {
+    if (!j.requeue || !j.batch) {
+        // Slurm requeues only batch jobs that allow it: an interactive
+        // allocation (salloc, srun) or a --no-requeue job is reported once,
+        // in its record and the log, and left to Slurm and its owner. No
+        // repair is counted, nothing is pinned, no spare leaves its rack.
         ++out_.stats.unrepairable;
         if (rec.reason.rfind("not repaired", 0) != 0) {
-            rec.reason = fmt::format("not repaired: {} failed but the job was submitted --no-requeue", failed_hl);
+            rec.reason = j.batch ? fmt::format("not repaired: {} failed but the job was submitted --no-requeue",
+                                               failed_hl)
+                                 : fmt::format("not repaired: {} failed; an interactive allocation (salloc/srun) "
+                                               "cannot be requeued: end it and submit again",
+                                               failed_hl);
             record(sj, rec);
-            log(fmt::format("job {}: node(s) {} failed; submitted with --no-requeue, so it is left to Slurm", j.id,
-                            failed_hl));
+            log(fmt::format("job {}: node(s) {} failed; {}, so it is left to Slurm and its owner", j.id, failed_hl,
+                            j.batch ? "submitted with --no-requeue" : "an interactive allocation"));
         }
         return;
     }
@@ -607,10 +624,39 @@ void Cycle::keep_weights() {
                                         [](size_t t, const auto& kv) { return t + kv.second.size(); })));
 }
 
+bool Cycle::backing_off(const SliceJob& sj) {
+    auto it = mem_.backoff.find(sj.job->id);
+    if (it == mem_.backoff.end() || it->second.until <= now_) return false;
+    auto& b = it->second;
+    if (!b.recorded) {
+        // said once, in the job's record and the log
+        b.recorded = true;
+        PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
+        if (!sj.rec) rec.state = "waiting";
+        rec.reason = fmt::format("nvlsliced could not act on this job ({} time(s)): {}; next try in {} s", b.failures,
+                                 b.error, b.until - now_);
+        record(sj, rec);
+        log(fmt::format("job {}: left alone for {} s after a refused action: {}", sj.job->id, b.until - now_,
+                        b.error));
+    }
+    return true;
+}
+
 CycleOutput Cycle::run() {
     build_snapshot();
     collect_slice_jobs();
+    // forget the failures of jobs that are gone
+    if (!mem_.backoff.empty()) {
+        std::unordered_set<JobId> present;
+        for (const auto& j : jobs_) present.insert(j.id);
+        for (auto it = mem_.backoff.begin(); it != mem_.backoff.end();)
+            it = present.count(it->first) ? std::next(it) : mem_.backoff.erase(it);
+    }
     for (const auto& sj : slice_jobs_) {
+        if (backing_off(sj)) {
+            settled_.insert(sj.job->id);
+            continue;
+        }
         try {
             if (sj.job->state == JobState::Running)
                 handle_running(sj);
@@ -644,9 +690,12 @@ CycleOutput reconcile(const RackMap& map, const std::vector<SlurmNode>& nodes, c
     return Cycle(map, nodes, jobs, spares, cfg, now, mem).run();
 }
 
-void apply(ClusterApi& api, const std::string& reservation, const std::vector<Action>& actions,
-           void (*after_each)(const Action&)) {
+std::vector<ApplyFailure> apply(ClusterApi& api, const std::string& reservation, const std::vector<Action>& actions,
+                                void (*after_each)(const Action&)) {
+    std::vector<ApplyFailure> failures;
+    std::unordered_set<JobId> failed_jobs;
     for (const auto& a : actions) {
+        if (a.job && failed_jobs.count(a.job)) continue; // builds on the action that failed
         try {
             switch (a.kind) {
             case ActionKind::Hold: api.hold(a.job); break;
@@ -659,12 +708,32 @@ void apply(ClusterApi& api, const std::string& reservation, const std::vector<Ac
             case ActionKind::SetReservation: api.set_reservation(reservation, a.arg); break;
             case ActionKind::SetWeight: api.set_node_weight(a.arg, a.weight); break;
             }
-        } catch (const Error& e) {
-            throw Error(fmt::format("{} {}{}: {}", to_string(a.kind), a.job ? "job " + std::to_string(a.job) : "",
-                                    a.arg.empty() ? "" : " (" + a.arg + ")", e.what()));
+        } catch (const std::exception& e) {
+            failures.push_back({a.job, a.kind,
+                                fmt::format("{}{}: {}", to_string(a.kind),
+                                            a.arg.empty() || a.kind == ActionKind::SetRecord ? "" : " (" + a.arg + ")",
+                                            e.what())});
+            if (a.job) failed_jobs.insert(a.job);
+            continue;
         }
         if (after_each) after_each(a);
     }
+    return failures;
+}
+
+void note_applied(HelperMemory& mem, const std::vector<Action>& actions, const std::vector<ApplyFailure>& failures,
+                  int64_t now) {
+    std::unordered_set<JobId> failed;
+    for (const auto& f : failures) {
+        if (!f.job || !failed.insert(f.job).second) continue;
+        auto& b = mem.backoff[f.job];
+        b.failures += 1;
+        b.until = now + std::min<int64_t>(300, int64_t(1) << std::min(b.failures, 9));
+        b.error = f.error;
+        b.recorded = false;
+    }
+    for (const auto& a : actions)
+        if (a.job && !failed.count(a.job)) mem.backoff.erase(a.job);
 }
 
 } // namespace nvl

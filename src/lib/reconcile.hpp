@@ -33,6 +33,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace nvl {
@@ -90,6 +91,23 @@ struct CycleOutput {
 // correctness (a restart only delays the next defragmentation).
 struct HelperMemory {
     int64_t last_defrag = 0;
+    // Jobs whose actions Slurm refused: left alone until `until`, the wait
+    // doubling with each failure (2 s up to 5 min), so that one odd job
+    // neither stops the cycle nor floods slurmctld.
+    struct Backoff {
+        int failures = 0;
+        int64_t until = 0;
+        std::string error; // what failed, for the job's record and the log
+        bool recorded = false;
+    };
+    std::unordered_map<JobId, Backoff> backoff;
+};
+
+// An action Slurm refused, and why.
+struct ApplyFailure {
+    JobId job = 0; // 0: a cluster-wide action (reservation, weights)
+    ActionKind kind = ActionKind::SetRecord;
+    std::string error;
 };
 
 CycleOutput reconcile(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
@@ -104,11 +122,17 @@ inline uint32_t rack_weight(int free, int size) {
     return uint32_t(1 + (free < 0 ? 0 : free > size ? size : free));
 }
 
-// Applies the actions in order through the adapter. Stops at the first
-// failure and says which action failed; the next cycle picks up from there.
-// `after_each`, if set, is called after every applied action (the daemon's
-// crash-injection hook for the restart tests).
-void apply(ClusterApi& api, const std::string& reservation, const std::vector<Action>& actions,
-           void (*after_each)(const Action&) = nullptr);
+// Applies the actions in order through the adapter, each job on its own: an
+// action that fails skips the rest of that job's actions in the batch (they
+// build on it) and is reported; every other job's actions still go ahead.
+// Never throws nvl::Error. `after_each`, if set, is called after every
+// applied action (the daemon's crash-injection hook for the restart tests).
+std::vector<ApplyFailure> apply(ClusterApi& api, const std::string& reservation, const std::vector<Action>& actions,
+                                void (*after_each)(const Action&) = nullptr);
+
+// Books the outcome of apply() into the memory: a failed job's backoff
+// doubles; a job whose actions all succeeded leaves its backoff.
+void note_applied(HelperMemory& mem, const std::vector<Action>& actions, const std::vector<ApplyFailure>& failures,
+                  int64_t now);
 
 } // namespace nvl

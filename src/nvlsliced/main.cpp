@@ -127,7 +127,15 @@ int main(int argc, char** argv) {
                 for (const auto& line : out.log) say(line);
                 auto t2 = std::chrono::steady_clock::now();
                 phases.actions = out.actions.size();
-                if (!dry) apply(slurm, s.reconcile.reservation, out.actions, maybe_die);
+                if (!dry) {
+                    const int64_t now = std::time(nullptr);
+                    auto failures = apply(slurm, s.reconcile.reservation, out.actions, maybe_die);
+                    for (const auto& f : failures)
+                        say(f.job ? fmt::format("job {}: {} (this job waits; the others go on)", f.job, f.error)
+                                  : fmt::format("{} (retried next cycle)", f.error));
+                    note_applied(mem, out.actions, failures, now);
+                    failed = !failures.empty();
+                }
                 phases.apply = since(t2);
                 stats = out.stats;
             } catch (const std::exception& e) {

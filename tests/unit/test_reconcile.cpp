@@ -1,3 +1,4 @@
+#include "fake_cluster.hpp"
 #include "fixtures.hpp"
 #include "reconcile.hpp"
 #include "slice_job.hpp"
@@ -357,4 +358,82 @@ TEST_CASE("weights steer Slurm's own placement into racks already in use", "[rec
     for (auto& n : w.nodes) n.weight = 1;
     w.cfg.steer_weights = false;
     CHECK(w.cycle().actions.empty());
+}
+
+TEST_CASE("apply: a refused action stops only its own job, which then backs off", "[reconcile][apply][quick]") {
+    nvl::test::FakeCluster fake;
+    for (JobId id : {7u, 8u}) {
+        SlurmJob j;
+        j.id = id;
+        fake.jobs.push_back(j);
+    }
+    std::vector<Action> actions = {
+        {ActionKind::SetRecord, 7, "nvlslice/1 repairing"}, {ActionKind::RequeueHold, 7, {}},
+        {ActionKind::PinOnly, 7, "n[001-016]"},              {ActionKind::SetRecord, 8, "nvlslice/1 placed"},
+        {ActionKind::Pin, 8, "n[019-034]", 100},             {ActionKind::Release, 8, {}},
+        {ActionKind::SetReservation, 0, "n[017-018]"},
+    };
+    fake.faults["requeue-hold 7"] = "Only batch jobs are accepted or processed";
+    auto failures = apply(fake, "nvlslice_spares", actions);
+    REQUIRE(failures.size() == 1);
+    CHECK(failures[0].job == 7);
+    CHECK(failures[0].kind == ActionKind::RequeueHold);
+    CHECK_THAT(failures[0].error, Catch::Contains("requeue-hold: Only batch jobs"));
+    // job 7's pin built on the requeue: skipped; job 8 and the reservation went ahead
+    CHECK(fake.calls == std::vector<std::string>{"record 7", "requeue-hold 7", "record 8", "pin 8 n[019-034] 100",
+                                                 "release 8", "reservation n[017-018]"});
+    HelperMemory mem;
+    note_applied(mem, actions, failures, 1000);
+    REQUIRE(mem.backoff.count(7));
+    CHECK(mem.backoff[7].until == 1002);
+    CHECK_FALSE(mem.backoff.count(8));
+    note_applied(mem, actions, failures, 1002);
+    CHECK(mem.backoff[7].until == 1006); // doubles
+    // succeeding clears it
+    note_applied(mem, actions, {}, 1010);
+    CHECK_FALSE(mem.backoff.count(7));
+    // a cluster-wide action that fails is reported, never a job's backoff
+    fake.faults.clear();
+    fake.faults["reservation"] = "Requested reservation is invalid";
+    auto f2 = apply(fake, "nvlslice_spares", {{ActionKind::SetReservation, 0, "n001"}, {ActionKind::Hold, 7, {}}});
+    REQUIRE(f2.size() == 1);
+    CHECK(f2[0].job == 0);
+    CHECK(fake.calls.back() == "hold 7");
+}
+
+TEST_CASE("a job backing off is left alone, and says so once", "[reconcile][apply][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    w.add_slice_job(7, 16, 1);
+    w.mem.backoff[7] = {1, w.now + 60, "hold: Access/permission denied", false};
+    auto out = w.cycle();
+    REQUIRE(kinds(out) == "record");
+    CHECK_THAT(out.actions[0].arg, Catch::Contains("reason=nvlsliced could not act on this job (1 time(s)): hold: "
+                                                   "Access/permission denied; next try in 60 s"));
+    w.jobs[0].admin_comment = out.actions[0].arg;
+    CHECK(w.cycle().actions.empty()); // nothing more while it waits
+    w.now += 61;
+    auto after = w.cycle();
+    CHECK(find(after, ActionKind::Release)); // placed again once the wait is over
+}
+
+TEST_CASE("an interactive slice job that loses a node is reported once, never requeued", "[reconcile][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017,035-036]"};
+    SlurmJob& j = w.add_slice_job(7, 16, 1);
+    w.run_on(j, "n[001-016]");
+    j.batch = false;
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    w.node("n003").state = NodeState::Draining;
+    auto out = w.cycle();
+    CHECK(kinds(out) == "record");
+    CHECK_THAT(out.actions[0].arg, Catch::Contains("an interactive allocation (salloc/srun) cannot be requeued"));
+    CHECK_THAT(out.actions[0].arg, Catch::Contains("repairs=0"));
+    j.admin_comment = out.actions[0].arg;
+    CHECK(w.cycle().actions.empty()); // no loop
+    // its node comes back: the stale reason goes
+    w.node("n003").state = NodeState::Allocated;
+    auto back = w.cycle();
+    CHECK(kinds(back) == "reservation record");
+    CHECK_THAT(find(back, ActionKind::SetRecord)->arg, !Catch::Contains("reason="));
 }
