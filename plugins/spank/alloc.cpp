@@ -106,6 +106,9 @@ void submit_hand_off(spank_t sp) {
     const std::string comment = tagged_comment(tag, user);
     api.must_set("comment", comment);
     api.must_set("hold", "");
+    // Whole nodes: a slice owns its NVLink domain's nodes; with CR_Core
+    // Slurm would otherwise share them with other jobs.
+    api.must_set("exclusive", "exclusive");
     // Verify instead of trusting: the job must leave held and tagged.
     auto back = api.value("comment");
     if (!back || *back != comment || !api.isset(api.opt, "hold"))

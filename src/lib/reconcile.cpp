@@ -87,10 +87,16 @@ class Cycle {
     // credential revoked"): the next second is enough, where Slurm itself
     // waits cred_expire.
     int64_t start_time(const SlurmJob& j) const { return j.restarts > 0 ? now_ + 1 : now_; }
-    void record(const SliceJob& sj, const PlacementRecord& r);
+    // Writes the record when it changed (always: in any case), refusing a
+    // move allowed_transition() forbids.
+    void record(const SliceJob& sj, const PlacementRecord& r, bool always = false);
     void pin_and_release(const SliceJob& sj, const Placement& p, PlacementRecord r, bool requeue_first);
     std::string hl(const std::vector<NodeId>& ids) const { return hostlist_compress(map_.node_names(ids)); }
     void log(const std::string& s) { out_.log.push_back(s); }
+    void say_once(JobId job, const std::string& s) {
+        std::string& last = mem_.said[job];
+        if (last != s) log(last = s);
+    }
     // Every action goes through act(), which remembers per job which kinds
     // were asked for, so that a later pass asks in O(1).
     void act(Action a) {
@@ -142,23 +148,50 @@ void Cycle::build_snapshot() {
     }
 }
 
+// Why a tag does not describe its job ("" when it does). The comment is
+// user-writable: a tag typed by hand must not make the helper pin a job to
+// more nodes than it asked for, or count nodes it never takes.
+std::string tag_mismatch(const RequestTag& t, const SlurmJob& j) {
+    if (t.slice <= 0 || t.count <= 0 || t.nodes != t.slice * t.count)
+        return fmt::format("its tag asks for {} nodes as {} slice(s) of {}", t.nodes, t.count, t.slice);
+    if (j.num_nodes != t.nodes) return fmt::format("its tag asks for {} nodes, the job for {}", t.nodes, j.num_nodes);
+    if (t.checkpointable && !j.requeue) return "its tag says checkpointable, but the job was submitted --no-requeue";
+    return {};
+}
+
 void Cycle::collect_slice_jobs() {
     for (const auto& j : jobs_) {
+        if (j.state != JobState::Pending && j.state != JobState::Running) continue;
         std::optional<RequestTag> tag;
+        std::string wrong;
         try {
             tag = RequestTag::parse(j.comment);
+            if (tag) wrong = tag_mismatch(*tag, j);
         } catch (const Error& e) {
-            log(fmt::format("job {}: ignored, its nvlslice tag is unreadable: {}", j.id, e.what()));
+            wrong = fmt::format("its nvlslice tag is unreadable: {}", e.what());
+        }
+        std::optional<PlacementRecord> rec;
+        try {
+            rec = PlacementRecord::parse(j.admin_comment);
+        } catch (const Error& e) {
+            if (wrong.empty() && tag)
+                log(fmt::format("job {}: admin_comment is not an nvlslice record ({}); placing afresh", j.id,
+                                e.what()));
+        }
+        if (!wrong.empty()) {
+            // Left to Slurm as it is (no hold, no pin, no nodes counted);
+            // named once, in its record and the log.
+            PlacementRecord ignored;
+            ignored.state = RecordState::Ignored;
+            ignored.reason = "left to Slurm: " + wrong;
+            if (!rec || rec->state != RecordState::Ignored || rec->reason != ignored.reason) {
+                act({ActionKind::SetRecord, j.id, ignored.str()});
+                log(fmt::format("job {}: not a slice job nvlslice can place, left to Slurm: {}", j.id, wrong));
+            }
             continue;
         }
         if (!tag) continue;
-        SliceJob sj{&j, *tag, std::nullopt};
-        try {
-            sj.rec = PlacementRecord::parse(j.admin_comment);
-        } catch (const Error& e) {
-            log(fmt::format("job {}: admin_comment is not an nvlslice record ({}); placing afresh", j.id, e.what()));
-        }
-        slice_jobs_.push_back(std::move(sj));
+        slice_jobs_.push_back(SliceJob{&j, *tag, rec});
     }
     std::sort(slice_jobs_.begin(), slice_jobs_.end(), [](const SliceJob& a, const SliceJob& b) {
         if (a.job->submit_time != b.job->submit_time) return a.job->submit_time < b.job->submit_time;
@@ -168,7 +201,7 @@ void Cycle::collect_slice_jobs() {
     // spoken for: no other slice may be placed there meanwhile.
     for (const auto& sj : slice_jobs_) {
         const SlurmJob& j = *sj.job;
-        if (j.state != JobState::Pending || j.held || !sj.rec || sj.rec->state != "placed" || j.req_nodes.empty())
+        if (j.state != JobState::Pending || j.held || !sj.rec || sj.rec->state != RecordState::Placed || j.req_nodes.empty())
             continue;
         for (const auto& name : hostlist_expand(j.req_nodes)) {
             auto id = map_.find_node(name);
@@ -219,9 +252,11 @@ void Cycle::take(const std::vector<NodeId>& ids, JobId job) {
     }
 }
 
-void Cycle::record(const SliceJob& sj, const PlacementRecord& r) {
+void Cycle::record(const SliceJob& sj, const PlacementRecord& r, bool always) {
+    if (sj.rec && !allowed_transition(sj.rec->state, r.state))
+        throw Error(fmt::format("its record may not go from {} to {}", to_string(sj.rec->state), to_string(r.state)));
     std::string text = r.str();
-    if (text != sj.job->admin_comment) act({ActionKind::SetRecord, sj.job->id, text});
+    if (always || text != sj.job->admin_comment) act({ActionKind::SetRecord, sj.job->id, text});
 }
 
 void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, PlacementRecord r, bool requeue_first) {
@@ -242,8 +277,8 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
         // nodes. Slurm sets BeginTime when the old allocation has finished
         // completing, so StartTime=now and the release come in a later
         // cycle, once the job is pending again (see handle_pending).
-        r.state = "repairing";
-        act({ActionKind::SetRecord, id, r.str()});
+        r.state = RecordState::Repairing;
+        record(sj, r, true);
         act({ActionKind::RequeueHold, id, {}});
         act({ActionKind::PinOnly, id, hl(p.nodes())});
         take(p.nodes(), id);
@@ -252,15 +287,18 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
     if (sj.job->restarts > 0) {
         // It ran before: pin it to start in the next second; a later cycle
         // releases it when that second has come (handle_pending, pass 1).
-        r.state = "repairing";
-        act({ActionKind::SetRecord, id, r.str()});
+        // A placement that ran before is a repair; anything else (it
+        // yielded, waited after a requeue) is a restart.
+        const bool repair = sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing);
+        r.state = repair ? RecordState::Repairing : RecordState::Restarting;
+        record(sj, r, true);
         act({ActionKind::Pin, id, hl(p.nodes()), start_time(*sj.job)});
         settled_.insert(id);
         take(p.nodes(), id);
         return;
     }
-    r.state = "placed";
-    act({ActionKind::SetRecord, id, r.str()});
+    r.state = RecordState::Placed;
+    record(sj, r, true);
     act({ActionKind::Pin, id, hl(p.nodes()), now_});
     act({ActionKind::Release, id, {}});
     take(p.nodes(), id);
@@ -273,25 +311,25 @@ void Cycle::handle_running(const SliceJob& sj) {
         if (auto id = map_.find_node(n); id && needs_repair(*id)) failed.push_back(*id);
     PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
     if (failed.empty()) {
-        if (sj.rec && sj.rec->state == "placed" && !sj.rec->reason.empty()) {
+        if (sj.rec && sj.rec->state == RecordState::Placed && !sj.rec->reason.empty()) {
             // its failed nodes came back (resumed) before a repair: the
             // reason is stale
             rec.reason.clear();
             record(sj, rec);
             log(fmt::format("job {}: its nodes are healthy again; nothing to repair", j.id));
-        } else if (!sj.rec || sj.rec->state != "placed") {
+        } else if (!sj.rec || sj.rec->state != RecordState::Placed) {
             // Running without our record (released by hand, or a crash after
             // the release): adopt it as it runs.
             try {
                 Placement p = placement_of(SliceJob{sj.job, sj.tag, std::nullopt}, j.nodes);
-                rec.state = "placed";
+                rec.state = RecordState::Placed;
                 rec.slice = sj.tag.slice;
                 rec.slices.clear();
                 for (const auto& s : p.slices) rec.slices.push_back(hl(s.nodes));
                 rec.reason.clear();
                 record(sj, rec);
             } catch (const Error& e) {
-                rec.state = "placed";
+                rec.state = RecordState::Placed;
                 rec.slices = {hostlist_compress(j.nodes)};
                 rec.split = true;
                 rec.reason.clear();
@@ -371,8 +409,8 @@ bool Cycle::place_job(const SliceJob& sj) {
         // reason does: the figures in it move with every job that starts or
         // ends, and rewriting thousands of waiting jobs' records each cycle
         // would swamp slurmctld.
-        const bool was_waiting = sj.rec && sj.rec->state == "waiting";
-        rec.state = "waiting";
+        const bool was_waiting = sj.rec && sj.rec->state == RecordState::Waiting;
+        rec.state = RecordState::Waiting;
         rec.slice = sj.tag.slice;
         rec.slices.clear();
         if (!was_waiting || reason_kind(rec.reason) != reason_kind(r.detail)) {
@@ -400,7 +438,8 @@ bool Cycle::place_job(const SliceJob& sj) {
 
 void Cycle::handle_pending(const SliceJob& sj, bool placing_pass) {
     const SlurmJob& j = *sj.job;
-    const bool placed = sj.rec && (sj.rec->state == "placed" || sj.rec->state == "repairing");
+    const bool placed = sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing ||
+                                   sj.rec->state == RecordState::Restarting);
     std::vector<NodeId> pinned;
     if (!j.req_nodes.empty())
         for (const auto& n : hostlist_expand(j.req_nodes))
@@ -422,7 +461,7 @@ void Cycle::handle_pending(const SliceJob& sj, bool placing_pass) {
             if (taken && now_ - std::max(j.submit_time, j.start_time) > cfg_.replace_after_s) {
                 act({ActionKind::Hold, j.id, {}});
                 PlacementRecord rec = *sj.rec;
-                rec.state = "waiting";
+                rec.state = RecordState::Waiting;
                 rec.reason = "its nodes were taken by another job; placing again";
                 record(sj, rec);
                 log(fmt::format("job {}: nodes {} taken by other jobs; held to be placed again", j.id, hl(pinned)));
@@ -453,12 +492,14 @@ void Cycle::handle_pending(const SliceJob& sj, bool placing_pass) {
                 }
                 if (j.restarts > 0 && j.begin_time > now_) return; // its second has not come yet
                 PlacementRecord rec = *sj.rec;
-                rec.state = "placed";
+                rec.state = RecordState::Placed;
                 record(sj, rec);
                 if (j.restarts == 0) act({ActionKind::Pin, j.id, hl(pinned), now_});
                 act({ActionKind::Release, j.id, {}});
                 log(fmt::format("job {}: released on its pinned nodes {}{}", j.id, hl(pinned),
-                                sj.rec->state == "repairing" ? " (repair complete)" : ""));
+                                sj.rec->state == RecordState::Repairing    ? " (repair complete)"
+                                : sj.rec->state == RecordState::Restarting ? " (restarted)"
+                                                                           : ""));
             }
             return; // otherwise placed afresh in pass 2
         }
@@ -475,7 +516,7 @@ void Cycle::handle_pending(const SliceJob& sj, bool placing_pass) {
             return; // pass 2 places it afresh or records why it waits
         }
         PlacementRecord rec = *sj.rec;
-        const bool resumed = rec.state == "repairing"; // a repair we started was counted then
+        const bool resumed = rec.state == RecordState::Repairing; // a repair we started was counted then
         begin_repair(sj, plan, rec, !resumed, resumed ? " (resumed)" : " (requeued by Slurm)");
         pin_and_release(sj, plan.placement, rec, false);
         return;
@@ -523,8 +564,9 @@ void Cycle::try_defrag(const SliceJob& sj) {
     const double best_cost = plan.cost;
     const std::vector<JobId>& best_victims = plan.victims;
     if (best == kNoDomain) {
-        log(fmt::format("job {}: blocked by fragmentation; no rack can be freed from checkpointable jobs alone",
-                        blocked.id));
+        say_once(blocked.id, fmt::format("job {}: blocked by fragmentation; no rack can be freed from "
+                                         "checkpointable jobs alone",
+                                         blocked.id));
         defrag_done_ = true;
         return;
     }
@@ -565,7 +607,7 @@ void Cycle::yield_job(JobId v, const std::string& why) {
     for (const auto& s : slice_jobs_)
         if (s.job->id == v) {
             PlacementRecord rec = s.rec.value_or(PlacementRecord{});
-            rec.state = "yielded";
+            rec.state = RecordState::Yielded;
             rec.slices.clear();
             rec.lent = false;
             rec.reason = why;
@@ -632,7 +674,7 @@ bool Cycle::backing_off(const SliceJob& sj) {
         // said once, in the job's record and the log
         b.recorded = true;
         PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
-        if (!sj.rec) rec.state = "waiting";
+        if (!sj.rec) rec.state = RecordState::Waiting;
         rec.reason = fmt::format("nvlsliced could not act on this job ({} time(s)): {}; next try in {} s", b.failures,
                                  b.error, b.until - now_);
         record(sj, rec);
@@ -652,6 +694,12 @@ CycleOutput Cycle::run() {
         for (auto it = mem_.backoff.begin(); it != mem_.backoff.end();)
             it = present.count(it->first) ? std::next(it) : mem_.backoff.erase(it);
     }
+    if (!mem_.said.empty()) {
+        std::unordered_set<JobId> present;
+        for (const auto& j : jobs_) present.insert(j.id);
+        for (auto it = mem_.said.begin(); it != mem_.said.end();)
+            it = present.count(it->first) ? std::next(it) : mem_.said.erase(it);
+    }
     for (const auto& sj : slice_jobs_) {
         if (backing_off(sj)) {
             settled_.insert(sj.job->id);
@@ -670,7 +718,7 @@ CycleOutput Cycle::run() {
     // job they yielded to gets the freed rack first.
     for (int yielded = 0; yielded < 2; ++yielded)
         for (const auto& sj : slice_jobs_) {
-            if ((sj.rec && sj.rec->state == "yielded") != (yielded == 1)) continue;
+            if ((sj.rec && sj.rec->state == RecordState::Yielded) != (yielded == 1)) continue;
             try {
                 if (sj.job->state == JobState::Pending) handle_pending(sj, true);
             } catch (const Error& e) {

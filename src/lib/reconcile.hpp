@@ -101,6 +101,9 @@ struct HelperMemory {
         bool recorded = false;
     };
     std::unordered_map<JobId, Backoff> backoff;
+    // The last line logged about a job that is not tied to a record change:
+    // a line repeats only when the job's situation changes.
+    std::unordered_map<JobId, std::string> said;
 };
 
 // An action Slurm refused, and why.

@@ -87,8 +87,39 @@ std::string tagged_comment(const RequestTag& tag, std::string_view user) {
     return s;
 }
 
+const char* to_string(RecordState s) {
+    switch (s) {
+    case RecordState::Waiting: return "waiting";
+    case RecordState::Placed: return "placed";
+    case RecordState::Repairing: return "repairing";
+    case RecordState::Yielded: return "yielded";
+    case RecordState::Restarting: return "restarting";
+    case RecordState::Ignored: return "ignored";
+    }
+    return "?";
+}
+
+std::optional<RecordState> parse_record_state(std::string_view s) {
+    for (RecordState r : {RecordState::Waiting, RecordState::Placed, RecordState::Repairing, RecordState::Yielded,
+                          RecordState::Restarting, RecordState::Ignored})
+        if (s == to_string(r)) return r;
+    return std::nullopt;
+}
+
+bool allowed_transition(RecordState from, RecordState to) {
+    using S = RecordState;
+    if (from == to || to == S::Waiting || to == S::Ignored) return true; // waiting again, or given up on
+    switch (to) {
+    case S::Placed: return from != S::Ignored;       // released, or adopted as it runs
+    case S::Repairing: return from == S::Placed;     // a node of its placement failed
+    case S::Yielded: return from == S::Placed || from == S::Restarting || from == S::Repairing;
+    case S::Restarting: return from != S::Ignored && from != S::Repairing;
+    default: return false;
+    }
+}
+
 std::string PlacementRecord::str() const {
-    std::string s = fmt::format("{} {} slice={}", kTagPrefix, state, slice);
+    std::string s = fmt::format("{} {} slice={}", kTagPrefix, to_string(state), slice);
     if (!slices.empty()) {
         s += " slices=";
         for (size_t i = 0; i < slices.size(); ++i) s += (i ? ";" : "") + slices[i];
@@ -111,11 +142,18 @@ std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
     if (!words) return std::nullopt;
     PlacementRecord r;
     r.reason = reason;
-    r.state.clear();
+    bool have_state = false;
     for (auto w : *words) {
         size_t eq = w.find('=');
         if (eq == std::string_view::npos) {
-            if (r.state.empty()) r.state = std::string(w);
+            if (have_state) continue;
+            auto st = parse_record_state(w);
+            if (!st)
+                throw Error(fmt::format("nvlslice record: \"{}\" is not a record state (waiting, placed, repairing, "
+                                        "yielded, restarting, ignored)",
+                                        w));
+            r.state = *st;
+            have_state = true;
             continue;
         }
         auto k = w.substr(0, eq), v = w.substr(eq + 1);
@@ -138,7 +176,6 @@ std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
             }
         }
     }
-    if (r.state.empty()) r.state = "placed";
     return r;
 }
 

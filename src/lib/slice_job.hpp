@@ -44,8 +44,23 @@ std::string_view user_comment(std::string_view comment);
 // tag + " | " + user comment (or only the tag).
 std::string tagged_comment(const RequestTag& tag, std::string_view user);
 
+// Where a slice job is in the helper's hands, as its record says. The
+// helper moves a record only along allowed_transition(); any other move is
+// a bug and refused (the job is skipped for the cycle, with a log line).
+enum class RecordState : uint8_t {
+    Waiting,    // no placement yet: the record says why
+    Placed,     // pinned and released (or running on its slices)
+    Repairing,  // a node failed: requeued held and pinned to the repaired nodes
+    Yielded,    // requeued to give nodes back (defragmentation, a lent spare)
+    Restarting, // placed again after a requeue that was not a repair
+    Ignored,    // its tag does not describe the job: left to Slurm
+};
+const char* to_string(RecordState s);
+std::optional<RecordState> parse_record_state(std::string_view s);
+bool allowed_transition(RecordState from, RecordState to);
+
 struct PlacementRecord {
-    std::string state = "placed"; // placed | waiting | repairing | ...
+    RecordState state = RecordState::Placed;
     int slice = 0;
     std::vector<std::string> slices; // one hostlist per slice, slice order
     int repairs = 0;

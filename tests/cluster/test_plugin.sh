@@ -42,6 +42,7 @@ echo "# plugin: a slice job is submitted held and tagged"
 J=$(sbatch --parsable -N 32 --nvl-slice=16 --comment "run 7" -o "$OUT/slice-%j.out" \
     --wrap 'srun -l bash -c "echo \$SLURMD_NODENAME \$NVL_SLICE_INDEX \$NVL_SLICE_COUNT \$NVL_SLICE_SIZE \$NVL_SLICE_RANK \$NVL_DOMAIN \$NVL_SLICE_NODELIST \$NVL_SLICE_LEADER"')
 expect_eq "held: JobHeldUser" "PENDING JobHeldUser" "$(job_field "$J" JobState) $(job_field "$J" Reason)"
+expect_eq "whole nodes (--exclusive): no other job shares a slice's nodes" "NO" "$(job_field "$J" OverSubscribe)"
 expect_eq "tagged, user comment kept" "nvlslice/1 nodes=32 slice=16 count=2 auto=0 placement=strict checkpointable=0 | run 7" \
     "$(job_comment "$J")"
 sleep 1

@@ -21,6 +21,7 @@ struct World {
     int64_t now = 100000;
 
     explicit World(int racks) : map(make_map(racks, 18)) {
+        jobs.reserve(256); // tests hold references to jobs they add
         for (NodeId i = 0; i < map.node_count(); ++i)
             nodes.push_back({map.node_name(i), NodeState::Idle, false, false, "", ""});
     }
@@ -436,4 +437,51 @@ TEST_CASE("an interactive slice job that loses a node is reported once, never re
     auto back = w.cycle();
     CHECK(kinds(back) == "reservation record");
     CHECK_THAT(find(back, ActionKind::SetRecord)->arg, !Catch::Contains("reason="));
+}
+
+TEST_CASE("a tag that does not describe its job is left to Slurm, named once", "[reconcile][tags][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    // written by hand: 16 nodes in the tag, 2 asked from Slurm, not held
+    SlurmJob& fake = w.add_slice_job(5, 16, 1, /*held=*/false);
+    fake.num_nodes = 2;
+    SlurmJob& bad = w.add_slice_job(6, 16, 1, false);
+    bad.comment = "nvlslice/1 nodes=abc";
+    SlurmJob& real = w.add_slice_job(7, 16, 2);
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    for (const auto& a : out.actions) CHECK((a.job == 7 || a.kind == ActionKind::SetRecord));
+    CHECK_FALSE(std::any_of(out.actions.begin(), out.actions.end(),
+                            [](const Action& a) { return a.job != 7 && a.kind != ActionKind::SetRecord; }));
+    const Action* r5 = nullptr;
+    const Action* r6 = nullptr;
+    for (const auto& a : out.actions) {
+        if (a.job == 5) r5 = &a;
+        if (a.job == 6) r6 = &a;
+    }
+    REQUIRE(r5);
+    REQUIRE(r6);
+    CHECK_THAT(r5->arg, Catch::StartsWith("nvlslice/1 ignored") &&
+                            Catch::Contains("left to Slurm: its tag asks for 16 nodes, the job for 2"));
+    CHECK_THAT(r6->arg, Catch::Contains("left to Slurm: its nvlslice tag is unreadable"));
+    // the real job got both racks: the hand-written one took nothing
+    CHECK(find(out, ActionKind::Pin)->arg == "n[001-016,019-034]");
+    fake.admin_comment = r5->arg;
+    bad.admin_comment = r6->arg;
+    real.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    for (const auto& a : out.actions)
+        if (a.job == 7 && a.kind == ActionKind::SetRecord) real.admin_comment = a.arg;
+    real.held = false;
+    real.req_nodes = "n[001-016,019-034]";
+    auto again = w.cycle();
+    CAPTURE(again.log);
+    CHECK(std::none_of(again.actions.begin(), again.actions.end(), [](const Action& a) { return a.job == 5 || a.job == 6; }));
+    CHECK(std::none_of(again.log.begin(), again.log.end(),
+                       [](const std::string& l) { return l.find("job 5") != std::string::npos; }));
+    // checkpointable without requeue is refused the same way
+    SlurmJob& nr = w.add_slice_job(8, 1, 1, true, true);
+    nr.requeue = false;
+    auto third = w.cycle();
+    REQUIRE(find(third, ActionKind::SetRecord));
+    CHECK_THAT(find(third, ActionKind::SetRecord)->arg, Catch::Contains("submitted --no-requeue"));
 }

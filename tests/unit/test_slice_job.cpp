@@ -58,15 +58,36 @@ TEST_CASE("placement records round-trip", "[slicejob][quick]") {
     CHECK(s == "nvlslice/1 placed slice=16 slices=nvl[0001-0016];nvl[0019-0034] repairs=2 moves=1");
     auto b = PlacementRecord::parse(s);
     REQUIRE(b);
-    CHECK(b->state == "placed");
+    CHECK(b->state == RecordState::Placed);
     CHECK(b->slices == r.slices);
     CHECK(b->repairs == 2);
     PlacementRecord w;
-    w.state = "waiting";
+    w.state = RecordState::Waiting;
     w.reason = "fragmented: 2 racks with 15 free";
     CHECK(PlacementRecord::parse(w.str())->reason == "fragmented: 2 racks with 15 free");
-    CHECK(PlacementRecord::parse(w.str())->state == "waiting");
+    CHECK(PlacementRecord::parse(w.str())->state == RecordState::Waiting);
     CHECK_FALSE(PlacementRecord::parse(""));
+    CHECK_THROWS_WITH(PlacementRecord::parse("nvlslice/1 sleeping slice=16"),
+                      Catch::Contains("\"sleeping\" is not a record state"));
+}
+
+TEST_CASE("record states move only along allowed transitions", "[slice_job][quick]") {
+    using S = RecordState;
+    for (S s : {S::Waiting, S::Placed, S::Repairing, S::Yielded, S::Restarting, S::Ignored}) {
+        CHECK(parse_record_state(to_string(s)) == s);
+        CHECK(allowed_transition(s, s));
+        CHECK(allowed_transition(s, S::Waiting));
+        CHECK(allowed_transition(s, S::Ignored));
+    }
+    CHECK(allowed_transition(S::Placed, S::Repairing));
+    CHECK_FALSE(allowed_transition(S::Waiting, S::Repairing)); // nothing placed, nothing to repair
+    CHECK_FALSE(allowed_transition(S::Ignored, S::Placed));    // left to Slurm
+    CHECK(allowed_transition(S::Placed, S::Yielded));
+    CHECK_FALSE(allowed_transition(S::Waiting, S::Yielded));
+    CHECK(allowed_transition(S::Yielded, S::Restarting));
+    CHECK(allowed_transition(S::Restarting, S::Placed));
+    CHECK(allowed_transition(S::Repairing, S::Placed));
+    CHECK_FALSE(allowed_transition(S::Repairing, S::Restarting));
 }
 
 TEST_CASE("option values are checked with the fix in the message", "[slicejob][quick]") {
