@@ -1,12 +1,14 @@
 // Allocator context: validate a slice request and hand it to the helper.
 //
-// The hand-off (SPEC §3): the job goes to Slurm held and tagged, so Slurm
-// cannot start it on rack-blind nodes; nvlsliced picks the nodes, pins them
-// and releases the job. sbatch, salloc and srun export their option table as
-// the symbol `opt`, and libslurmfull exports slurm_option_set/get/isset.
-// These are not public API, so they are looked up at run time: when any is
-// missing the submission is refused. An untagged or unheld slice job is
-// never submitted.
+// The hand-off: the job goes to Slurm tagged and behind the gate (one gate
+// license, which a reservation of nvlsliced's holds), so Slurm computes its
+// priority as for any job but cannot start it on rack-blind nodes;
+// nvlsliced picks the nodes in priority order, pins them and takes the gate
+// off. sbatch, salloc and srun export their option table as the symbol
+// `opt`, and libslurmfull exports slurm_option_set/get/isset. These are not
+// public API, so they are looked up at run time: when any is missing the
+// submission is refused. An untagged or ungated slice job is never
+// submitted. A user's own --hold is kept: the job stays held.
 #include "plugin.hpp"
 
 #include <fmt/format.h>
@@ -105,16 +107,24 @@ void submit_hand_off(spank_t sp) {
         if (auto c = api.value("comment")) user = std::string(user_comment(*c));
     const std::string comment = tagged_comment(tag, user);
     api.must_set("comment", comment);
-    api.must_set("hold", "");
+    std::string lic;
+    if (api.isset(api.opt, "licenses"))
+        if (auto l = api.value("licenses")) lic = *l;
+    const std::string gated = with_license(lic, st.config.gate);
+    api.must_set("licenses", gated);
     // Whole nodes: a slice owns its NVLink domain's nodes; with CR_Core
     // Slurm would otherwise share them with other jobs.
     api.must_set("exclusive", "exclusive");
-    // Verify instead of trusting: the job must leave held and tagged.
+    // Verify instead of trusting: the job must leave gated and tagged.
     auto back = api.value("comment");
-    if (!back || *back != comment || !api.isset(api.opt, "hold"))
-        throw Error("the submission did not keep the hold and the slice tag; refusing to submit the slice job");
-    log_verbose(fmt::format("slice job handed to nvlsliced: {} slice(s) of {} nodes, {}, held until placed", tag.count,
-                            tag.slice, tag.mode == PlacementMode::Prefer ? "prefer" : "strict"));
+    auto back_lic = api.value("licenses");
+    if (!back || *back != comment || !back_lic || !has_license(*back_lic, st.config.gate))
+        throw Error("the submission did not keep the gate license and the slice tag; refusing to submit the slice "
+                    "job");
+    log_verbose(fmt::format("slice job handed to nvlsliced: {} slice(s) of {} nodes, {}, behind the gate ({}) until "
+                            "placed",
+                            tag.count, tag.slice, tag.mode == PlacementMode::Prefer ? "prefer" : "strict",
+                            st.config.gate));
 }
 
 } // namespace nvl::spank

@@ -43,29 +43,55 @@ struct SlurmJob {
     bool requeue = true; // may be requeued (--requeue or the cluster default)
     std::string name;
     std::string partition;
+    uint32_t priority = 0;  // Slurm's (multifactor) priority; 0 = held
+    std::string licenses;   // as requested, e.g. "nvlslice_gate:1,matlab:2"
+    int64_t end_time = 0;   // running: expected end (start + time limit); 0 = unknown
+    int64_t time_limit = 0; // seconds; 0 = none (partition maximum or unlimited)
 };
 
 struct Reservation {
     std::string name;
-    std::string nodes; // hostlist
+    std::string nodes;      // hostlist
+    int64_t start_time = 0; // epoch seconds
+    int64_t end_time = 0;
 };
 
+// The contract of every call: it either does what it says, or throws
+// nvl::Error with Slurm's reason and changes nothing the helper relies on
+// (Slurm applies an update's fields in order, so a failed update may have
+// applied some; the next cycle sees what is there and converges). Loads
+// return Slurm's view at the time of the call; jobs in a final state are
+// left out. Updates need a Slurm operator (root or SlurmUser).
 class ClusterApi {
   public:
     virtual ~ClusterApi() = default;
     virtual std::vector<SlurmNode> load_nodes() = 0;
     virtual std::vector<SlurmJob> load_jobs() = 0;
+    // nullopt when no reservation of that name exists.
     virtual std::optional<Reservation> load_reservation(const std::string& name) = 0;
 
     // Required node list and, when start_at > 0, StartTime (epoch seconds).
     virtual void pin_job(JobId id, const std::string& nodes, int64_t start_at) = 0;
+    // The job's license request, replaced as a whole ("" = none): how the
+    // gate license is put on a job and taken off it.
+    virtual void set_licenses(JobId id, const std::string& licenses) = 0;
     virtual void set_admin_comment(JobId id, const std::string& text) = 0;
-    virtual void hold(JobId id) = 0; // admin hold
+    virtual void hold(JobId id) = 0; // admin hold (priority 0)
     virtual void release(JobId id) = 0;
+    // Requeue a running batch job, held / not held. Slurm refuses
+    // interactive allocations and --no-requeue jobs.
     virtual void requeue_hold(JobId id) = 0;
     virtual void requeue(JobId id) = 0;
-    // Creates, updates or (nodes empty) deletes the reservation.
-    virtual void set_reservation(const std::string& name, const std::string& nodes) = 0;
+    // Creates, updates or (nodes empty) deletes a node reservation for root
+    // (IGNORE_JOBS: nodes may still run jobs). start_at/end_at 0: from now,
+    // without end; a start in the future keeps off the nodes only the jobs
+    // that would still run then (Slurm's own rule).
+    virtual void set_reservation(const std::string& name, const std::string& nodes, int64_t start_at = 0,
+                                 int64_t end_at = 0) = 0;
+    // Creates, if missing, the license-only reservation that holds every
+    // `license` for root, so that jobs requesting it wait (Reason=Licenses)
+    // with their priority computed, until the helper takes it off them.
+    virtual void ensure_gate(const std::string& reservation, const std::string& license) = 0;
     // Sets Slurm's scheduling weight of the nodes (a hostlist): Slurm gives
     // a job the lowest-weight nodes that fit.
     virtual void set_node_weight(const std::string& nodes, uint32_t weight) = 0;

@@ -29,7 +29,8 @@ static int count_arg(std::string_view key, std::string_view v, int min, int max)
 
 PluginConfig parse_plugin_args(int argc, const char* const* argv) {
     PluginConfig c;
-    static constexpr const char* kKeys = "map, default_slice, spares, gpus_per_node, check_gpus, placement, hwloc_xml";
+    static constexpr const char* kKeys =
+        "map, default_slice, spares, gpus_per_node, check_gpus, placement, hwloc_xml, gate";
     for (int i = 0; i < argc; ++i) {
         std::string_view a = argv[i] ? argv[i] : "";
         size_t eq = a.find('=');
@@ -63,6 +64,12 @@ PluginConfig parse_plugin_args(int argc, const char* const* argv) {
                 throw Error(fmt::format("plugstack.conf argument placement={}: expected strict or prefer", v));
         } else if (k == "hwloc_xml") {
             c.hwloc_xml = std::string(v);
+        } else if (k == "gate") {
+            if (v.empty() || v.find_first_of(",:=|") != std::string_view::npos)
+                throw Error(fmt::format("plugstack.conf argument gate={}: expected a license name (slurm.conf "
+                                        "Licenses=NAME:1)",
+                                        v));
+            c.gate = std::string(v);
         } else {
             throw Error(fmt::format("plugstack.conf: unknown argument \"{}\" (accepted keys: {})", k, kKeys));
         }

@@ -23,6 +23,8 @@ struct PluginConfig {
     GpuCheck check_gpus = GpuCheck::Warn;
     PlacementMode default_placement = PlacementMode::Strict;
     std::string hwloc_xml; // read the node topology from this XML; %n = node name
+    // The license slice jobs wait behind (nvlsliced's gate_license).
+    std::string gate = "nvlslice_gate";
 };
 
 PluginConfig parse_plugin_args(int argc, const char* const* argv);

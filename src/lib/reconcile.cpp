@@ -29,6 +29,9 @@ const char* to_string(ActionKind k) {
     case ActionKind::SetRecord: return "record";
     case ActionKind::SetReservation: return "reservation";
     case ActionKind::SetWeight: return "weight";
+    case ActionKind::SetLicenses: return "licenses";
+    case ActionKind::Protect: return "protect";
+    case ActionKind::Gate: return "gate";
     }
     return "?";
 }
@@ -48,10 +51,9 @@ struct SliceJob {
 
 class Cycle {
   public:
-    Cycle(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
-          const std::optional<Reservation>& spares, const HelperConfig& cfg, int64_t now, HelperMemory& mem)
-        : map_(map), nodes_(nodes), jobs_(jobs), spares_(spares), cfg_(cfg), now_(now), mem_(mem), snap_(map),
-          failed_(map.node_count(), 0) {
+    Cycle(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now, HelperMemory& mem)
+        : map_(map), nodes_(view.nodes), jobs_(view.jobs), spares_(view.spares), gate_(view.gate),
+          protection_(view.protection), cfg_(cfg), now_(now), mem_(mem), snap_(map), failed_(map.node_count(), 0) {
         if (!cfg.repair_drain_reasons.empty())
             drain_re_.emplace(cfg.repair_drain_reasons,
                               std::regex::ECMAScript | std::regex::icase | std::regex::nosubs);
@@ -65,8 +67,35 @@ class Cycle {
     bool needs_repair(NodeId id) const;
     Placement placement_of(const SliceJob& sj, const std::vector<std::string>& nodes) const;
     void handle_running(const SliceJob& sj);
-    void handle_pending(const SliceJob& sj, bool placing_pass);
+    // Running without a placement of ours: it escaped its gate.
+    void check_escaped(const SliceJob& sj, PlacementRecord rec);
+    // Pass 1: pending jobs that have a placement: keep, finish, or repair it.
+    void finish_placed(const SliceJob& sj);
+    // Pass 2: pending jobs without a usable placement: place them.
+    void place_waiting(const SliceJob& sj);
     bool place_job(const SliceJob& sj);
+    // The top-priority waiting job gets racks kept for it.
+    void protect_top();
+    void keep_gate();
+    bool gated(const SlurmJob& j) const { return has_license(j.licenses, cfg_.gate_license); }
+    bool held_by_us(const SliceJob& sj) const { return sj.job->held && sj.rec && sj.rec->hold; }
+    void gate(const SliceJob& sj) {
+        act({ActionKind::SetLicenses, sj.job->id, with_license(sj.job->licenses, cfg_.gate_license)});
+    }
+    // Lets Slurm start a pinned job: takes its gate off, or releases the
+    // helper's own hold (never another).
+    void start_now(const SliceJob& sj) {
+        if (gated(*sj.job))
+            act({ActionKind::SetLicenses, sj.job->id, without_license(sj.job->licenses, cfg_.gate_license)});
+        if (held_by_us(sj)) act({ActionKind::Release, sj.job->id, {}});
+    }
+    std::vector<NodeId> pinned_nodes(const SlurmJob& j) const {
+        std::vector<NodeId> pinned;
+        if (!j.req_nodes.empty())
+            for (const auto& n : hostlist_expand(j.req_nodes))
+                if (auto id = map_.find_node(n)) pinned.push_back(*id);
+        return pinned;
+    }
     void try_defrag(const SliceJob& sj);
     // Requeues a running job that gives up its nodes; a slice job is placed
     // again later, after the job it yielded to.
@@ -112,6 +141,8 @@ class Cycle {
     const std::vector<SlurmNode>& nodes_;
     const std::vector<SlurmJob>& jobs_;
     const std::optional<Reservation>& spares_;
+    const std::optional<Reservation>& gate_;
+    const std::optional<Reservation>& protection_;
     const HelperConfig& cfg_;
     const int64_t now_;
     HelperMemory& mem_;
@@ -125,18 +156,27 @@ class Cycle {
     struct FailedShape {
         int slice, count;
         PlacementMode mode;
-        bool split, lend;
+        bool split, lend, restricted;
         bool operator==(const FailedShape& o) const {
-            return slice == o.slice && count == o.count && mode == o.mode && split == o.split && lend == o.lend;
+            return slice == o.slice && count == o.count && mode == o.mode && split == o.split && lend == o.lend &&
+                   restricted == o.restricted;
         }
     };
     std::vector<std::pair<FailedShape, PlacementResult>> failed_shapes_; // valid until the next take()
     bool defrag_done_ = false;
+    std::unordered_map<JobId, Reason> waits_; // why each job placed this cycle could not be
+    std::vector<char> protected_;             // nodes of the protection reservation
+    JobId top_ = 0;                           // the first job placement was tried for: the top priority
     CycleOutput out_;
 };
 
 void Cycle::build_snapshot() {
     snap_ = snapshot_from_slurm(map_, nodes_, jobs_, spares_, cfg_.lend);
+    if (protection_ && !protection_->nodes.empty()) {
+        protected_.assign(map_.node_count(), 0);
+        for (const auto& n : hostlist_expand(protection_->nodes))
+            if (auto id = map_.find_node(n)) protected_[*id] = 1;
+    }
     if (spares_)
         for (auto& n : hostlist_expand(spares_->nodes)) reserved_.insert(n);
     for (const auto& n : nodes_) {
@@ -193,7 +233,11 @@ void Cycle::collect_slice_jobs() {
         if (!tag) continue;
         slice_jobs_.push_back(SliceJob{&j, *tag, rec});
     }
+    // Slurm's own order: the priority it computed (multifactor: QOS,
+    // partition tier, fair-share, age, job size, nice, or an admin's
+    // priority=), then submission, then job id.
     std::sort(slice_jobs_.begin(), slice_jobs_.end(), [](const SliceJob& a, const SliceJob& b) {
+        if (a.job->priority != b.job->priority) return a.job->priority > b.job->priority;
         if (a.job->submit_time != b.job->submit_time) return a.job->submit_time < b.job->submit_time;
         return a.job->id < b.job->id;
     });
@@ -278,6 +322,7 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
         // completing, so StartTime=now and the release come in a later
         // cycle, once the job is pending again (see handle_pending).
         r.state = RecordState::Repairing;
+        r.hold = true; // the one hold the helper may release
         record(sj, r, true);
         act({ActionKind::RequeueHold, id, {}});
         act({ActionKind::PinOnly, id, hl(p.nodes())});
@@ -298,9 +343,10 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
         return;
     }
     r.state = RecordState::Placed;
+    r.hold = false;
     record(sj, r, true);
     act({ActionKind::Pin, id, hl(p.nodes()), now_});
-    act({ActionKind::Release, id, {}});
+    start_now(sj);
     take(p.nodes(), id);
 }
 
@@ -318,23 +364,7 @@ void Cycle::handle_running(const SliceJob& sj) {
             record(sj, rec);
             log(fmt::format("job {}: its nodes are healthy again; nothing to repair", j.id));
         } else if (!sj.rec || sj.rec->state != RecordState::Placed) {
-            // Running without our record (released by hand, or a crash after
-            // the release): adopt it as it runs.
-            try {
-                Placement p = placement_of(SliceJob{sj.job, sj.tag, std::nullopt}, j.nodes);
-                rec.state = RecordState::Placed;
-                rec.slice = sj.tag.slice;
-                rec.slices.clear();
-                for (const auto& s : p.slices) rec.slices.push_back(hl(s.nodes));
-                rec.reason.clear();
-                record(sj, rec);
-            } catch (const Error& e) {
-                rec.state = RecordState::Placed;
-                rec.slices = {hostlist_compress(j.nodes)};
-                rec.split = true;
-                rec.reason.clear();
-                record(sj, rec);
-            }
+            check_escaped(sj, rec);
         }
         return;
     }
@@ -372,6 +402,53 @@ void Cycle::handle_running(const SliceJob& sj) {
     pin_and_release(sj, plan.placement, rec, true);
 }
 
+void Cycle::check_escaped(const SliceJob& sj, PlacementRecord rec) {
+    const SlurmJob& j = *sj.job;
+    // Started where the helper pinned it (its release, or a crash right
+    // after it): the record catches up.
+    const bool ours = sj.rec && (sj.rec->state == RecordState::Repairing || sj.rec->state == RecordState::Restarting);
+    std::optional<Placement> p;
+    try {
+        p = placement_of(SliceJob{sj.job, sj.tag, std::nullopt}, j.nodes);
+    } catch (const Error&) {
+        // not whole slices of one rack each
+    }
+    if (p || ours) {
+        rec.state = RecordState::Placed;
+        rec.hold = false;
+        rec.slice = sj.tag.slice;
+        rec.slices.clear();
+        if (p)
+            for (const auto& s : p->slices) rec.slices.push_back(hl(s.nodes));
+        else
+            rec.slices = {hostlist_compress(j.nodes)};
+        rec.split = !p;
+        rec.reason.clear();
+        if (!ours)
+            log(fmt::format("job {}: started without nvlsliced (its gate was taken off) on whole slices {}: kept", j.id,
+                            hostlist_compress(j.nodes)));
+        record(sj, rec);
+        return;
+    }
+    // It escaped its gate and Slurm started it rack-blind: only its owner
+    // can have done that, and only their own job pays.
+    const std::string where = hostlist_compress(j.nodes);
+    if (j.requeue && j.batch) {
+        rec.state = RecordState::Waiting;
+        rec.slices.clear();
+        rec.reason = fmt::format("its gate was taken off and Slurm started it rack-blind on {}; requeued to be placed",
+                                 where);
+        record(sj, rec);
+        act({ActionKind::Requeue, j.id, {}});
+        log(fmt::format("job {}: escaped its gate and started rack-blind on {}: requeued, to be placed in slices", j.id,
+                        where));
+    } else if (rec.reason.rfind("ran rack-blind", 0) != 0) {
+        rec.reason = fmt::format("ran rack-blind on {}: its gate was taken off, and Slurm cannot requeue it", where);
+        record(sj, rec);
+        log(fmt::format("job {}: escaped its gate and runs rack-blind on {}; it cannot be requeued", j.id, where));
+    }
+}
+
 bool Cycle::place_job(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
     SliceRequest req;
@@ -381,11 +458,21 @@ bool Cycle::place_job(const SliceJob& sj) {
     req.mode = sj.tag.mode;
     req.allow_split = sj.tag.mode == PlacementMode::Prefer && now_ - j.submit_time >= cfg_.prefer_wait_s;
     const bool may_lend = may_borrow_spares({sj.tag.checkpointable, j.requeue, j.batch, sj.tag.nodes}, cfg_.lend);
+    // Racks protected for the top-priority job: others may use them only
+    // if they end before its expected start (as Slurm's backfill allows).
+    if (!top_) top_ = j.id;
+    const bool restricted = !protected_.empty() && top_ != j.id &&
+                            !(j.time_limit > 0 && protection_ && now_ + j.time_limit <= protection_->start_time);
+    if (restricted) {
+        req.allowed.assign(map_.node_count(), true);
+        for (NodeId id = 0; id < map_.node_count(); ++id)
+            if (protected_[id]) req.allowed[id] = false;
+    }
     PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
     rec.lent = false;
     // Thousands of waiting jobs share a few shapes: while the snapshot does
     // not change, a shape that did not fit does not fit again.
-    const FailedShape key{sj.tag.slice, sj.tag.count, req.mode, req.allow_split, may_lend};
+    const FailedShape key{sj.tag.slice, sj.tag.count, req.mode, req.allow_split, may_lend, restricted};
     auto memo = std::find_if(failed_shapes_.begin(), failed_shapes_.end(),
                              [&](const auto& f) { return f.first == key; });
     PlacementResult r = memo != failed_shapes_.end() ? memo->second : place(snap_, req);
@@ -402,9 +489,7 @@ bool Cycle::place_job(const SliceJob& sj) {
     if (!r.ok && memo == failed_shapes_.end()) failed_shapes_.emplace_back(key, r);
     if (!r.ok) {
         ++out_.stats.pending_by_reason[to_string(r.reason)];
-        // The plugin's hold is a user hold, which its owner could release
-        // while the job waits: make it an admin hold.
-        if (j.held && !j.admin_held) act({ActionKind::Hold, j.id, {}});
+        waits_[j.id] = r.reason;
         // The record (one RPC) and the log line change only when the kind of
         // reason does: the figures in it move with every job that starts or
         // ends, and rewriting thousands of waiting jobs' records each cycle
@@ -436,103 +521,107 @@ bool Cycle::place_job(const SliceJob& sj) {
     return true;
 }
 
-void Cycle::handle_pending(const SliceJob& sj, bool placing_pass) {
+void Cycle::finish_placed(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
     const bool placed = sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing ||
                                    sj.rec->state == RecordState::Restarting);
-    std::vector<NodeId> pinned;
-    if (!j.req_nodes.empty())
-        for (const auto& n : hostlist_expand(j.req_nodes))
-            if (auto id = map_.find_node(n)) pinned.push_back(*id);
-    bool pinned_failed = false;
-    for (NodeId id : pinned) pinned_failed = pinned_failed || needs_repair(id);
-
-    if (!placing_pass) {
-        // Pass 1: jobs with a placement already: keep, finish, or repair them.
-        if (!placed || pinned.empty()) return;
-        if (!j.held && !pinned_failed) {
-            // Released and waiting for Slurm. Nodes taken by another job for
-            // too long: take the job back and place it again.
-            bool taken = false;
-            for (NodeId id : pinned) {
-                const NodeStatus& st = snap_.node(id);
-                taken = taken || (st.job_id != 0 && st.job_id != j.id && !is_free(st.state));
-            }
-            if (taken && now_ - std::max(j.submit_time, j.start_time) > cfg_.replace_after_s) {
-                act({ActionKind::Hold, j.id, {}});
-                PlacementRecord rec = *sj.rec;
-                rec.state = RecordState::Waiting;
-                rec.reason = "its nodes were taken by another job; placing again";
-                record(sj, rec);
-                log(fmt::format("job {}: nodes {} taken by other jobs; held to be placed again", j.id, hl(pinned)));
-            }
-            return;
-        }
-        if (!j.held) act({ActionKind::Hold, j.id, {}});
-        if (!pinned_failed) {
-            // The second half of a repair (the job is pending again after its
-            // requeue), or a crash between pin and release: start it on its
-            // pinned nodes now.
-            bool usable = true;
-            for (NodeId id : pinned) {
-                const NodeStatus& st = snap_.node(id);
-                usable = usable && is_healthy(st.state) && (is_free(st.state) || st.job_id == j.id || st.job_id == 0);
-            }
-            if (usable) {
-                take(pinned, j.id);
-                settled_.insert(j.id);
-                // A requeued job may start only from the second after its
-                // requeue (start_time()). Release it once that second has
-                // come, so that the release itself makes Slurm schedule it
-                // at once instead of at its next periodic pass.
-                const int64_t start = start_time(j);
-                if (j.restarts > 0 && j.begin_time > start) {
-                    act({ActionKind::Pin, j.id, hl(pinned), start});
-                    return;
-                }
-                if (j.restarts > 0 && j.begin_time > now_) return; // its second has not come yet
-                PlacementRecord rec = *sj.rec;
-                rec.state = RecordState::Placed;
-                record(sj, rec);
-                if (j.restarts == 0) act({ActionKind::Pin, j.id, hl(pinned), now_});
-                act({ActionKind::Release, j.id, {}});
-                log(fmt::format("job {}: released on its pinned nodes {}{}", j.id, hl(pinned),
-                                sj.rec->state == RecordState::Repairing    ? " (repair complete)"
-                                : sj.rec->state == RecordState::Restarting ? " (restarted)"
-                                                                           : ""));
-            }
-            return; // otherwise placed afresh in pass 2
-        }
-        // Requeued by Slurm after a node went down (or pinned to a node that
-        // failed since): repair the placement before it runs again.
-        if (!j.requeue) return;
-        Placement p = placement_of(sj, map_.node_names(pinned));
-        std::vector<NodeId> failed;
-        for (NodeId id : pinned)
-            if (needs_repair(id)) failed.push_back(id);
-        RepairPlan plan = plan_repair(snap_, p, failed);
-        if (!plan.feasible) {
-            log(fmt::format("job {}: pinned node(s) {} failed; {}", j.id, hl(failed), plan.reason));
-            return; // pass 2 places it afresh or records why it waits
-        }
-        PlacementRecord rec = *sj.rec;
-        const bool resumed = rec.state == RecordState::Repairing; // a repair we started was counted then
-        begin_repair(sj, plan, rec, !resumed, resumed ? " (resumed)" : " (requeued by Slurm)");
-        pin_and_release(sj, plan.placement, rec, false);
+    if (j.held && !held_by_us(sj)) {
+        settled_.insert(j.id); // a user's or an admin's hold: theirs to release
         return;
     }
-
-    // Pass 2: place what has no usable placement.
-    const bool done = settled_.count(j.id) || did(j.id, ActionKind::Release);
-    if (done) return;
-    if (placed && !j.held && !pinned_failed) return; // waiting for Slurm to start it
-    if (!j.held && !did(j.id, ActionKind::Hold)) {
-        // Released by its owner before we placed it: Slurm would start it
-        // rack-blind. An admin hold keeps it ours.
-        act({ActionKind::Hold, j.id, {}});
-        log(fmt::format("job {}: pending without a placement and not held; held (admin) until placed", j.id));
+    const std::vector<NodeId> pinned = pinned_nodes(j);
+    if (!placed || pinned.empty()) return;
+    bool pinned_failed = false;
+    for (NodeId id : pinned) pinned_failed = pinned_failed || needs_repair(id);
+    if (!j.held && !gated(j) && !pinned_failed) {
+        // Placed and waiting for Slurm. Nodes taken by another job for too
+        // long: gate it again and place it afresh.
+        bool taken = false;
+        for (NodeId id : pinned) {
+            const NodeStatus& st = snap_.node(id);
+            taken = taken || (st.job_id != 0 && st.job_id != j.id && !is_free(st.state));
+        }
+        if (taken && now_ - std::max(j.submit_time, j.start_time) > cfg_.replace_after_s) {
+            gate(sj);
+            PlacementRecord rec = *sj.rec;
+            rec.state = RecordState::Waiting;
+            rec.reason = "its nodes were taken by another job; placing again";
+            record(sj, rec);
+            log(fmt::format("job {}: nodes {} taken by other jobs; gated to be placed again", j.id, hl(pinned)));
+        }
+        settled_.insert(j.id);
+        return;
     }
-    place_job(sj);
+    // Requeued by Slurm (a node went DOWN): gate it, so that the repair
+    // decides where it runs.
+    if (!j.held && !gated(j)) gate(sj);
+    if (!pinned_failed) {
+        // The second half of a repair (pending again after its requeue), or
+        // a crash between pin and gate-off: start it on its pinned nodes.
+        bool usable = true;
+        for (NodeId id : pinned) {
+            const NodeStatus& st = snap_.node(id);
+            usable = usable && is_healthy(st.state) && (is_free(st.state) || st.job_id == j.id || st.job_id == 0);
+        }
+        if (!usable) return; // placed afresh in pass 2
+        take(pinned, j.id);
+        settled_.insert(j.id);
+        // A requeued job may start only from the second after its requeue
+        // (start_time()). Start it once that second has come, so that the
+        // update itself makes Slurm schedule it at once instead of at its
+        // next periodic pass.
+        const int64_t start = start_time(j);
+        if (j.restarts > 0 && j.begin_time > start) {
+            act({ActionKind::Pin, j.id, hl(pinned), start});
+            return;
+        }
+        if (j.restarts > 0 && j.begin_time > now_) return; // its second has not come yet
+        PlacementRecord rec = *sj.rec;
+        rec.state = RecordState::Placed;
+        rec.hold = false;
+        record(sj, rec);
+        if (j.restarts == 0) act({ActionKind::Pin, j.id, hl(pinned), now_});
+        start_now(sj);
+        log(fmt::format("job {}: started on its pinned nodes {}{}", j.id, hl(pinned),
+                        sj.rec->state == RecordState::Repairing    ? " (repair complete)"
+                        : sj.rec->state == RecordState::Restarting ? " (restarted)"
+                                                                   : ""));
+        return;
+    }
+    // Pinned to a node that failed since (or requeued by Slurm after a node
+    // went down): repair the placement before it runs again.
+    if (!j.requeue) return;
+    Placement p = placement_of(sj, map_.node_names(pinned));
+    std::vector<NodeId> failed;
+    for (NodeId id : pinned)
+        if (needs_repair(id)) failed.push_back(id);
+    RepairPlan plan = plan_repair(snap_, p, failed);
+    if (!plan.feasible) {
+        say_once(j.id, fmt::format("job {}: pinned node(s) {} failed; {}", j.id, hl(failed), plan.reason));
+        return; // pass 2 places it afresh or records why it waits
+    }
+    PlacementRecord rec = *sj.rec;
+    const bool resumed = rec.state == RecordState::Repairing; // a repair we started was counted then
+    begin_repair(sj, plan, rec, !resumed, resumed ? " (resumed)" : " (requeued by Slurm)");
+    pin_and_release(sj, plan.placement, rec, false);
+}
+
+void Cycle::place_waiting(const SliceJob& sj) {
+    const SlurmJob& j = *sj.job;
+    if (settled_.count(j.id) || did(j.id, ActionKind::Pin)) return;
+    if (j.held && !held_by_us(sj)) return; // a user's or an admin's hold: theirs to release
+    const bool placed = sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing ||
+                                   sj.rec->state == RecordState::Restarting);
+    const bool open = !j.held && !gated(j);
+    if (open && placed && !j.req_nodes.empty()) return; // placed, waiting for Slurm to start it
+    if (place_job(sj) || !open) return;
+    // Requeued (it yielded its nodes) or its owner took the gate off, and no
+    // room now: Slurm would start it rack-blind. Gate it again.
+    gate(sj);
+    if (!(sj.rec && sj.rec->state == RecordState::Yielded) && j.restarts == 0)
+        say_once(j.id, fmt::format("job {}: pending without its gate and without a placement (its owner took the "
+                                   "gate off?): gated again",
+                                   j.id));
 }
 
 // Requeue the cheapest set of checkpointable jobs that frees one rack for
@@ -666,6 +755,106 @@ void Cycle::keep_weights() {
                                         [](size_t t, const auto& kv) { return t + kv.second.size(); })));
 }
 
+void Cycle::keep_gate() {
+    if (!cfg_.gate_reservation.empty() && !gate_) {
+        act({ActionKind::Gate, 0, cfg_.gate_reservation});
+        log(fmt::format("gate: creating the license-only reservation {} that holds {}", cfg_.gate_reservation,
+                        cfg_.gate_license));
+    }
+}
+
+// The top-priority slice job that cannot start yet gets the racks that free
+// up soonest kept for it, as Slurm's backfill keeps nodes for a blocked
+// plain job: a reservation on those racks' nodes from its expected start
+// (the end times of the jobs there). Slurm keeps off them every job that
+// would still run then, and lets shorter ones in; the helper places other
+// slice jobs there on the same terms. Dropped once the job starts or
+// leaves; `sinfo -T` shows it.
+void Cycle::protect_top() {
+    if (!cfg_.protect || cfg_.protect_reservation.empty()) return;
+    const SliceJob* top = nullptr;
+    for (const auto& sj : slice_jobs_) {
+        if (sj.job->id != top_) continue;
+        top = &sj;
+        break;
+    }
+    std::string want;
+    int64_t start = 0, end = 0;
+    auto w = top ? waits_.find(top->job->id) : waits_.end();
+    if (top && w != waits_.end() &&
+        (w->second == Reason::Busy || w->second == Reason::Fragmented || w->second == Reason::WouldConsumeSpares)) {
+        const int k = top->tag.slice, c = top->tag.count;
+        std::unordered_map<JobId, int64_t> ends;
+        for (const auto& j : jobs_)
+            if (j.state == JobState::Running) ends[j.id] = j.end_time > 0 ? j.end_time : INT64_MAX;
+        // per rack: when it has room for one slice, and the nodes it would take
+        struct RackTime {
+            int64_t when;
+            DomainId d;
+            std::vector<NodeId> nodes;
+        };
+        std::vector<RackTime> racks;
+        std::vector<std::pair<int64_t, NodeId>> avail;
+        for (DomainId d = 0; d < map_.domains().size(); ++d) {
+            const Domain& dom = map_.domain(d);
+            const DomainCounts& dc = snap_.counts(d);
+            const int kept = kept_spares(dom, dc);
+            if (!dom.allows_slice(k) || dc.healthy - kept < k) continue;
+            avail.clear();
+            for (NodeId id : dom.nodes) {
+                const NodeStatus& st = snap_.node(id);
+                if (st.state == NodeState::Idle) {
+                    avail.emplace_back(now_, id);
+                } else if (is_healthy(st.state) && !is_free(st.state) && st.job_id) {
+                    auto e = ends.find(st.job_id);
+                    avail.emplace_back(e == ends.end() ? INT64_MAX : e->second, id);
+                }
+            }
+            // the slice's nodes, earliest free first; the reserved spares stay out
+            if (int(avail.size()) < k) continue;
+            std::sort(avail.begin(), avail.end());
+            const int64_t when = avail[size_t(k - 1)].first;
+            if (when == INT64_MAX) continue;
+            RackTime rt{when, d, {}};
+            for (int i = 0; i < k; ++i) rt.nodes.push_back(avail[size_t(i)].second);
+            racks.push_back(std::move(rt));
+        }
+        if (int(racks.size()) >= c) {
+            std::sort(racks.begin(), racks.end(), [](const RackTime& a, const RackTime& b) {
+                return a.when != b.when ? a.when < b.when : a.d < b.d;
+            });
+            std::vector<NodeId> nodes;
+            for (int i = 0; i < c; ++i) {
+                start = std::max(start, racks[size_t(i)].when);
+                nodes.insert(nodes.end(), racks[size_t(i)].nodes.begin(), racks[size_t(i)].nodes.end());
+            }
+            std::sort(nodes.begin(), nodes.end());
+            start = std::max(start, now_ + 1);
+            end = top->job->time_limit > 0 ? start + top->job->time_limit : 0;
+            want = hl(nodes);
+        }
+    }
+    const bool have = protection_ && !protection_->nodes.empty();
+    if (want.empty()) {
+        if (have) {
+            out_.actions.insert(out_.actions.begin(), Action{ActionKind::Protect, 0, {}});
+            log("protect: dropped (no slice job waits for racks)");
+        }
+        return;
+    }
+    // a start that moved less than a minute is not worth a new reservation
+    if (have && protection_->nodes == want &&
+        (protection_->start_time <= now_ || std::llabs(protection_->start_time - start) < 60))
+        return;
+    Action a{ActionKind::Protect, 0, want};
+    a.start_at = start;
+    a.end_at = end;
+    act(std::move(a));
+    log(fmt::format("job {}: top priority, waits: racks kept for it, {} from {} (in {} s); shorter jobs may still "
+                    "run there",
+                    top->job->id, want, start, start - now_));
+}
+
 bool Cycle::backing_off(const SliceJob& sj) {
     auto it = mem_.backoff.find(sj.job->id);
     if (it == mem_.backoff.end() || it->second.until <= now_) return false;
@@ -709,7 +898,7 @@ CycleOutput Cycle::run() {
             if (sj.job->state == JobState::Running)
                 handle_running(sj);
             else if (sj.job->state == JobState::Pending)
-                handle_pending(sj, false);
+                finish_placed(sj);
         } catch (const Error& e) {
             log(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
         }
@@ -720,26 +909,28 @@ CycleOutput Cycle::run() {
         for (const auto& sj : slice_jobs_) {
             if ((sj.rec && sj.rec->state == RecordState::Yielded) != (yielded == 1)) continue;
             try {
-                if (sj.job->state == JobState::Pending) handle_pending(sj, true);
+                if (sj.job->state == JobState::Pending) place_waiting(sj);
             } catch (const Error& e) {
                 log(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
             }
         }
+    protect_top();
     keep_spares();
     keep_weights();
+    keep_gate();
     return std::move(out_);
 }
 
 } // namespace
 
-CycleOutput reconcile(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
-                      const std::optional<Reservation>& spares, const HelperConfig& cfg, int64_t now,
+CycleOutput reconcile(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now,
                       HelperMemory& mem) {
-    return Cycle(map, nodes, jobs, spares, cfg, now, mem).run();
+    return Cycle(map, view, cfg, now, mem).run();
 }
 
-std::vector<ApplyFailure> apply(ClusterApi& api, const std::string& reservation, const std::vector<Action>& actions,
+std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const std::vector<Action>& actions,
                                 void (*after_each)(const Action&)) {
+    const std::string& reservation = cfg.reservation;
     std::vector<ApplyFailure> failures;
     std::unordered_set<JobId> failed_jobs;
     for (const auto& a : actions) {
@@ -755,6 +946,9 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const std::string& reservation,
             case ActionKind::SetRecord: api.set_admin_comment(a.job, a.arg); break;
             case ActionKind::SetReservation: api.set_reservation(reservation, a.arg); break;
             case ActionKind::SetWeight: api.set_node_weight(a.arg, a.weight); break;
+            case ActionKind::SetLicenses: api.set_licenses(a.job, a.arg); break;
+            case ActionKind::Protect: api.set_reservation(cfg.protect_reservation, a.arg, a.start_at, a.end_at); break;
+            case ActionKind::Gate: api.ensure_gate(cfg.gate_reservation, cfg.gate_license); break;
             }
         } catch (const std::exception& e) {
             failures.push_back({a.job, a.kind,

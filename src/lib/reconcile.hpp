@@ -1,28 +1,42 @@
 // nvlslice — one reconcile cycle of the helper, as a pure function.
 //
 // Level-triggered and idempotent, like a Kubernetes controller: from what
-// Slurm reports now (nodes, jobs, the spare reservation) and the records the
+// Slurm reports now (nodes, jobs, the reservations) and the records the
 // helper keeps inside Slurm (job admin_comment), it decides the actions that
 // move the cluster toward the wanted state. Run it again on the same input
 // and it asks for nothing new; kill the helper between any two actions and
 // the next cycle finishes the work from what Slurm shows.
 //
-// Per tagged slice job (oldest submission first; repairs before placements):
+// The gate: the plugin submits a slice job requesting one gate license,
+// which a license-only reservation holds for root, so the job waits with
+// Reason=Licenses while Slurm computes its priority as for any job (QOS,
+// partition tier, fair-share, age, admin-set priority, nice). The helper
+// takes jobs in Slurm's priority order, places them, pins the nodes and
+// takes the gate license off. It never releases a hold it did not set
+// itself (record hold=1: a repair's requeue-hold); user and admin holds
+// stay until their owner releases them.
+//
+// Per tagged slice job (Slurm's priority order; repairs before placements):
 //  running, a node failed (DOWN/FAIL, or a drain whose reason matches the
-//    configured pattern) -> record "repairing", requeue-hold, pin the repaired
-//    node list (spares of the same rack first, else move the slice); once
-//    Slurm shows it pending again: StartTime now, record "placed", release.
-//    --no-requeue jobs are reported, not touched.
-//  pending, not held, no record -> admin hold (users cannot release it).
-//  pending, placed and released -> waits for Slurm; re-held and re-placed
+//    configured pattern) -> record "repairing" hold=1, requeue-hold, pin the
+//    repaired nodes (spares of the same rack first, else move the slice);
+//    once pending again: StartTime, record "placed", release.
+//    --no-requeue jobs and interactive allocations are reported, not touched.
+//  running without a placement of ours (it escaped its gate) -> adopted if
+//    its nodes form whole slices, else requeued to be placed; logged.
+//  pending, held by someone else -> left alone.
+//  pending, placed, gate off -> waits for Slurm; gated again and re-placed
 //    if a pinned node failed or another job holds the nodes too long.
-//  pending, held, record placed/repairing -> finish the interrupted work.
-//  pending, held, otherwise -> place with the core; on success record,
-//    pin, release; else record "waiting" with the reason (squeue -O
-//    AdminComment shows it). Prefer mode may split after its wait.
+//  pending, gated (or held by us), record placed/repairing -> finish.
+//  pending, neither gated nor placed (its owner removed the gate) -> gated
+//    again, logged.
+//  pending, gated -> place with the core; on success record, pin, gate
+//    off; else record "waiting" with the reason. Prefer mode may split.
+//  the top-priority job that cannot be placed gets racks protected for it
+//    (a reservation from its expected start: shorter jobs still run there).
 //  strict job blocked only by fragmentation for long enough -> requeue the
 //    cheapest set of checkpointable jobs that frees one rack (rate-limited).
-// Then the spare reservation is set to each rack's spares.
+// Then the spare reservation, the node weights and the gate reservation.
 #pragma once
 
 #include "cluster_api.hpp"
@@ -33,6 +47,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -40,6 +55,14 @@ namespace nvl {
 
 struct HelperConfig {
     std::string reservation = "nvlslice_spares"; // "" = do not keep a reservation
+    // The gate (slurm.conf: Licenses=nvlslice_gate:1): the license the
+    // plugin adds to slice jobs, and the license-only reservation that
+    // holds it so Slurm never starts them by itself.
+    std::string gate_license = "nvlslice_gate";
+    std::string gate_reservation = "nvlslice_gate";
+    // Racks kept for the top-priority slice job that cannot start yet.
+    std::string protect_reservation = "nvlslice_protect";
+    bool protect = true;
     // Drains whose reason matches trigger a repair (ECMAScript regex searched
     // in the reason, case-insensitive);
     // empty = every drain. DOWN/FAIL always trigger one.
@@ -60,16 +83,34 @@ struct HelperConfig {
     bool steer_weights = true;
 };
 
-// Pin: required nodes and StartTime; PinOnly: required nodes only.
-enum class ActionKind { Hold, Pin, PinOnly, Release, RequeueHold, Requeue, SetRecord, SetReservation, SetWeight };
+// Pin: required nodes and StartTime; PinOnly: required nodes only;
+// SetLicenses: the job's whole license request (the gate on or off);
+// SetReservation: the spare reservation; Protect: the protection
+// reservation (arg nodes, "" = none; start_at, end_at); Gate: create the
+// gate reservation.
+enum class ActionKind {
+    Hold,
+    Pin,
+    PinOnly,
+    Release,
+    RequeueHold,
+    Requeue,
+    SetRecord,
+    SetReservation,
+    SetWeight,
+    SetLicenses,
+    Protect,
+    Gate
+};
 const char* to_string(ActionKind k);
 
 struct Action {
     ActionKind kind;
     JobId job = 0;
     std::string arg;      // Pin, SetReservation, SetWeight: node list; SetRecord: admin_comment
-    int64_t start_at = 0; // Pin: StartTime (epoch seconds)
+    int64_t start_at = 0; // Pin: StartTime; Protect: its start (epoch seconds)
     uint32_t weight = 0;  // SetWeight
+    int64_t end_at = 0;   // Protect: its end
 };
 
 struct CycleStats {
@@ -113,9 +154,19 @@ struct ApplyFailure {
     std::string error;
 };
 
-CycleOutput reconcile(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
-                      const std::optional<Reservation>& spares, const HelperConfig& cfg, int64_t now,
+// What the helper reads from Slurm each cycle (references: nothing is
+// copied).
+struct ClusterView {
+    const std::vector<SlurmNode>& nodes;
+    const std::vector<SlurmJob>& jobs;
+    const std::optional<Reservation>& spares;     // cfg.reservation
+    const std::optional<Reservation>& gate;       // cfg.gate_reservation
+    const std::optional<Reservation>& protection; // cfg.protect_reservation
+};
+
+CycleOutput reconcile(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now,
                       HelperMemory& mem);
+
 
 // The Slurm Weight nvlsliced gives the nodes of a rack with `free` free
 // (idle or spare) nodes out of `size`: 1 + free, so that Slurm, which gives a
@@ -130,7 +181,7 @@ inline uint32_t rack_weight(int free, int size) {
 // build on it) and is reported; every other job's actions still go ahead.
 // Never throws nvl::Error. `after_each`, if set, is called after every
 // applied action (the daemon's crash-injection hook for the restart tests).
-std::vector<ApplyFailure> apply(ClusterApi& api, const std::string& reservation, const std::vector<Action>& actions,
+std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const std::vector<Action>& actions,
                                 void (*after_each)(const Action&) = nullptr);
 
 // Books the outcome of apply() into the memory: a failed job's backoff

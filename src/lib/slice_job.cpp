@@ -118,6 +118,52 @@ bool allowed_transition(RecordState from, RecordState to) {
     }
 }
 
+namespace {
+
+// "a:2,nvlslice_gate:1" -> {"a:2", "nvlslice_gate:1"}; Slurm also accepts
+// '|' (one of) in requests: such a list is kept whole.
+std::vector<std::string_view> license_items(std::string_view l) {
+    std::vector<std::string_view> out;
+    while (!l.empty()) {
+        size_t c = l.find(',');
+        std::string_view item = l.substr(0, c);
+        if (!item.empty()) out.push_back(item);
+        if (c == std::string_view::npos) break;
+        l.remove_prefix(c + 1);
+    }
+    return out;
+}
+
+std::string_view license_name(std::string_view item) {
+    return item.substr(0, item.find_first_of(":="));
+}
+
+} // namespace
+
+bool has_license(std::string_view licenses, std::string_view name) {
+    for (auto item : license_items(licenses))
+        if (license_name(item) == name) return true;
+    return false;
+}
+
+std::string with_license(std::string_view licenses, std::string_view name) {
+    if (has_license(licenses, name)) return std::string(licenses);
+    std::string out(licenses);
+    if (!out.empty()) out += ',';
+    return out + std::string(name) + ":1";
+}
+
+std::string without_license(std::string_view licenses, std::string_view name) {
+    std::string out;
+    for (auto item : license_items(licenses)) {
+        if (license_name(item) == name) continue;
+        if (!out.empty()) out += ',';
+        out += item;
+    }
+    return out;
+}
+
+
 std::string PlacementRecord::str() const {
     std::string s = fmt::format("{} {} slice={}", kTagPrefix, to_string(state), slice);
     if (!slices.empty()) {
@@ -127,6 +173,7 @@ std::string PlacementRecord::str() const {
     s += fmt::format(" repairs={} moves={}", repairs, moves);
     if (split) s += " split=1";
     if (lent) s += " lent=1";
+    if (hold) s += " hold=1";
     if (!reason.empty()) s += " reason=" + reason; // free text, always last
     return s;
 }
@@ -167,6 +214,8 @@ std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
             r.split = to_int(k, v) != 0;
         else if (k == "lent")
             r.lent = to_int(k, v) != 0;
+        else if (k == "hold")
+            r.hold = to_int(k, v) != 0;
         else if (k == "slices") {
             while (!v.empty()) {
                 size_t sc = v.find(';');

@@ -39,6 +39,13 @@ struct RequestTag {
     static std::optional<RequestTag> parse(std::string_view comment);
 };
 
+// The gate license on a license request (Slurm's "name:count,..."):
+// added / taken off, the user's own licenses kept ("a:2" + gate ->
+// "a:2,nvlslice_gate:1").
+bool has_license(std::string_view licenses, std::string_view name);
+std::string with_license(std::string_view licenses, std::string_view name);
+std::string without_license(std::string_view licenses, std::string_view name);
+
 // The user's part of a comment that carries a tag ("" if none).
 std::string_view user_comment(std::string_view comment);
 // tag + " | " + user comment (or only the tag).
@@ -67,6 +74,7 @@ struct PlacementRecord {
     int moves = 0;
     bool split = false;
     bool lent = false;  // runs on a rack's spare, lent until a repair needs it
+    bool hold = false;  // the helper holds the job (a repair): the one hold it may release
     std::string reason; // why it waits: free text, written last in the record
 
     std::string str() const;

@@ -118,18 +118,20 @@ int main(int argc, char** argv) {
             try {
                 auto nodes = slurm.load_nodes();
                 auto jobs = slurm.load_jobs();
-                std::optional<Reservation> resv;
-                if (!s.reconcile.reservation.empty()) resv = slurm.load_reservation(s.reconcile.reservation);
+                // one request for the spare, gate and protection reservations
+                auto resvs = slurm.load_reservations(
+                    {s.reconcile.reservation, s.reconcile.gate_reservation, s.reconcile.protect_reservation});
                 phases.load = since(t0);
                 auto t1 = std::chrono::steady_clock::now();
-                CycleOutput out = reconcile(map, nodes, jobs, resv, s.reconcile, std::time(nullptr), mem);
+                CycleOutput out = reconcile(map, {nodes, jobs, resvs[0], resvs[1], resvs[2]}, s.reconcile,
+                                            std::time(nullptr), mem);
                 phases.decide = since(t1);
                 for (const auto& line : out.log) say(line);
                 auto t2 = std::chrono::steady_clock::now();
                 phases.actions = out.actions.size();
                 if (!dry) {
                     const int64_t now = std::time(nullptr);
-                    auto failures = apply(slurm, s.reconcile.reservation, out.actions, maybe_die);
+                    auto failures = apply(slurm, s.reconcile, out.actions, maybe_die);
                     for (const auto& f : failures)
                         say(f.job ? fmt::format("job {}: {} (this job waits; the others go on)", f.job, f.error)
                                   : fmt::format("{} (retried next cycle)", f.error));

@@ -148,18 +148,29 @@ std::vector<SlurmJob> SlurmCluster::load_jobs() {
         r.requeue = j.requeue != 0;
         r.name = str(j.name);
         r.partition = str(j.partition);
+        r.priority = j.priority;
+        r.licenses = str(j.licenses);
+        if (r.state == JobState::Running && j.end_time > j.start_time) r.end_time = j.end_time;
+        if (j.time_limit != NO_VAL && j.time_limit != INFINITE) r.time_limit = int64_t(j.time_limit) * 60;
         out.push_back(std::move(r));
     }
     return out;
 }
 
 std::optional<Reservation> SlurmCluster::load_reservation(const std::string& name) {
+    return load_reservations({name}).front();
+}
+
+std::vector<std::optional<Reservation>> SlurmCluster::load_reservations(const std::vector<std::string>& names) {
     reserve_info_msg_t* msg = nullptr;
     if (slurm_load_reservations(0, &msg) != SLURM_SUCCESS) fail("loading reservations");
-    std::optional<Reservation> out;
-    for (uint32_t i = 0; i < msg->record_count; ++i)
-        if (name == str(msg->reservation_array[i].name))
-            out = Reservation{name, str(msg->reservation_array[i].node_list)};
+    std::vector<std::optional<Reservation>> out(names.size());
+    for (uint32_t i = 0; i < msg->record_count; ++i) {
+        const reserve_info_t& r = msg->reservation_array[i];
+        for (size_t k = 0; k < names.size(); ++k)
+            if (!names[k].empty() && names[k] == str(r.name))
+                out[k] = Reservation{names[k], str(r.node_list), r.start_time, r.end_time};
+    }
     slurm_free_reservation_info_msg(msg);
     return out;
 }
@@ -171,6 +182,14 @@ void SlurmCluster::pin_job(JobId id, const std::string& nodes, int64_t start_at)
     d.req_nodes = const_cast<char*>(nodes.c_str());
     if (start_at > 0) d.begin_time = time_t(start_at);
     update(d, id, fmt::format("pinning to {}", nodes).c_str());
+}
+
+void SlurmCluster::set_licenses(JobId id, const std::string& licenses) {
+    job_desc_msg_t d;
+    slurm_init_job_desc_msg(&d);
+    d.job_id = id;
+    d.licenses = const_cast<char*>(licenses.c_str());
+    update(d, id, fmt::format("setting licenses to \"{}\"", licenses).c_str());
 }
 
 void SlurmCluster::set_admin_comment(JobId id, const std::string& text) {
@@ -220,14 +239,20 @@ void SlurmCluster::requeue(JobId id) {
     if (requeue_job(id, 0) != SLURM_SUCCESS) fail(fmt::format("job {}: requeue", id));
 }
 
-void SlurmCluster::set_reservation(const std::string& name, const std::string& nodes) {
+void SlurmCluster::set_reservation(const std::string& name, const std::string& nodes, int64_t start_at,
+                                   int64_t end_at) {
     auto cur = load_reservation(name);
-    if (nodes.empty()) {
-        if (!cur) return;
-        reservation_name_msg_t m;
-        m.name = const_cast<char*>(name.c_str());
-        if (slurm_delete_reservation(&m) != SLURM_SUCCESS) fail(fmt::format("deleting reservation {}", name));
-        return;
+    // A start time can only be moved before the reservation starts: a new
+    // window is a new reservation.
+    const bool new_window = cur && start_at > 0 && cur->start_time != start_at;
+    if (nodes.empty() || new_window) {
+        if (cur) {
+            reservation_name_msg_t m;
+            m.name = const_cast<char*>(name.c_str());
+            if (slurm_delete_reservation(&m) != SLURM_SUCCESS) fail(fmt::format("deleting reservation {}", name));
+        }
+        if (nodes.empty()) return;
+        cur.reset();
     }
     resv_desc_msg_t r;
     slurm_init_resv_desc_msg(&r);
@@ -238,8 +263,11 @@ void SlurmCluster::set_reservation(const std::string& name, const std::string& n
             fail(fmt::format("updating reservation {} to {}", name, nodes));
         return;
     }
-    r.start_time = time(nullptr);
-    r.duration = INFINITE;
+    r.start_time = start_at > 0 ? time_t(start_at) : time(nullptr);
+    if (end_at > 0)
+        r.end_time = time_t(end_at);
+    else
+        r.duration = INFINITE;
     r.flags = RESERVE_FLAG_IGN_JOBS;
     r.users = const_cast<char*>("root");
     char* created = slurm_create_reservation(&r);
@@ -255,6 +283,26 @@ void SlurmCluster::set_node_weight(const std::string& nodes, uint32_t weight) {
     m.node_names = const_cast<char*>(nodes.c_str());
     m.weight = weight;
     if (slurm_update_node(&m) != SLURM_SUCCESS) fail(fmt::format("setting weight {} on {}", weight, nodes));
+}
+
+void SlurmCluster::ensure_gate(const std::string& reservation, const std::string& license) {
+    if (load_reservation(reservation)) return;
+    resv_desc_msg_t r;
+    slurm_init_resv_desc_msg(&r);
+    r.name = const_cast<char*>(reservation.c_str());
+    const std::string lic = license + ":1";
+    r.licenses = const_cast<char*>(lic.c_str());
+    r.users = const_cast<char*>("root");
+    r.flags = RESERVE_FLAG_ANY_NODES; // LICENSE_ONLY: licenses, no nodes
+    r.start_time = time(nullptr);
+    // Far out but explicit: an unlimited duration ends after a year.
+    r.end_time = time_t(4102444800); // 2100-01-01
+    char* created = slurm_create_reservation(&r);
+    if (!created)
+        fail(fmt::format("creating the gate reservation {} (it holds the license {}; slurm.conf needs "
+                         "\"Licenses={}:1\")",
+                         reservation, license, license));
+    (void)created;
 }
 
 } // namespace nvl

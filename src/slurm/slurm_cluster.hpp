@@ -12,13 +12,19 @@ class SlurmCluster final : public ClusterApi {
     std::vector<SlurmNode> load_nodes() override;
     std::vector<SlurmJob> load_jobs() override;
     std::optional<Reservation> load_reservation(const std::string& name) override;
+    // Several reservations in one request, in the order of `names` ("" or
+    // a missing one: nullopt).
+    std::vector<std::optional<Reservation>> load_reservations(const std::vector<std::string>& names);
     void pin_job(JobId id, const std::string& nodes, int64_t start_at) override;
     void set_admin_comment(JobId id, const std::string& text) override;
     void hold(JobId id) override;
     void release(JobId id) override;
     void requeue_hold(JobId id) override;
     void requeue(JobId id) override;
-    void set_reservation(const std::string& name, const std::string& nodes) override;
+    void set_licenses(JobId id, const std::string& licenses) override;
+    void set_reservation(const std::string& name, const std::string& nodes, int64_t start_at,
+                         int64_t end_at) override;
+    void ensure_gate(const std::string& reservation, const std::string& license) override;
     void set_node_weight(const std::string& nodes, uint32_t weight) override;
 
   private:

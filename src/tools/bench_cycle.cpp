@@ -111,7 +111,8 @@ CycleScenario make_cycle_scenario(const RackMap& map, int pending, uint64_t seed
         // sides must make the same decisions
         SlurmJob j = slice_job(next++, 16, count, false);
         j.state = JobState::Pending;
-        j.held = true;
+        j.licenses = "nvlslice_gate:1"; // behind the gate, as the plugin submits it
+        j.priority = uint32_t(100000 - i);
         j.submit_time = kNow - 3600 + i;
         sc.jobs.push_back(std::move(j));
     }
@@ -132,6 +133,7 @@ void settle(CycleScenario& sc, const CycleOutput& first) {
         if (it == by_id.end()) continue;
         if (a.kind == ActionKind::SetRecord) it->second->admin_comment = a.arg;
         if (a.kind == ActionKind::Hold) it->second->held = it->second->admin_held = true;
+        if (a.kind == ActionKind::SetLicenses) it->second->licenses = a.arg;
     }
 }
 
@@ -139,9 +141,9 @@ int baseline_cycle(const RackMap& map, const CycleScenario& sc) {
     Snapshot snap = snapshot_from_slurm(map, sc.nodes, sc.jobs, sc.spares);
     std::vector<const SlurmJob*> waiting;
     for (const auto& j : sc.jobs)
-        if (j.state == JobState::Pending && j.held) waiting.push_back(&j);
+        if (j.state == JobState::Pending && !j.held) waiting.push_back(&j);
     std::sort(waiting.begin(), waiting.end(),
-              [](const SlurmJob* a, const SlurmJob* b) { return a->submit_time < b->submit_time; });
+              [](const SlurmJob* a, const SlurmJob* b) { return a->priority > b->priority; });
     int placed = 0;
     for (const SlurmJob* j : waiting) {
         std::optional<RequestTag> tag = RequestTag::parse(j->comment);

@@ -25,12 +25,12 @@ struct CycleScenario {
 
 // Running slice jobs (1 x 2,048, 4 x 512, 16 x 128 and 16-node ones) with
 // their records, scattered plain jobs on the other racks, a few empty
-// racks, and `pending` held slice jobs of 16 to 2,048 nodes.
+// racks, and `pending` gated slice jobs of 16 to 2,048 nodes.
 CycleScenario make_cycle_scenario(const RackMap& map, int pending, uint64_t seed);
 
 // What the helper's first cycle asked Slurm for is applied to the records,
-// as Slurm would store them (admin holds, waiting records, the spare
-// reservation), so that later cycles see the steady state.
+// as Slurm would store them (waiting records, the spare reservation), so
+// that later cycles see the steady state.
 void settle(CycleScenario& sc, const CycleOutput& first);
 
 // The baseline decision path: the same Slurm-shaped input, the node states

@@ -123,10 +123,21 @@ JobRequeue=1
 UnkillableStepTimeout=120
 MinJobAge=600
 SchedulerParameters=sched_interval=5,bf_interval=5
+# Slurm's own ordering, which slice jobs must keep: multifactor with
+# non-zero weights (fair-share and QOS need accounting, which this cluster
+# does not run).
+PriorityType=priority/multifactor
+PriorityWeightAge=1000
+PriorityWeightJobSize=100
+PriorityWeightPartition=10000
+PriorityMaxAge=1-0
+# The gate slice jobs wait behind until nvlsliced places them (nvlslice(8)).
+Licenses=nvlslice_gate:1,lic_a:4
 MailProg=/bin/true
 PlugStackConfig=$DIR/etc/plugstack.conf
 $nodes_line
-PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE
+PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE PriorityJobFactor=1
+PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE PriorityJobFactor=10
 CONF
     if [ -n "$PLUGIN" ]; then
         echo "required $PLUGIN map=$DIR/etc/nvlslice-map.yaml $PLUGIN_ARGS" > "$DIR/etc/plugstack.conf"

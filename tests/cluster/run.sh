@@ -41,15 +41,21 @@ run_test() {
     echo "# $(basename "$t"): $(( $(date +%s) - t0 )) s"
     rm -f "$out"
 }
-# The plugin alone first (jobs are pinned by hand), then with the helper.
+# The plugin alone first (jobs are pinned and ungated by hand), then with
+# the helper. Without the helper, the gate reservation it keeps is made here.
 "$HERE/cluster.sh" kill-helper
 scontrol delete ReservationName=nvlslice_spares 2>/dev/null || true
+scontrol delete ReservationName=nvlslice_protect 2>/dev/null || true
+scontrol show reservation nvlslice_gate >/dev/null 2>&1 ||
+    scontrol create reservation ReservationName=nvlslice_gate Users=root Licenses=nvlslice_gate:1 \
+        Flags=LICENSE_ONLY StartTime=now EndTime=2099-12-31T00:00:00 >/dev/null
 run_test "$HERE/test_plugin.sh"
 # The helper tests use every node: from here on nvl0036 has its 4 GPUs.
 cp "$HERE/../data/hwloc/node-4gpu.xml" "$NVL_CLUSTER_DIR/hwloc/nvl0036.xml"
 export NVL_HELPER=$BUILD/src/nvlsliced/nvlsliced
 "$HERE/cluster.sh" helper || exit 1
 run_test "$HERE/test_helper.sh"
+run_test "$HERE/test_rules.sh"
 run_test "$HERE/test_load.sh"
 "$HERE/cluster.sh" kill-helper
 [ "${NVL_KEEP_CLUSTER:-0}" = 1 ] || "$HERE/cluster.sh" down >/dev/null

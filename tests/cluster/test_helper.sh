@@ -38,8 +38,9 @@ wait_for 10 bash -c "scontrol show job $J | grep -q 'AdminComment=nvlslice/1 wai
 expect_match "the record says why it waits" "^nvlslice/1 waiting slice=16 .*reason=would consume spares: 0 of 2 16-node slices fit without taking domains' spares" "$(record "$J")"
 expect_match "squeue shows it (-O admin_comment)" 'would consume spares' "$(squeue -h -j "$J" -O admin_comment:200)"
 expect_eq "meanwhile Slurm has not started it" "PENDING" "$(job_field "$J" JobState)"
-wait_for 5 bash -c "[ \"\$(squeue -h -j $J -o %r)\" = JobHeldAdmin ]"
-expect_eq "while it waits it is on admin hold (its owner cannot release it)" "JobHeldAdmin" "$(squeue -h -j "$J" -o %r)"
+wait_for 8 bash -c "[ \"\$(squeue -h -j $J -o %r)\" = Licenses ]"
+expect_eq "while it waits it is behind its gate, not held" "PENDING Licenses nvlslice_gate:1" "$(job_field "$J" JobState) $(job_field "$J" Reason) $(job_field "$J" Licenses)"
+check "with the priority Slurm computed ($(job_field "$J" Priority))" [ "$(job_field "$J" Priority)" -gt 0 ]
 scancel "$P1" "$P2"
 if wait_for 20 running_on "$J" 'nvl[0001-0016,0019-0034]'; then ok "placed 16 + 16, one slice per rack"; else not_ok "placed 16 + 16: $(nodes_of "$J") $(record "$J")"; fi
 expect_eq "each rack keeps its 2 spares" "nvl[0017-0018,0035-0036]" "$(resv_nodes)"

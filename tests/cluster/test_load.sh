@@ -59,7 +59,8 @@ m2=$(metrics)
 
 pending=$(squeue -h -t PD -n load -o %i | wc -l)
 expect_eq "no job lost: all $N pending" "$N" "$pending"
-expect_eq "all held by the helper (JobHeldAdmin), none started rack-blind" "$N" "$(squeue -h -t PD -n load -o %r | grep -c JobHeldAdmin)"
+expect_eq "all behind their gate (the gate license), none started rack-blind" "$N" "$(squeue -h -t PD -n load -o %W | grep -c nvlslice_gate)"
+expect_eq "none held: Slurm computes every priority" "0" "$(squeue -h -t PD -n load -o %Q | grep -cx 0)"
 expect_eq "none without a record" "0" "$(squeue -h -t PD -n load -O admin_comment:20 | grep -vc '^nvlslice/1')"
 
 delta() { awk -v a="$(metric "$1" "$2")" -v b="$(metric "$1" "$3")" 'BEGIN { printf "%.6f", b - a }'; }
@@ -77,7 +78,7 @@ ld=$(phase load "$m1" "$m2"); de=$(phase decide "$m1" "$m2"); ap=$(phase apply "
 apf=$(phase apply "$m0" "$m1")
 per() { awk -v s="$1" -v c="$2" 'BEGIN { if (c > 0) printf "%.1f", 1000 * s / c; else print "n/a" }'; }
 c_first=${c_first%.*}; c_steady=${c_steady%.*}; a_first=${a_first%.*}; a_steady=${a_steady%.*}
-echo "# measured: while the jobs arrived: $c_first cycles, mean $(per "$s_first" "$c_first") ms, $a_first actions (admin holds, records), applying them took $(awk -v s="$apf" 'BEGIN { printf "%.1f", s }') s in all"
+echo "# measured: while the jobs arrived: $c_first cycles, mean $(per "$s_first" "$c_first") ms, $a_first actions (waiting records), applying them took $(awk -v s="$apf" 'BEGIN { printf "%.1f", s }') s in all"
 echo "# measured: steady, $N waiting: $c_steady cycles, mean $(per "$s_steady" "$c_steady") ms (load $(per "$ld" "$c_steady"), decide $(per "$de" "$c_steady"), apply $(per "$ap" "$c_steady") ms), $a_steady actions"
 check "steady cycles ask Slurm for nothing new" [ "$a_steady" -eq 0 ]
 check "a steady cycle stays under 500 ms with $N waiting" awk -v s="$s_steady" -v c="$c_steady" 'BEGIN { exit !(c > 0 && 1000 * s / c < 500) }'

@@ -50,9 +50,16 @@ class FakeCluster final : public ClusterApi {
         call(fmt::format("requeue {}", id));
         job(id).state = JobState::Pending;
     }
-    void set_reservation(const std::string& name, const std::string& n) override {
-        call("reservation", " " + n);
-        resv = Reservation{name, n};
+    void set_licenses(JobId id, const std::string& l) override {
+        call(fmt::format("licenses {}", id), " \"" + l + "\"");
+        job(id).licenses = l;
+    }
+    void set_reservation(const std::string& name, const std::string& n, int64_t start_at, int64_t end_at) override {
+        call("reservation", fmt::format(" {} {} {} {}", name, n, start_at, end_at));
+        resv = Reservation{name, n, start_at, end_at};
+    }
+    void ensure_gate(const std::string& reservation, const std::string& license) override {
+        call("gate", fmt::format(" {} {}", reservation, license));
     }
     void set_node_weight(const std::string& n, uint32_t w) override { call(fmt::format("weight {}", w), " " + n); }
 

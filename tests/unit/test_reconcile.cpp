@@ -31,10 +31,14 @@ struct World {
         FAIL("no node " << n);
         return nodes.front();
     }
-    SlurmJob& add_slice_job(JobId id, int slice, int count, bool held = true, bool ckpt = false) {
+    // As the plugin submits it: behind the gate (gated = false: its owner
+    // took the gate off, or it was written by hand).
+    SlurmJob& add_slice_job(JobId id, int slice, int count, bool gated = true, bool ckpt = false) {
         SlurmJob j;
         j.id = id;
-        j.held = held;
+        j.held = false;
+        j.licenses = gated ? "nvlslice_gate:1" : "";
+        j.priority = 1000;
         RequestTag t;
         t.slice = slice;
         t.count = count;
@@ -49,11 +53,14 @@ struct World {
     void run_on(SlurmJob& j, const std::string& hl, NodeState st = NodeState::Allocated) {
         j.state = JobState::Running;
         j.held = false;
+        j.licenses.clear(); // the gate came off when it was placed
         j.nodes = hostlist_expand(hl);
         j.start_time = now - 100;
         for (auto& n : j.nodes) node(n).state = st;
     }
-    CycleOutput cycle() { return reconcile(map, nodes, jobs, resv, cfg, now, mem); }
+    std::optional<Reservation> gate = Reservation{"nvlslice_gate", ""}; // exists: no Gate action
+    std::optional<Reservation> protection;
+    CycleOutput cycle() { return reconcile(map, {nodes, jobs, resv, gate, protection}, cfg, now, mem); }
 };
 
 std::string kinds(const CycleOutput& o) {
@@ -70,11 +77,13 @@ const Action* find(const CycleOutput& o, ActionKind k) {
 
 } // namespace
 
-TEST_CASE("a held slice job is placed, recorded, pinned and released; spares reserved first", "[reconcile][quick]") {
+TEST_CASE("a gated slice job is placed, recorded, pinned, its gate taken off; spares reserved first",
+          "[reconcile][quick]") {
     World w(2);
     w.add_slice_job(7, 16, 2);
     auto out = w.cycle();
-    CHECK(kinds(out) == "reservation record pin release");
+    CHECK(kinds(out) == "reservation record pin licenses");
+    CHECK(find(out, ActionKind::SetLicenses)->arg == ""); // the gate license off, nothing else
     CHECK(out.actions[0].arg == "n[017-018,035-036]");
     CHECK(find(out, ActionKind::Pin)->arg == "n[001-016,019-034]");
     CHECK(find(out, ActionKind::Pin)->start_at == w.now);
@@ -85,7 +94,7 @@ TEST_CASE("a held slice job is placed, recorded, pinned and released; spares res
     // Next cycle, as Slurm then reports it: nothing more to do.
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
     SlurmJob& j = w.jobs[0];
-    j.held = false;
+    j.licenses.clear();
     j.admin_comment = find(out, ActionKind::SetRecord)->arg;
     j.req_nodes = "n[001-016,019-034]";
     CHECK(w.cycle().actions.empty());
@@ -93,12 +102,69 @@ TEST_CASE("a held slice job is placed, recorded, pinned and released; spares res
     CHECK(w.cycle().actions.empty());
 }
 
-TEST_CASE("a tagged job its owner released is held again before it is placed", "[reconcile][quick]") {
+TEST_CASE("a slice job whose owner took its gate off is placed at once, or gated again", "[reconcile][quick]") {
     World w(2);
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
-    w.add_slice_job(7, 16, 1, /*held=*/false);
+    SlurmJob& j = w.add_slice_job(7, 16, 1, /*gated=*/false);
     auto out = w.cycle();
-    CHECK(kinds(out) == "hold record pin release");
+    CHECK(kinds(out) == "record pin"); // pinned: Slurm can start it only there
+    // no room: gated again, said once
+    for (int i : {1, 2, 3, 19, 20, 21}) w.node(fmt::format("n{:03d}", i)).state = NodeState::Allocated;
+    auto full = w.cycle();
+    CHECK(kinds(full) == "record licenses");
+    CHECK(find(full, ActionKind::SetLicenses)->arg == "nvlslice_gate:1");
+    j.licenses = "matlab:2";
+    CHECK(find(w.cycle(), ActionKind::SetLicenses)->arg == "matlab:2,nvlslice_gate:1"); // the user's licenses kept
+}
+
+TEST_CASE("license lists: the gate added and taken off, others kept", "[reconcile][quick]") {
+    CHECK(with_license("", "g") == "g:1");
+    CHECK(with_license("a:2", "g") == "a:2,g:1");
+    CHECK(with_license("a:2,g:1", "g") == "a:2,g:1");
+    CHECK(without_license("a:2,g:1,b:3", "g") == "a:2,b:3");
+    CHECK(without_license("g:1", "g") == "");
+    CHECK(has_license("a:2,g:1", "g"));
+    CHECK_FALSE(has_license("gx:1", "g"));
+}
+
+TEST_CASE("holds are Slurm's: the helper releases only its own", "[reconcile][holds][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = w.add_slice_job(7, 16, 1);
+    j.held = true; // sbatch --hold, or scontrol hold: priority 0
+    j.priority = 0;
+    CHECK(w.cycle().actions.empty());
+    j.admin_held = true;
+    j.admin_comment = "nvlslice/1 waiting slice=16 repairs=0 moves=0 reason=busy: x";
+    CHECK(w.cycle().actions.empty());
+    // an admin's requeuehold of a running, placed slice job: stays held
+    j.licenses.clear();
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    j.req_nodes = "n[001-016]";
+    j.restarts = 1;
+    CHECK(w.cycle().actions.empty());
+    // the helper's own hold (a repair) is the one it releases
+    j.admin_comment = "nvlslice/1 repairing slice=16 slices=n[001-016] repairs=1 moves=0 hold=1";
+    j.begin_time = w.now;
+    auto out = w.cycle();
+    CHECK(kinds(out) == "record release");
+    CHECK_THAT(find(out, ActionKind::SetRecord)->arg, !Catch::Contains("hold=1"));
+}
+
+TEST_CASE("slice jobs are placed in Slurm's priority order", "[reconcile][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    for (int i = 19; i <= 34; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Allocated;
+    SlurmJob& a = w.add_slice_job(7, 16, 1); // older
+    SlurmJob& b = w.add_slice_job(8, 16, 1);
+    a.submit_time = w.now - 100;
+    b.submit_time = w.now - 50;
+    b.priority = 5000; // an admin's priority=, a QOS, a partition tier...
+    auto out = w.cycle();
+    REQUIRE(find(out, ActionKind::Pin));
+    CHECK(find(out, ActionKind::Pin)->job == 8);
+    b.priority = 10;
+    CHECK(find(w.cycle(), ActionKind::Pin)->job == 7);
 }
 
 TEST_CASE("a fragmented cluster: the job waits with the reason, once", "[reconcile][quick]") {
@@ -107,13 +173,12 @@ TEST_CASE("a fragmented cluster: the job waits with the reason, once", "[reconci
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
     w.add_slice_job(7, 16, 1);
     auto out = w.cycle();
-    REQUIRE(kinds(out) == "hold record"); // the user hold becomes an admin hold
-    CHECK_THAT(out.actions[1].arg, Catch::StartsWith("nvlslice/1 waiting slice=16") &&
+    REQUIRE(kinds(out) == "record"); // behind its gate: no hold to set
+    CHECK_THAT(out.actions[0].arg, Catch::StartsWith("nvlslice/1 waiting slice=16") &&
                                        Catch::Contains("reason=fragmented:") &&
                                        Catch::Contains("2 racks with 13 free"));
     CHECK(out.stats.pending_by_reason["fragmented"] == 1);
-    w.jobs[0].admin_comment = out.actions[1].arg;
-    w.jobs[0].admin_held = true;
+    w.jobs[0].admin_comment = out.actions[0].arg;
     CHECK(w.cycle().actions.empty()); // idempotent: no update storm
 }
 
@@ -235,7 +300,7 @@ TEST_CASE("a job Slurm requeued after a node went down is repaired before it run
     w.node("n009").state = NodeState::Down;
     w.node("n009").failed = true;
     auto out = w.cycle();
-    CHECK(kinds(out) == "reservation hold record pin"); // released when its second has come
+    CHECK(kinds(out) == "reservation licenses record pin"); // gated, started when its second has come
     CHECK(find(out, ActionKind::Pin)->arg == "n[001-008,010-017]");
     CHECK(find(out, ActionKind::Pin)->start_at == w.now + 1);
     CHECK_THAT(find(out, ActionKind::SetRecord)->arg, Catch::StartsWith("nvlslice/1 repairing"));
@@ -375,14 +440,14 @@ TEST_CASE("apply: a refused action stops only its own job, which then backs off"
         {ActionKind::SetReservation, 0, "n[017-018]"},
     };
     fake.faults["requeue-hold 7"] = "Only batch jobs are accepted or processed";
-    auto failures = apply(fake, "nvlslice_spares", actions);
+    auto failures = apply(fake, HelperConfig{}, actions);
     REQUIRE(failures.size() == 1);
     CHECK(failures[0].job == 7);
     CHECK(failures[0].kind == ActionKind::RequeueHold);
     CHECK_THAT(failures[0].error, Catch::Contains("requeue-hold: Only batch jobs"));
     // job 7's pin built on the requeue: skipped; job 8 and the reservation went ahead
     CHECK(fake.calls == std::vector<std::string>{"record 7", "requeue-hold 7", "record 8", "pin 8 n[019-034] 100",
-                                                 "release 8", "reservation n[017-018]"});
+                                                 "release 8", "reservation nvlslice_spares n[017-018] 0 0"});
     HelperMemory mem;
     note_applied(mem, actions, failures, 1000);
     REQUIRE(mem.backoff.count(7));
@@ -396,7 +461,7 @@ TEST_CASE("apply: a refused action stops only its own job, which then backs off"
     // a cluster-wide action that fails is reported, never a job's backoff
     fake.faults.clear();
     fake.faults["reservation"] = "Requested reservation is invalid";
-    auto f2 = apply(fake, "nvlslice_spares", {{ActionKind::SetReservation, 0, "n001"}, {ActionKind::Hold, 7, {}}});
+    auto f2 = apply(fake, HelperConfig{}, {{ActionKind::SetReservation, 0, "n001"}, {ActionKind::Hold, 7, {}}});
     REQUIRE(f2.size() == 1);
     CHECK(f2[0].job == 0);
     CHECK(fake.calls.back() == "hold 7");
@@ -415,7 +480,7 @@ TEST_CASE("a job backing off is left alone, and says so once", "[reconcile][appl
     CHECK(w.cycle().actions.empty()); // nothing more while it waits
     w.now += 61;
     auto after = w.cycle();
-    CHECK(find(after, ActionKind::Release)); // placed again once the wait is over
+    CHECK(find(after, ActionKind::Pin)); // placed once the wait is over
 }
 
 TEST_CASE("an interactive slice job that loses a node is reported once, never requeued", "[reconcile][quick]") {

@@ -1,0 +1,149 @@
+#!/bin/bash
+# Slurm's rules keep working for slice jobs (see run.sh): priority order,
+# no starvation, holds, and jobs that must not jam the helper. Each case
+# runs against plain Slurm doing the same job where the two can be compared.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+CL="$HERE/cluster.sh"
+OUT=$(mktemp -d)
+cd "$OUT"
+LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
+
+record() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p' | sed 's/ *$//'; }
+state() { squeue -h -j "$1" -o %T 2>/dev/null; }
+cleanup() {
+    scancel -u root 2>/dev/null
+    wait_for 60 bash -c '[ -z "$(squeue -h -o %i)" ] && [ -z "$(sinfo -h -t completing -o %N)" ]'
+}
+resume_all() { scontrol update nodename=nvl[0001-0036] state=resume 2>/dev/null; true; }
+"$CL" helper >/dev/null
+
+echo "# rules: a later slice job with a higher priority starts first, as a plain job does"
+order_case() { # order_case plain|slice: prints the job that started first (A or B)
+    local opts="" a b first
+    [ "$1" = slice ] && opts="--nvl-slice=16"
+    cleanup
+    # rack002 busy for the whole case; rack001 busy for 8 s: room for one job, later
+    sbatch --parsable -w nvl[0019-0034] -J busy2 --wrap 'sleep 120' >/dev/null
+    sbatch --parsable -w nvl[0001-0016] -J busy1 -t 1 --wrap 'sleep 8' >/dev/null
+    wait_for 10 bash -c '[ "$(squeue -h -n busy1,busy2 -t R | wc -l)" -eq 2 ]'
+    a=$(sbatch --parsable -N 16 $opts -J A --wrap 'sleep 60')
+    sleep 1
+    b=$(sbatch --parsable -N 16 $opts -J B --wrap 'sleep 60')
+    sleep 1
+    local err
+    err=$(scontrol update jobid="$b" priority=1000000 2>&1) || echo "# $1: the priority update was refused: $err" >&2
+    wait_for 30 bash -c "[ -n \"\$(squeue -h -j $a,$b -t R -o %j)\" ]"
+    first=$(squeue -h -j "$a,$b" -t R -o %j | head -1)
+    echo "${first:-none} $(job_field "$b" Priority)"
+}
+plain=$(order_case plain); slice=$(order_case slice)
+echo "# measured: started first: plain Slurm ${plain%% *}, slice jobs ${slice%% *} (B raised to priority ${slice#* })"
+expect_eq "plain Slurm: the raised later job B starts first" "B" "${plain%% *}"
+expect_eq "slice jobs: the same order" "B" "${slice%% *}"
+check "the admin's priority update of a waiting slice job was accepted" [ "${slice#* }" = 1000000 ]
+
+echo "# rules: the top-priority job starts during a stream of small jobs (plain Slurm's backfill, nvlslice's protection)"
+stream_case() { # stream_case plain|slice: prints the seconds until the 32-node job ran
+    local opts="" big t0 t1 i
+    [ "$1" = slice ] && opts="--nvl-slice=16"
+    cleanup
+    # a stream: a 1-node 20 s job (time limit 1 min) every 2 s for 60 s
+    (for i in $(seq 1 30); do sbatch -N 1 -t 1 -J small --wrap 'sleep 20' >/dev/null; sleep 2; done) &
+    local stream=$!
+    sleep 10
+    t0=$(date +%s.%N)
+    big=$(sbatch --parsable -N 32 $opts -t 5 -J big --wrap 'sleep 30')
+    scontrol update jobid="$big" priority=1000000 >/dev/null 2>&1
+    if wait_for 120 bash -c "[ \"\$(squeue -h -j $big -o %T)\" = RUNNING ]"; then
+        t1=$(date +%s.%N)
+        echo "$(secs "$t0" "$t1")"
+    else
+        echo "never"
+    fi
+    sinfo -T -h > "$OUT/protect-$1.txt"
+    kill "$stream" 2>/dev/null; wait "$stream" 2>/dev/null
+}
+d_plain=$(stream_case plain)
+d_slice=$(stream_case slice)
+echo "# measured: start delay of the top-priority 32-node job during the stream: plain Slurm ${d_plain} s, slice job ${d_slice} s"
+check "the plain job started (Slurm's backfill reserved nodes for it)" [ "$d_plain" != never ]
+check "the slice job started within 90 s (the small jobs' 60 s limit + a cycle)" awk -v d="$d_slice" 'BEGIN { exit !(d != "never" && d + 0 <= 90) }'
+expect_match "its protected racks showed in sinfo -T while it waited" 'nvlslice_protect' "$(cat "$OUT/protect-slice.txt") $(grep -c 'racks kept for it' "$LOG")"
+wait_for 10 bash -c '! scontrol show reservation nvlslice_protect >/dev/null 2>&1'
+expect_eq "the protection is dropped once the job runs" "" "$(scontrol show reservation nvlslice_protect 2>/dev/null | head -1)"
+
+echo "# rules: holds are Slurm's"
+cleanup; resume_all
+H=$(sbatch --parsable --hold -N 16 --nvl-slice=16 --wrap 'sleep 60')
+sleep 4
+expect_eq "sbatch --hold: the slice job stays held while room is free" "PENDING JobHeldUser" "$(state "$H") $(job_field "$H" Reason)"
+scontrol release "$H"
+wait_for 15 bash -c "[ \"\$(squeue -h -j $H -o %T)\" = RUNNING ]"
+expect_eq "released by its owner, it is placed" "RUNNING" "$(state "$H")"
+scontrol requeuehold "$H"
+sleep 6
+expect_eq "an admin's requeuehold of a running slice job stays held" "PENDING JobHeldAdmin" "$(state "$H") $(job_field "$H" Reason)"
+scontrol release "$H"
+wait_for 40 bash -c "[ \"\$(squeue -h -j $H -o %T)\" = RUNNING ]"
+expect_eq "released by the admin, it runs again" "RUNNING" "$(state "$H")"
+cleanup
+sbatch -w nvl[0001-0016,0019-0034] -J busy -t 1 --wrap 'sleep 6' >/dev/null
+W=$(sbatch --parsable -N 16 --nvl-slice=16 --wrap 'sleep 60')
+sleep 2
+scontrol hold "$W"
+sleep 10
+expect_eq "an admin's hold on a waiting slice job survives free room" "PENDING JobHeldAdmin" "$(state "$W") $(job_field "$W" Reason)"
+scontrol release "$W"
+wait_for 15 bash -c "[ \"\$(squeue -h -j $W -o %T)\" = RUNNING ]"
+expect_eq "and the job is placed once the admin releases it" "RUNNING" "$(state "$W")"
+
+echo "# rules: an interactive slice job loses a node: reported, no loop, other jobs unharmed"
+cleanup; resume_all
+salloc -N 16 --nvl-slice=16 -J inter srun sleep 45 > "$OUT/salloc.log" 2>&1 &
+SALLOC=$!
+wait_for 20 bash -c '[ "$(squeue -h -n inter -t R | wc -l)" -eq 1 ]'
+I=$(squeue -h -n inter -o %i)
+n=$(scontrol show hostnames "$(squeue -h -j "$I" -o %N)" | sed -n 3p)
+scontrol update nodename="$n" state=drain reason="gpu xid 79"
+wait_for 10 bash -c "scontrol show job $I | grep -q 'interactive allocation'"
+expect_match "its record says why it is not repaired" 'not repaired: .* an interactive allocation \(salloc/srun\) cannot be requeued' "$(record "$I")"
+O=$(sbatch --parsable -N 16 --nvl-slice=16 --wrap 'sleep 30')
+wait_for 15 bash -c "[ \"\$(squeue -h -j $O -o %T)\" = RUNNING ]"
+expect_eq "another slice job is placed on the other rack meanwhile" "RUNNING" "$(state "$O")"
+sleep 3
+expect_match "the interactive job still runs, with no repair counted" 'repairs=0' "$(record "$I")"
+expect_eq "no loop: no requeue was tried" "0" "$(grep -c "requeue-hold job $I" "$LOG")"
+expect_eq "it was said once" "1" "$(grep -c "job $I: node(s) .* failed; an interactive allocation" "$LOG")"
+kill "$SALLOC" 2>/dev/null; wait "$SALLOC" 2>/dev/null
+scontrol update nodename="$n" state=resume
+
+echo "# rules: a hand-written tag takes nothing from real slice jobs"
+cleanup; resume_all
+F=$(sbatch --parsable -N 2 --begin=now+30 --comment 'nvlslice/1 nodes=16 slice=16 count=1' --wrap 'sleep 300')
+U=$(sbatch --parsable -N 1 --comment 'nvlslice/1 nodes=abc' --wrap 'sleep 300')
+wait_for 10 bash -c "scontrol show job $F | grep -q 'AdminComment=nvlslice/1 ignored'"
+expect_match "the mismatched tag is named in its record" 'ignored .*left to Slurm: its tag asks for 16 nodes, the job for 2' "$(record "$F")"
+expect_match "the unreadable one too" 'ignored .*left to Slurm: its nvlslice tag is unreadable' "$(record "$U")"
+R=$(sbatch --parsable -N 32 --nvl-slice=16 --wrap 'sleep 30')
+wait_for 15 bash -c "[ \"\$(squeue -h -j $R -o %T)\" = RUNNING ]"
+expect_eq "a real 32-node slice job gets both racks" "RUNNING" "$(state "$R")"
+expect_eq "the hand-written job was never pinned to 16 nodes" "(null)" "$(job_field "$F" ReqNodeList)"
+sleep 3
+expect_eq "each was logged once" "1 1" "$(grep -c "job $F: not a slice job" "$LOG") $(grep -c "job $U: not a slice job" "$LOG")"
+
+echo "# rules: a slice job whose owner takes its gate off never runs rack-blind unnoticed"
+cleanup; resume_all
+sbatch -w nvl[0001-0016] -J busy -t 1 --wrap 'sleep 300' >/dev/null
+E=$(sbatch --parsable -N 16 --nvl-slice=16 --requeue --wrap 'sleep 300')
+sleep 2
+scontrol update jobid="$E" Licenses= 2>/dev/null
+wait_for 15 bash -c "[ \"\$(squeue -h -j $E -o %T)\" = RUNNING ]"
+nodes=$(squeue -h -j "$E" -o %N)
+expect_eq "it runs on whole slices of one rack" "nvl[0019-0034]" "$nodes"
+expect_match "in a placement of the helper's" '^nvlslice/1 placed' "$(record "$E")"
+
+cleanup; resume_all
+rm -rf "$OUT"
+summary "rules"
