@@ -17,7 +17,8 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
     doc.for_each_pair(
         root,
         {"map", "spares", "gpus_per_node", "default_slice", "cycle_ms", "metrics_listen", "lock_file", "reservation",
-         "repair_drain_reasons", "prefer_wait", "replace_after", "lend_spares", "steer_weights", "defrag"},
+         "repair_drain_reasons", "prefer_wait", "replace_after", "lend_spares", "steer_weights", "gate_license", "gate_reservation", "protect", "protect_reservation",
+         "defrag"},
         [&](const std::string& k, yaml_node_t*, yaml_node_t* v) {
             if (k == "map")
                 s.map = doc.scalar(v, k);
@@ -49,6 +50,14 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
                 s.reconcile.replace_after_s = int(doc.integer(v, k, 1, 86400));
             else if (k == "steer_weights")
                 s.reconcile.steer_weights = doc.boolean(v, k);
+            else if (k == "gate_license")
+                s.reconcile.gate_license = doc.scalar(v, k);
+            else if (k == "gate_reservation")
+                s.reconcile.gate_reservation = doc.scalar(v, k);
+            else if (k == "protect")
+                s.reconcile.protect = doc.boolean(v, k);
+            else if (k == "protect_reservation")
+                s.reconcile.protect_reservation = doc.scalar(v, k);
             else if (k == "lend_spares") {
                 try {
                     s.reconcile.lend = parse_lend_scope(doc.scalar(v, k));

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <ctime>
 #include <numeric>
 #include <regex>
 #include <set>
@@ -749,10 +750,7 @@ void Cycle::keep_weights() {
         a.weight = w;
         act(std::move(a));
     }
-    if (!change.empty())
-        log(fmt::format("weights: {} node(s) re-weighted by rack fill (Slurm fills the fullest racks first)",
-                        std::accumulate(change.begin(), change.end(), size_t(0),
-                                        [](size_t t, const auto& kv) { return t + kv.second.size(); })));
+    // not logged: it changes with every job that starts or ends (sinfo -o %w shows it)
 }
 
 void Cycle::keep_gate() {
@@ -850,9 +848,12 @@ void Cycle::protect_top() {
     a.start_at = start;
     a.end_at = end;
     act(std::move(a));
+    char when[32] = {};
+    std::time_t t = std::time_t(start);
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
     log(fmt::format("job {}: top priority, waits: racks kept for it, {} from {} (in {} s); shorter jobs may still "
                     "run there",
-                    top->job->id, want, start, start - now_));
+                    top->job->id, want, when, start - now_));
 }
 
 bool Cycle::backing_off(const SliceJob& sj) {

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <ctime>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -161,8 +163,25 @@ RackSummary summarize(const Snapshot& snap, DomainId d) {
 
 } // namespace
 
-std::string render_show(const Snapshot& snap, const std::vector<std::string>& racks, bool json) {
+std::string render_show(const Snapshot& snap, const std::vector<std::string>& racks, bool json,
+                        const std::optional<Reservation>& protection) {
     const RackMap& map = snap.map();
+    std::vector<char> kept(map.node_count(), 0);
+    std::string from;
+    if (protection && !protection->nodes.empty()) {
+        for (const auto& n : hostlist_expand(protection->nodes))
+            if (auto id = map.find_node(n)) kept[*id] = 1;
+        std::time_t t = std::time_t(protection->start_time);
+        char buf[32] = {};
+        std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
+        from = buf;
+    }
+    auto protected_in = [&](DomainId d) {
+        std::vector<NodeId> ids;
+        for (NodeId id : map.domain(d).nodes)
+            if (kept[id]) ids.push_back(id);
+        return hostlist_compress(map.node_names(ids));
+    };
     std::vector<DomainId> which;
     if (racks.empty())
         for (DomainId d = 0; d < map.domains().size(); ++d) which.push_back(d);
@@ -193,11 +212,15 @@ std::string render_show(const Snapshot& snap, const std::vector<std::string>& ra
             for (const auto& [key, ids] : s.slices)
                 sl += fmt::format("{}{{\"job\":{},\"slice\":{},\"nodes\":\"{}\"}}", sl.empty() ? "" : ",", key.first,
                                   key.second, hostlist_compress(map.node_names(ids)));
+            const std::string prot = protected_in(d);
             items += fmt::format("{}{{\"rack\":\"{}\",\"nodes\":\"{}\",\"count\":{},\"gpus_per_node\":{},"
                                  "\"spares_wanted\":{},\"free\":{},\"spare\":{},\"allocated\":{},\"draining\":{},"
-                                 "\"drained\":{},\"down\":{},\"room\":{},\"slices\":[{}]}}",
+                                 "\"drained\":{},\"down\":{},\"room\":{},\"slices\":[{}]{}}}",
                                  items.empty() ? "" : ",", dom.name, map.domain_hostlist(d), s.nodes, dom.gpus_per_node,
-                                 dom.spares, s.free, s.spares, s.allocated, s.draining, s.drained, s.down, room, sl);
+                                 dom.spares, s.free, s.spares, s.allocated, s.draining, s.drained, s.down, room, sl,
+                                 prot.empty() ? ""
+                                              : fmt::format(",\"protected\":{{\"nodes\":\"{}\",\"from\":\"{}\"}}",
+                                                            prot, from));
             continue;
         }
         out += fmt::format("RackName={} Nodes={} NodeCnt={} GPUsPerNode={} Spares={}\n", dom.name,
@@ -208,6 +231,8 @@ std::string render_show(const Snapshot& snap, const std::vector<std::string>& ra
             out += fmt::format("   Slice JobId={} Index={} Nodes={}\n", key.first, key.second,
                                hostlist_compress(map.node_names(ids)));
         for (const auto& [job, n] : s.other_jobs) out += fmt::format("   Job JobId={} NodeCnt={}\n", job, n);
+        if (const std::string prot = protected_in(d); !prot.empty())
+            out += fmt::format("   Protected Nodes={} From={} (kept for the top-priority slice job)\n", prot, from);
     }
     if (json)
         return fmt::format("{{\"racks\":[{}],\"summary\":{{\"racks\":{},\"nodes\":{},\"free\":{},\"spare\":{},"

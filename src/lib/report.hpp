@@ -36,7 +36,10 @@ Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& n
 
 // `nvl-topo show [RACK...]`: empty `racks` = all. Throws nvl::Error on an
 // unknown rack name.
-std::string render_show(const Snapshot& snap, const std::vector<std::string>& racks, bool json);
+// `protection`: nvlsliced's reservation of racks kept for the top-priority
+// slice job, shown per rack with its start.
+std::string render_show(const Snapshot& snap, const std::vector<std::string>& racks, bool json,
+                        const std::optional<Reservation>& protection = std::nullopt);
 
 enum class Cell { Free, Slice, OtherJob, Spare, Draining, Drained, Down };
 Cell cell_of(const NodeStatus& st);

@@ -34,6 +34,7 @@ static const char* kUsage = R"(usage: nvl-topo COMMAND --map FILE [options]
   --map FILE          rack map: nvlslice YAML, Slurm topology.conf or topology.yaml
   --snapshot FILE     read the state from a snapshot file instead of live Slurm
   --reservation NAME  the spare reservation (default nvlslice_spares)
+  --protect-reservation NAME  racks kept for the top slice job (nvlslice_protect)
   --gpus-per-node G   for Slurm topology maps (default 4)
   --spares S          for Slurm topology maps (default 2)
   --color / --no-color  ANSI colours for map (default: when stdout is a terminal)
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
                         {"spares", true},
                         {"snapshot", true},
                         {"reservation", true},
+                        {"protect-reservation", true},
                         {"json", false},
                         {"svg", true},
                         {"color", false},
@@ -117,18 +119,21 @@ int main(int argc, char** argv) {
             return findings.empty() ? 0 : 1;
         }
         Snapshot snap(map);
+        std::optional<Reservation> protection;
         if (o.has("snapshot")) {
             if (cmd == "snapshot") throw Error("snapshot reads live Slurm; --snapshot is for show and map");
             snap = read_snapshot(map, read_file(o.str("snapshot")), o.str("snapshot"));
         } else {
             SlurmCluster slurm;
-            snap = snapshot_from_slurm(map, slurm.load_nodes(), slurm.load_jobs(),
-                                       slurm.load_reservation(o.str("reservation", "nvlslice_spares")));
+            auto resvs = slurm.load_reservations(
+                {o.str("reservation", "nvlslice_spares"), o.str("protect-reservation", "nvlslice_protect")});
+            snap = snapshot_from_slurm(map, slurm.load_nodes(), slurm.load_jobs(), resvs[0]);
+            protection = resvs[1];
         }
         if (cmd == "snapshot") {
             std::fputs(write_snapshot(snap).c_str(), stdout);
         } else if (cmd == "show") {
-            std::fputs(render_show(snap, o.positional(), o.has("json")).c_str(), stdout);
+            std::fputs(render_show(snap, o.positional(), o.has("json"), protection).c_str(), stdout);
         } else if (o.has("svg")) {
             std::ofstream(o.str("svg")) << render_map_svg(snap);
             std::fprintf(stderr, "nvl-topo: wrote %s\n", o.str("svg").c_str());

@@ -102,3 +102,13 @@ TEST_CASE("snapshot files keep lent nodes", "[report][quick]") {
     CHECK_THROWS_WITH(read_snapshot(m, "n001 allocated 7 0 borrowed\n", "s.txt"),
                       Catch::Contains("s.txt:1:1") && Catch::Contains("only be \"lent\""));
 }
+
+TEST_CASE("nvl-topo show marks the racks kept for the top-priority slice job", "[report][quick]") {
+    RackMap m = nvl::test::make_map(2, 18);
+    Snapshot s(m);
+    Reservation p{"nvlslice_protect", "n[019-034]", 1700000000, 0};
+    std::string show = render_show(s, {}, false, p);
+    CHECK_THAT(show, Catch::Contains("RackName=r2") && Catch::Contains("   Protected Nodes=n[019-034] From="));
+    CHECK_THAT(render_show(s, {"r1"}, false, p), !Catch::Contains("Protected"));
+    CHECK_THAT(render_show(s, {}, true, p), Catch::Contains("\"protected\":{\"nodes\":\"n[019-034]\",\"from\":\""));
+}
