@@ -1,0 +1,208 @@
+// The cycle's driver: snapshot, slice jobs and their order, backoff, records.
+#include "cycle.hpp"
+
+#include <algorithm>
+#include <ctime>
+
+namespace nvl::detail {
+
+void Cycle::build_snapshot() {
+    snap_ = snapshot_from_slurm(map_, nodes_, jobs_, spares_, cfg_.lend);
+    if (protection_ && !protection_->nodes.empty()) {
+        protected_.assign(map_.node_count(), 0);
+        for (const auto& n : hostlist_expand(protection_->nodes))
+            if (auto id = map_.find_node(n)) protected_[*id] = 1;
+    }
+    if (spares_)
+        for (auto& n : hostlist_expand(spares_->nodes)) reserved_.insert(n);
+    for (const auto& n : nodes_) {
+        auto id = map_.find_node(n.name);
+        if (!id) continue; // a node outside the map is none of our business
+        const NodeState st = snap_.node(*id).state;
+        failed_[*id] = n.failed || ((st == NodeState::Draining || st == NodeState::Drained) &&
+                                    (!drain_re_ || std::regex_search(n.reason, *drain_re_)));
+    }
+}
+
+// Why a tag does not describe its job ("" when it does). The comment is
+// user-writable: a tag typed by hand must not make the helper pin a job to
+// more nodes than it asked for, or count nodes it never takes.
+std::string tag_mismatch(const RequestTag& t, const SlurmJob& j) {
+    if (t.slice <= 0 || t.count <= 0 || t.nodes != t.slice * t.count)
+        return fmt::format("its tag asks for {} nodes as {} slice(s) of {}", t.nodes, t.count, t.slice);
+    if (j.num_nodes != t.nodes) return fmt::format("its tag asks for {} nodes, the job for {}", t.nodes, j.num_nodes);
+    if (t.checkpointable && !j.requeue) return "its tag says checkpointable, but the job was submitted --no-requeue";
+    return {};
+}
+
+void Cycle::collect_slice_jobs() {
+    for (const auto& j : jobs_) {
+        if (j.state != JobState::Pending && j.state != JobState::Running) continue;
+        std::optional<RequestTag> tag;
+        std::string wrong;
+        try {
+            tag = RequestTag::parse(j.comment);
+            if (tag) wrong = tag_mismatch(*tag, j);
+        } catch (const Error& e) {
+            wrong = fmt::format("its nvlslice tag is unreadable: {}", e.what());
+        }
+        std::optional<PlacementRecord> rec;
+        try {
+            rec = PlacementRecord::parse(j.admin_comment);
+        } catch (const Error& e) {
+            if (wrong.empty() && tag)
+                log(fmt::format("job {}: admin_comment is not an nvlslice record ({}); placing afresh", j.id,
+                                e.what()));
+        }
+        if (!wrong.empty()) {
+            // Left to Slurm as it is (no hold, no pin, no nodes counted);
+            // named once, in its record and the log.
+            PlacementRecord ignored;
+            ignored.state = RecordState::Ignored;
+            ignored.reason = "left to Slurm: " + wrong;
+            if (!rec || rec->state != RecordState::Ignored || rec->reason != ignored.reason) {
+                act({ActionKind::SetRecord, j.id, ignored.str()});
+                log(fmt::format("job {}: not a slice job nvlslice can place, left to Slurm: {}", j.id, wrong));
+            }
+            continue;
+        }
+        if (!tag) continue;
+        slice_jobs_.push_back(SliceJob{&j, *tag, rec});
+    }
+    // Slurm's own order: the priority it computed (multifactor: QOS,
+    // partition tier, fair-share, age, job size, nice, or an admin's
+    // priority=), then submission, then job id.
+    std::sort(slice_jobs_.begin(), slice_jobs_.end(), [](const SliceJob& a, const SliceJob& b) {
+        if (a.job->priority != b.job->priority) return a.job->priority > b.job->priority;
+        if (a.job->submit_time != b.job->submit_time) return a.job->submit_time < b.job->submit_time;
+        return a.job->id < b.job->id;
+    });
+    // Nodes pinned to released jobs that Slurm has not started yet are
+    // spoken for: no other slice may be placed there meanwhile.
+    for (const auto& sj : slice_jobs_) {
+        const SlurmJob& j = *sj.job;
+        if (j.state != JobState::Pending || j.held || !sj.rec || sj.rec->state != RecordState::Placed || j.req_nodes.empty())
+            continue;
+        for (const auto& name : hostlist_expand(j.req_nodes)) {
+            auto id = map_.find_node(name);
+            if (id && is_free(snap_.node(*id).state)) snap_.set(*id, {NodeState::Allocated, j.id, -1, false});
+        }
+    }
+}
+
+bool Cycle::needs_repair(NodeId id) const {
+    return failed_[id] != 0;
+}
+
+Placement Cycle::placement_of(const SliceJob& sj, const std::vector<std::string>& nodes) const {
+    Placement p;
+    p.job_id = sj.job->id;
+    p.slice_size = sj.tag.slice;
+    std::vector<std::vector<NodeId>> slices;
+    if (sj.rec && !sj.rec->slices.empty()) {
+        for (const auto& h : sj.rec->slices) {
+            std::vector<NodeId> ids;
+            for (const auto& n : hostlist_expand(h))
+                if (auto id = map_.find_node(n)) ids.push_back(*id);
+            slices.push_back(std::move(ids));
+        }
+    } else {
+        slices = derive_slices(map_, nodes, sj.tag.slice);
+    }
+    for (size_t i = 0; i < slices.size(); ++i) {
+        PlacedSlice ps;
+        ps.index = int(i);
+        ps.nodes = slices[i];
+        ps.domain = ps.nodes.empty() ? kNoDomain : map_.domain_of(ps.nodes.front());
+        for (NodeId n : ps.nodes)
+            if (map_.domain_of(n) != ps.domain) ps.domain = kNoDomain;
+        p.split = p.split || ps.domain == kNoDomain;
+        p.slices.push_back(std::move(ps));
+    }
+    return p;
+}
+
+void Cycle::take(const std::vector<NodeId>& ids, JobId job) {
+    failed_shapes_.clear(); // the snapshot changes: what did not fit may fit now
+    for (NodeId id : ids) {
+        NodeStatus st = snap_.node(id);
+        if (is_free(st.state)) st.state = NodeState::Allocated;
+        st.job_id = job;
+        snap_.set(id, st);
+    }
+}
+
+void Cycle::record(const SliceJob& sj, const PlacementRecord& r, bool always) {
+    if (sj.rec && !allowed_transition(sj.rec->state, r.state))
+        throw Error(fmt::format("its record may not go from {} to {}", to_string(sj.rec->state), to_string(r.state)));
+    std::string text = r.str();
+    if (always || text != sj.job->admin_comment) act({ActionKind::SetRecord, sj.job->id, text});
+}
+
+bool Cycle::backing_off(const SliceJob& sj) {
+    auto it = mem_.backoff.find(sj.job->id);
+    if (it == mem_.backoff.end() || it->second.until <= now_) return false;
+    auto& b = it->second;
+    if (!b.recorded) {
+        // said once, in the job's record and the log
+        b.recorded = true;
+        PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
+        if (!sj.rec) rec.state = RecordState::Waiting;
+        rec.reason = fmt::format("nvlsliced could not act on this job ({} time(s)): {}; next try in {} s", b.failures,
+                                 b.error, b.until - now_);
+        record(sj, rec);
+        log(fmt::format("job {}: left alone for {} s after a refused action: {}", sj.job->id, b.until - now_,
+                        b.error));
+    }
+    return true;
+}
+
+CycleOutput Cycle::run() {
+    build_snapshot();
+    collect_slice_jobs();
+    // forget the failures of jobs that are gone
+    if (!mem_.backoff.empty()) {
+        std::unordered_set<JobId> present;
+        for (const auto& j : jobs_) present.insert(j.id);
+        for (auto it = mem_.backoff.begin(); it != mem_.backoff.end();)
+            it = present.count(it->first) ? std::next(it) : mem_.backoff.erase(it);
+    }
+    if (!mem_.said.empty()) {
+        std::unordered_set<JobId> present;
+        for (const auto& j : jobs_) present.insert(j.id);
+        for (auto it = mem_.said.begin(); it != mem_.said.end();)
+            it = present.count(it->first) ? std::next(it) : mem_.said.erase(it);
+    }
+    for (const auto& sj : slice_jobs_) {
+        if (backing_off(sj)) {
+            settled_.insert(sj.job->id);
+            continue;
+        }
+        try {
+            if (sj.job->state == JobState::Running)
+                handle_running(sj);
+            else if (sj.job->state == JobState::Pending)
+                finish_placed(sj);
+        } catch (const Error& e) {
+            log(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
+        }
+    }
+    // Jobs that yielded their nodes to defragmentation come last, so the
+    // job they yielded to gets the freed rack first.
+    for (int yielded = 0; yielded < 2; ++yielded)
+        for (const auto& sj : slice_jobs_) {
+            if ((sj.rec && sj.rec->state == RecordState::Yielded) != (yielded == 1)) continue;
+            try {
+                if (sj.job->state == JobState::Pending) place_waiting(sj);
+            } catch (const Error& e) {
+                log(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
+            }
+        }
+    protect_top();
+    keep_spares();
+    keep_weights();
+    keep_gate();
+    return std::move(out_);
+}
+
+} // namespace nvl::detail

@@ -1,0 +1,168 @@
+// nvlslice — the helper's reconcile cycle, inside: one Cycle per call of
+// reconcile() (reconcile.hpp has the contract). Split by what it decides:
+//   cycle.cpp          the driver: snapshot, which jobs are slice jobs and
+//                      in what order, backoff, records
+//   cycle_repair.cpp   running jobs (repairs, escapes) and pending jobs that
+//                      already have a placement
+//   cycle_place.cpp    placing waiting jobs, defragmentation, protection
+//   cycle_cluster.cpp  the spare reservation, node weights, the gate
+// Not installed: only reconcile.hpp is the core's interface.
+#pragma once
+
+#include "reconcile.hpp"
+
+#include "defrag.hpp"
+#include "hostlist.hpp"
+#include "placement.hpp"
+#include "repair.hpp"
+#include "report.hpp"
+#include "slice_job.hpp"
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <regex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace nvl::detail {
+
+// "busy: 26 usable free nodes, ..." -> "busy"
+inline std::string_view reason_kind(std::string_view reason) {
+    return reason.substr(0, reason.find(':'));
+}
+
+struct SliceJob {
+    const SlurmJob* job;
+    RequestTag tag;
+    std::optional<PlacementRecord> rec;
+};
+
+class Cycle {
+  public:
+    Cycle(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now, HelperMemory& mem)
+        : map_(map), nodes_(view.nodes), jobs_(view.jobs), spares_(view.spares), gate_(view.gate),
+          protection_(view.protection), cfg_(cfg), now_(now), mem_(mem), snap_(map), failed_(map.node_count(), 0) {
+        if (!cfg.repair_drain_reasons.empty())
+            drain_re_.emplace(cfg.repair_drain_reasons,
+                              std::regex::ECMAScript | std::regex::icase | std::regex::nosubs);
+    }
+
+    CycleOutput run();
+
+  private:
+    void build_snapshot();
+    void collect_slice_jobs();
+    bool needs_repair(NodeId id) const;
+    Placement placement_of(const SliceJob& sj, const std::vector<std::string>& nodes) const;
+    void handle_running(const SliceJob& sj);
+    // Running without a placement of ours: it escaped its gate.
+    void check_escaped(const SliceJob& sj, PlacementRecord rec);
+    // Pass 1: pending jobs that have a placement: keep, finish, or repair it.
+    void finish_placed(const SliceJob& sj);
+    // Pass 2: pending jobs without a usable placement: place them.
+    void place_waiting(const SliceJob& sj);
+    bool place_job(const SliceJob& sj);
+    // The top-priority waiting job gets racks kept for it.
+    void protect_top();
+    void keep_gate();
+    bool gated(const SlurmJob& j) const { return has_license(j.licenses, cfg_.gate_license); }
+    bool held_by_us(const SliceJob& sj) const { return sj.job->held && sj.rec && sj.rec->hold; }
+    void gate(const SliceJob& sj) {
+        act({ActionKind::SetLicenses, sj.job->id, with_license(sj.job->licenses, cfg_.gate_license)});
+    }
+    // Lets Slurm start a pinned job: takes its gate off, or releases the
+    // helper's own hold (never another).
+    void start_now(const SliceJob& sj) {
+        if (gated(*sj.job))
+            act({ActionKind::SetLicenses, sj.job->id, without_license(sj.job->licenses, cfg_.gate_license)});
+        if (held_by_us(sj)) act({ActionKind::Release, sj.job->id, {}});
+    }
+    std::vector<NodeId> pinned_nodes(const SlurmJob& j) const {
+        std::vector<NodeId> pinned;
+        if (!j.req_nodes.empty())
+            for (const auto& n : hostlist_expand(j.req_nodes))
+                if (auto id = map_.find_node(n)) pinned.push_back(*id);
+        return pinned;
+    }
+    void try_defrag(const SliceJob& sj);
+    // Requeues a running job that gives up its nodes; a slice job is placed
+    // again later, after the job it yielded to.
+    void yield_job(JobId victim, const std::string& why);
+    // The common part of every repair: count it (once: `count`) in the
+    // record and the stats, give lent spares back, log each changed slice.
+    void begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count,
+                      const char* label);
+    void keep_spares();
+    void keep_weights();
+    // A job whose last action Slurm refused waits out its backoff: true
+    // while it does (its record says why, once).
+    bool backing_off(const SliceJob& sj);
+    void take(const std::vector<NodeId>& ids, JobId job);
+    // When a job may start: now, or for a job that ran before (a repair),
+    // a little later. A requeue revokes the job's credential on its nodes,
+    // and slurmd rejects a new credential of the same second ("Job
+    // credential revoked"): the next second is enough, where Slurm itself
+    // waits cred_expire.
+    int64_t start_time(const SlurmJob& j) const { return j.restarts > 0 ? now_ + 1 : now_; }
+    // Writes the record when it changed (always: in any case), refusing a
+    // move allowed_transition() forbids.
+    void record(const SliceJob& sj, const PlacementRecord& r, bool always = false);
+    void pin_and_release(const SliceJob& sj, const Placement& p, PlacementRecord r, bool requeue_first);
+    std::string hl(const std::vector<NodeId>& ids) const { return hostlist_compress(map_.node_names(ids)); }
+    void log(const std::string& s) { out_.log.push_back(s); }
+    void say_once(JobId job, const std::string& s) {
+        std::string& last = mem_.said[job];
+        if (last != s) log(last = s);
+    }
+    // Every action goes through act(), which remembers per job which kinds
+    // were asked for, so that a later pass asks in O(1).
+    void act(Action a) {
+        if (a.job) acted_[a.job] |= 1u << unsigned(a.kind);
+        out_.actions.push_back(std::move(a));
+    }
+    bool did(JobId job, ActionKind k) const {
+        auto it = acted_.find(job);
+        return it != acted_.end() && (it->second & (1u << unsigned(k)));
+    }
+
+    const RackMap& map_;
+    const std::vector<SlurmNode>& nodes_;
+    const std::vector<SlurmJob>& jobs_;
+    const std::optional<Reservation>& spares_;
+    const std::optional<Reservation>& gate_;
+    const std::optional<Reservation>& protection_;
+    const HelperConfig& cfg_;
+    const int64_t now_;
+    HelperMemory& mem_;
+    Snapshot snap_;
+    std::vector<char> failed_; // per node: needs a repair if a slice uses it
+    std::optional<std::regex> drain_re_;
+    std::vector<SliceJob> slice_jobs_;
+    std::set<std::string> reserved_;
+    std::unordered_set<JobId> settled_; // jobs pass 1 has dealt with: not placed again in pass 2
+    std::unordered_map<JobId, uint32_t> acted_; // per job: a bit per ActionKind asked for
+    struct FailedShape {
+        int slice, count;
+        PlacementMode mode;
+        bool split, lend, restricted;
+        bool operator==(const FailedShape& o) const {
+            return slice == o.slice && count == o.count && mode == o.mode && split == o.split && lend == o.lend &&
+                   restricted == o.restricted;
+        }
+    };
+    std::vector<std::pair<FailedShape, PlacementResult>> failed_shapes_; // valid until the next take()
+    bool defrag_done_ = false;
+    std::unordered_map<JobId, Reason> waits_; // why each job placed this cycle could not be
+    std::vector<char> protected_;             // nodes of the protection reservation
+    JobId top_ = 0;                           // the first job placement was tried for: the top priority
+    CycleOutput out_;
+};
+
+// Why a tag does not describe its job ("" when it does).
+std::string tag_mismatch(const RequestTag& t, const SlurmJob& j);
+
+} // namespace nvl::detail

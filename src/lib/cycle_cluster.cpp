@@ -1,0 +1,64 @@
+// Cluster-wide upkeep: the spare reservation, node weights, the gate.
+#include "cycle.hpp"
+
+#include <algorithm>
+#include <ctime>
+
+namespace nvl::detail {
+
+void Cycle::keep_spares() {
+    if (cfg_.reservation.empty()) return;
+    std::vector<std::string> want;
+    for (DomainId d = 0; d < map_.domains().size(); ++d) {
+        const Domain& dom = map_.domain(d);
+        std::vector<NodeId> pick;
+        // A node lent to preemptible work is still a spare: a repair takes it back.
+        // The spares are the rack's failure budget: failed nodes used them up.
+        int want_n = kept_spares(dom, snap_.counts(d));
+        for (NodeId id : dom.nodes)
+            if (snap_.node(id).preemptible && !is_free(snap_.node(id).state)) --want_n;
+        // keep current spares that are still free, then the rack's last idle nodes
+        for (NodeId id : dom.nodes)
+            if (snap_.node(id).state == NodeState::SpareReserved && int(pick.size()) < want_n) pick.push_back(id);
+        for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < want_n; ++it)
+            if (snap_.node(*it).state == NodeState::Idle) pick.push_back(*it);
+        std::sort(pick.begin(), pick.end());
+        for (NodeId id : pick) want.push_back(map_.node_name(id));
+    }
+    std::set<std::string> want_set(want.begin(), want.end());
+    if (want_set == reserved_ && (spares_ || want.empty())) return;
+    std::string list = hostlist_compress(want);
+    // First, so that a spare handed to a repair leaves the reservation
+    // before the repaired job is released.
+    out_.actions.insert(out_.actions.begin(), Action{ActionKind::SetReservation, 0, list});
+    log(fmt::format("spares: reservation {} = {}", cfg_.reservation, list.empty() ? "(none)" : list));
+}
+
+void Cycle::keep_weights() {
+    if (!cfg_.steer_weights) return;
+    // nodes whose reported weight differs from their rack's, by wanted weight
+    std::map<uint32_t, std::vector<std::string>> change;
+    for (const auto& n : nodes_) {
+        auto id = map_.find_node(n.name);
+        if (!id || n.weight == 0) continue;
+        const DomainId d = map_.domain_of(*id);
+        const uint32_t want = rack_weight(snap_.counts(d).free, map_.domain(d).size());
+        if (n.weight != want) change[want].push_back(n.name);
+    }
+    for (auto& [w, names] : change) {
+        Action a{ActionKind::SetWeight, 0, hostlist_compress(names)};
+        a.weight = w;
+        act(std::move(a));
+    }
+    // not logged: it changes with every job that starts or ends (sinfo -o %w shows it)
+}
+
+void Cycle::keep_gate() {
+    if (!cfg_.gate_reservation.empty() && !gate_) {
+        act({ActionKind::Gate, 0, cfg_.gate_reservation});
+        log(fmt::format("gate: creating the license-only reservation {} that holds {}", cfg_.gate_reservation,
+                        cfg_.gate_license));
+    }
+}
+
+} // namespace nvl::detail

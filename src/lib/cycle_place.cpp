@@ -1,0 +1,303 @@
+// Placing waiting slice jobs, defragmentation, protection of racks.
+#include "cycle.hpp"
+
+#include <algorithm>
+#include <ctime>
+
+namespace nvl::detail {
+
+void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, PlacementRecord r, bool requeue_first) {
+    const JobId id = sj.job->id;
+    // Slices numbered in node order, as the plugin derives them on the
+    // nodes from the job's node list: a moved slice may change its index.
+    Placement p = placement;
+    std::sort(p.slices.begin(), p.slices.end(),
+              [](const PlacedSlice& a, const PlacedSlice& b) { return a.nodes.front() < b.nodes.front(); });
+    for (size_t i = 0; i < p.slices.size(); ++i) p.slices[i].index = int(i);
+    r.slice = p.slice_size;
+    r.slices.clear();
+    for (const auto& s : p.slices) r.slices.push_back(hl(s.nodes));
+    r.split = p.split;
+    r.reason.clear();
+    if (requeue_first) {
+        // A running job: record the target, requeue it held and pin the new
+        // nodes. Slurm sets BeginTime when the old allocation has finished
+        // completing, so StartTime=now and the release come in a later
+        // cycle, once the job is pending again (see handle_pending).
+        r.state = RecordState::Repairing;
+        r.hold = true; // the one hold the helper may release
+        record(sj, r, true);
+        act({ActionKind::RequeueHold, id, {}});
+        act({ActionKind::PinOnly, id, hl(p.nodes())});
+        take(p.nodes(), id);
+        return;
+    }
+    if (sj.job->restarts > 0) {
+        // It ran before: pin it to start in the next second; a later cycle
+        // releases it when that second has come (handle_pending, pass 1).
+        // A placement that ran before is a repair; anything else (it
+        // yielded, waited after a requeue) is a restart.
+        const bool repair = sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing);
+        r.state = repair ? RecordState::Repairing : RecordState::Restarting;
+        record(sj, r, true);
+        act({ActionKind::Pin, id, hl(p.nodes()), start_time(*sj.job)});
+        settled_.insert(id);
+        take(p.nodes(), id);
+        return;
+    }
+    r.state = RecordState::Placed;
+    r.hold = false;
+    record(sj, r, true);
+    act({ActionKind::Pin, id, hl(p.nodes()), now_});
+    start_now(sj);
+    take(p.nodes(), id);
+}
+
+void Cycle::place_waiting(const SliceJob& sj) {
+    const SlurmJob& j = *sj.job;
+    if (settled_.count(j.id) || did(j.id, ActionKind::Pin)) return;
+    if (j.held && !held_by_us(sj)) return; // a user's or an admin's hold: theirs to release
+    const bool placed = sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing ||
+                                   sj.rec->state == RecordState::Restarting);
+    const bool open = !j.held && !gated(j);
+    if (open && placed && !j.req_nodes.empty()) return; // placed, waiting for Slurm to start it
+    if (place_job(sj) || !open) return;
+    // Requeued (it yielded its nodes) or its owner took the gate off, and no
+    // room now: Slurm would start it rack-blind. Gate it again.
+    gate(sj);
+    if (!(sj.rec && sj.rec->state == RecordState::Yielded) && j.restarts == 0)
+        say_once(j.id, fmt::format("job {}: pending without its gate and without a placement (its owner took the "
+                                   "gate off?): gated again",
+                                   j.id));
+}
+
+bool Cycle::place_job(const SliceJob& sj) {
+    const SlurmJob& j = *sj.job;
+    SliceRequest req;
+    req.job_id = j.id;
+    req.slice_size = sj.tag.slice;
+    req.slice_count = sj.tag.count;
+    req.mode = sj.tag.mode;
+    req.allow_split = sj.tag.mode == PlacementMode::Prefer && now_ - j.submit_time >= cfg_.prefer_wait_s;
+    const bool may_lend = may_borrow_spares({sj.tag.checkpointable, j.requeue, j.batch, sj.tag.nodes}, cfg_.lend);
+    // Racks protected for the top-priority job: others may use them only
+    // if they end before its expected start (as Slurm's backfill allows).
+    if (!top_) top_ = j.id;
+    const bool restricted = !protected_.empty() && top_ != j.id &&
+                            !(j.time_limit > 0 && protection_ && now_ + j.time_limit <= protection_->start_time);
+    if (restricted) {
+        req.allowed.assign(map_.node_count(), true);
+        for (NodeId id = 0; id < map_.node_count(); ++id)
+            if (protected_[id]) req.allowed[id] = false;
+    }
+    PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
+    rec.lent = false;
+    // Thousands of waiting jobs share a few shapes: while the snapshot does
+    // not change, a shape that did not fit does not fit again.
+    const FailedShape key{sj.tag.slice, sj.tag.count, req.mode, req.allow_split, may_lend, restricted};
+    auto memo = std::find_if(failed_shapes_.begin(), failed_shapes_.end(),
+                             [&](const auto& f) { return f.first == key; });
+    PlacementResult r = memo != failed_shapes_.end() ? memo->second : place(snap_, req);
+    if (memo == failed_shapes_.end() && !r.ok && may_lend) {
+        // Spares are not left idle: preemptible work may borrow them until a
+        // repair needs them back (defrag.hpp, the simulator's policy too).
+        req.use_spares = true;
+        PlacementResult lent = place(snap_, req);
+        if (lent.ok) {
+            r = lent;
+            rec.lent = true;
+        }
+    }
+    if (!r.ok && memo == failed_shapes_.end()) failed_shapes_.emplace_back(key, r);
+    if (!r.ok) {
+        ++out_.stats.pending_by_reason[to_string(r.reason)];
+        waits_[j.id] = r.reason;
+        // The record (one RPC) and the log line change only when the kind of
+        // reason does: the figures in it move with every job that starts or
+        // ends, and rewriting thousands of waiting jobs' records each cycle
+        // would swamp slurmctld.
+        const bool was_waiting = sj.rec && sj.rec->state == RecordState::Waiting;
+        rec.state = RecordState::Waiting;
+        rec.slice = sj.tag.slice;
+        rec.slices.clear();
+        if (!was_waiting || reason_kind(rec.reason) != reason_kind(r.detail)) {
+            rec.reason = r.detail;
+            record(sj, rec);
+            log(fmt::format("job {}: waits: {}", j.id, r.detail));
+        }
+        // Enough room in total but in no single rack (with or without their
+        // spares): what defragmentation is for.
+        if ((r.reason == Reason::Fragmented || r.reason == Reason::WouldConsumeSpares) &&
+            sj.tag.mode == PlacementMode::Strict)
+            try_defrag(sj);
+        return false;
+    }
+    ++out_.stats.placements;
+    std::string where;
+    for (const auto& s : r.placement.slices)
+        where += fmt::format("{}{} {}", where.empty() ? "" : ", ",
+                             s.domain == kNoDomain ? "(split)" : map_.domain(s.domain).name, hl(s.nodes));
+    log(fmt::format("job {}: placed {} slice(s) of {}: {}{}{}", j.id, r.placement.slices.size(), sj.tag.slice, where,
+                    r.placement.split ? " [" + r.detail + "]" : "", rec.lent ? " (a lent spare)" : ""));
+    pin_and_release(sj, r.placement, rec, false);
+    return true;
+}
+
+// Requeue the cheapest set of checkpointable jobs that frees one rack for
+// the blocked job's slice. Cost of a victim: its nodes x seconds run (work
+// lost since a checkpoint is at most that); a rack where a
+// non-checkpointable job would have to go is not a candidate.
+void Cycle::try_defrag(const SliceJob& sj) {
+    if (!cfg_.defrag || defrag_done_) return;
+    const SlurmJob& blocked = *sj.job;
+    if (now_ - blocked.submit_time < cfg_.defrag_after_s) return;
+    if (mem_.last_defrag && now_ - mem_.last_defrag < cfg_.defrag_interval_s) return;
+    std::unordered_map<JobId, const SlurmJob*> by_id;
+    std::unordered_map<JobId, bool> ckpt;
+    for (const auto& j : jobs_) by_id[j.id] = &j;
+    for (const auto& s : slice_jobs_) ckpt[s.job->id] = s.tag.checkpointable;
+    const int k = sj.tag.slice;
+    DefragPlan plan = plan_defrag(snap_, k, [&](JobId id) {
+        VictimInfo v;
+        auto it = by_id.find(id);
+        if (it == by_id.end() || it->second->state != JobState::Running) return v;
+        const SlurmJob& j = *it->second;
+        auto c = ckpt.find(id);
+        JobTraits t{c != ckpt.end() && c->second, j.requeue, j.batch || cfg_.defrag_interactive, j.num_nodes};
+        v.eligible = may_borrow_spares(t);
+        v.cost = double(std::max<int64_t>(1, now_ - j.start_time)) * double(std::max(1, j.num_nodes));
+        return v;
+    });
+    const DomainId best = plan.domain;
+    const double best_cost = plan.cost;
+    const std::vector<JobId>& best_victims = plan.victims;
+    if (best == kNoDomain) {
+        say_once(blocked.id, fmt::format("job {}: blocked by fragmentation; no rack can be freed from "
+                                         "checkpointable jobs alone",
+                                         blocked.id));
+        defrag_done_ = true;
+        return;
+    }
+    std::string list;
+    for (JobId v : best_victims) {
+        yield_job(v,
+                  fmt::format("requeued by defragmentation to free {} for job {}", map_.domain(best).name, blocked.id));
+        list += (list.empty() ? "" : ", ") + std::to_string(v);
+    }
+    out_.stats.defrag_preemptions += int(best_victims.size());
+    mem_.last_defrag = now_;
+    defrag_done_ = true;
+    log(fmt::format("job {}: defragmentation: requeued checkpointable job(s) {} to free {} for a {}-node slice "
+                    "(cost {:.0f} node-seconds)",
+                    blocked.id, list, map_.domain(best).name, k, best_cost));
+}
+
+void Cycle::yield_job(JobId v, const std::string& why) {
+    for (const auto& s : slice_jobs_)
+        if (s.job->id == v) {
+            PlacementRecord rec = s.rec.value_or(PlacementRecord{});
+            rec.state = RecordState::Yielded;
+            rec.slices.clear();
+            rec.lent = false;
+            rec.reason = why;
+            act({ActionKind::SetRecord, v, rec.str()});
+        }
+    act({ActionKind::Requeue, v, {}});
+}
+
+// The top-priority slice job that cannot start yet gets the racks that free
+// up soonest kept for it, as Slurm's backfill keeps nodes for a blocked
+// plain job: a reservation on those racks' nodes from its expected start
+// (the end times of the jobs there). Slurm keeps off them every job that
+// would still run then, and lets shorter ones in; the helper places other
+// slice jobs there on the same terms. Dropped once the job starts or
+// leaves; `sinfo -T` shows it.
+void Cycle::protect_top() {
+    if (!cfg_.protect || cfg_.protect_reservation.empty()) return;
+    const SliceJob* top = nullptr;
+    for (const auto& sj : slice_jobs_) {
+        if (sj.job->id != top_) continue;
+        top = &sj;
+        break;
+    }
+    std::string want;
+    int64_t start = 0, end = 0;
+    auto w = top ? waits_.find(top->job->id) : waits_.end();
+    if (top && w != waits_.end() &&
+        (w->second == Reason::Busy || w->second == Reason::Fragmented || w->second == Reason::WouldConsumeSpares)) {
+        const int k = top->tag.slice, c = top->tag.count;
+        std::unordered_map<JobId, int64_t> ends;
+        for (const auto& j : jobs_)
+            if (j.state == JobState::Running) ends[j.id] = j.end_time > 0 ? j.end_time : INT64_MAX;
+        // per rack: when it has room for one slice, and the nodes it would take
+        struct RackTime {
+            int64_t when;
+            DomainId d;
+            std::vector<NodeId> nodes;
+        };
+        std::vector<RackTime> racks;
+        std::vector<std::pair<int64_t, NodeId>> avail;
+        for (DomainId d = 0; d < map_.domains().size(); ++d) {
+            const Domain& dom = map_.domain(d);
+            const DomainCounts& dc = snap_.counts(d);
+            const int kept = kept_spares(dom, dc);
+            if (!dom.allows_slice(k) || dc.healthy - kept < k) continue;
+            avail.clear();
+            for (NodeId id : dom.nodes) {
+                const NodeStatus& st = snap_.node(id);
+                if (st.state == NodeState::Idle) {
+                    avail.emplace_back(now_, id);
+                } else if (is_healthy(st.state) && !is_free(st.state) && st.job_id) {
+                    auto e = ends.find(st.job_id);
+                    avail.emplace_back(e == ends.end() ? INT64_MAX : e->second, id);
+                }
+            }
+            // the slice's nodes, earliest free first; the reserved spares stay out
+            if (int(avail.size()) < k) continue;
+            std::sort(avail.begin(), avail.end());
+            const int64_t when = avail[size_t(k - 1)].first;
+            if (when == INT64_MAX) continue;
+            RackTime rt{when, d, {}};
+            for (int i = 0; i < k; ++i) rt.nodes.push_back(avail[size_t(i)].second);
+            racks.push_back(std::move(rt));
+        }
+        if (int(racks.size()) >= c) {
+            std::sort(racks.begin(), racks.end(), [](const RackTime& a, const RackTime& b) {
+                return a.when != b.when ? a.when < b.when : a.d < b.d;
+            });
+            std::vector<NodeId> nodes;
+            for (int i = 0; i < c; ++i) {
+                start = std::max(start, racks[size_t(i)].when);
+                nodes.insert(nodes.end(), racks[size_t(i)].nodes.begin(), racks[size_t(i)].nodes.end());
+            }
+            std::sort(nodes.begin(), nodes.end());
+            start = std::max(start, now_ + 1);
+            end = top->job->time_limit > 0 ? start + top->job->time_limit : 0;
+            want = hl(nodes);
+        }
+    }
+    const bool have = protection_ && !protection_->nodes.empty();
+    if (want.empty()) {
+        if (have) {
+            out_.actions.insert(out_.actions.begin(), Action{ActionKind::Protect, 0, {}});
+            log("protect: dropped (no slice job waits for racks)");
+        }
+        return;
+    }
+    // a start that moved less than a minute is not worth a new reservation
+    if (have && protection_->nodes == want &&
+        (protection_->start_time <= now_ || std::llabs(protection_->start_time - start) < 60))
+        return;
+    Action a{ActionKind::Protect, 0, want};
+    a.start_at = start;
+    a.end_at = end;
+    act(std::move(a));
+    char when[32] = {};
+    std::time_t t = std::time_t(start);
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
+    log(fmt::format("job {}: top priority, waits: racks kept for it, {} from {} (in {} s); shorter jobs may still "
+                    "run there",
+                    top->job->id, want, when, start - now_));
+}
+
+} // namespace nvl::detail

@@ -1,0 +1,213 @@
+// Running slice jobs (repairs, escaped gates) and pending ones that already
+// have a placement.
+#include "cycle.hpp"
+
+#include <algorithm>
+#include <ctime>
+
+namespace nvl::detail {
+
+void Cycle::handle_running(const SliceJob& sj) {
+    const SlurmJob& j = *sj.job;
+    std::vector<NodeId> failed;
+    for (const auto& n : j.nodes)
+        if (auto id = map_.find_node(n); id && needs_repair(*id)) failed.push_back(*id);
+    PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
+    if (failed.empty()) {
+        if (sj.rec && sj.rec->state == RecordState::Placed && !sj.rec->reason.empty()) {
+            // its failed nodes came back (resumed) before a repair: the
+            // reason is stale
+            rec.reason.clear();
+            record(sj, rec);
+            log(fmt::format("job {}: its nodes are healthy again; nothing to repair", j.id));
+        } else if (!sj.rec || sj.rec->state != RecordState::Placed) {
+            check_escaped(sj, rec);
+        }
+        return;
+    }
+    const std::string failed_hl = hl(failed);
+    if (!j.requeue || !j.batch) {
+        // Slurm requeues only batch jobs that allow it: an interactive
+        // allocation (salloc, srun) or a --no-requeue job is reported once,
+        // in its record and the log, and left to Slurm and its owner. No
+        // repair is counted, nothing is pinned, no spare leaves its rack.
+        ++out_.stats.unrepairable;
+        if (rec.reason.rfind("not repaired", 0) != 0) {
+            rec.reason = j.batch ? fmt::format("not repaired: {} failed but the job was submitted --no-requeue",
+                                               failed_hl)
+                                 : fmt::format("not repaired: {} failed; an interactive allocation (salloc/srun) "
+                                               "cannot be requeued: end it and submit again",
+                                               failed_hl);
+            record(sj, rec);
+            log(fmt::format("job {}: node(s) {} failed; {}, so it is left to Slurm and its owner", j.id, failed_hl,
+                            j.batch ? "submitted with --no-requeue" : "an interactive allocation"));
+        }
+        return;
+    }
+    Placement running = placement_of(sj, j.nodes);
+    RepairPlan plan = plan_repair(snap_, running, failed);
+    if (!plan.feasible) {
+        std::string why = "repair waits: " + plan.reason;
+        if (rec.reason != why) {
+            rec.reason = why;
+            record(sj, rec);
+            log(fmt::format("job {}: node(s) {} failed; {}", j.id, failed_hl, plan.reason));
+        }
+        return;
+    }
+    begin_repair(sj, plan, rec, true, "");
+    pin_and_release(sj, plan.placement, rec, true);
+}
+
+void Cycle::check_escaped(const SliceJob& sj, PlacementRecord rec) {
+    const SlurmJob& j = *sj.job;
+    // Started where the helper pinned it (its release, or a crash right
+    // after it): the record catches up.
+    const bool ours = sj.rec && (sj.rec->state == RecordState::Repairing || sj.rec->state == RecordState::Restarting);
+    std::optional<Placement> p;
+    try {
+        p = placement_of(SliceJob{sj.job, sj.tag, std::nullopt}, j.nodes);
+    } catch (const Error&) {
+        // not whole slices of one rack each
+    }
+    if (p || ours) {
+        rec.state = RecordState::Placed;
+        rec.hold = false;
+        rec.slice = sj.tag.slice;
+        rec.slices.clear();
+        if (p)
+            for (const auto& s : p->slices) rec.slices.push_back(hl(s.nodes));
+        else
+            rec.slices = {hostlist_compress(j.nodes)};
+        rec.split = !p;
+        rec.reason.clear();
+        if (!ours)
+            log(fmt::format("job {}: started without nvlsliced (its gate was taken off) on whole slices {}: kept", j.id,
+                            hostlist_compress(j.nodes)));
+        record(sj, rec);
+        return;
+    }
+    // It escaped its gate and Slurm started it rack-blind: only its owner
+    // can have done that, and only their own job pays.
+    const std::string where = hostlist_compress(j.nodes);
+    if (j.requeue && j.batch) {
+        rec.state = RecordState::Waiting;
+        rec.slices.clear();
+        rec.reason = fmt::format("its gate was taken off and Slurm started it rack-blind on {}; requeued to be placed",
+                                 where);
+        record(sj, rec);
+        act({ActionKind::Requeue, j.id, {}});
+        log(fmt::format("job {}: escaped its gate and started rack-blind on {}: requeued, to be placed in slices", j.id,
+                        where));
+    } else if (rec.reason.rfind("ran rack-blind", 0) != 0) {
+        rec.reason = fmt::format("ran rack-blind on {}: its gate was taken off, and Slurm cannot requeue it", where);
+        record(sj, rec);
+        log(fmt::format("job {}: escaped its gate and runs rack-blind on {}; it cannot be requeued", j.id, where));
+    }
+}
+
+void Cycle::finish_placed(const SliceJob& sj) {
+    const SlurmJob& j = *sj.job;
+    const bool placed = sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing ||
+                                   sj.rec->state == RecordState::Restarting);
+    if (j.held && !held_by_us(sj)) {
+        settled_.insert(j.id); // a user's or an admin's hold: theirs to release
+        return;
+    }
+    const std::vector<NodeId> pinned = pinned_nodes(j);
+    if (!placed || pinned.empty()) return;
+    bool pinned_failed = false;
+    for (NodeId id : pinned) pinned_failed = pinned_failed || needs_repair(id);
+    if (!j.held && !gated(j) && !pinned_failed) {
+        // Placed and waiting for Slurm. Nodes taken by another job for too
+        // long: gate it again and place it afresh.
+        bool taken = false;
+        for (NodeId id : pinned) {
+            const NodeStatus& st = snap_.node(id);
+            taken = taken || (st.job_id != 0 && st.job_id != j.id && !is_free(st.state));
+        }
+        if (taken && now_ - std::max(j.submit_time, j.start_time) > cfg_.replace_after_s) {
+            gate(sj);
+            PlacementRecord rec = *sj.rec;
+            rec.state = RecordState::Waiting;
+            rec.reason = "its nodes were taken by another job; placing again";
+            record(sj, rec);
+            log(fmt::format("job {}: nodes {} taken by other jobs; gated to be placed again", j.id, hl(pinned)));
+        }
+        settled_.insert(j.id);
+        return;
+    }
+    // Requeued by Slurm (a node went DOWN): gate it, so that the repair
+    // decides where it runs.
+    if (!j.held && !gated(j)) gate(sj);
+    if (!pinned_failed) {
+        // The second half of a repair (pending again after its requeue), or
+        // a crash between pin and gate-off: start it on its pinned nodes.
+        bool usable = true;
+        for (NodeId id : pinned) {
+            const NodeStatus& st = snap_.node(id);
+            usable = usable && is_healthy(st.state) && (is_free(st.state) || st.job_id == j.id || st.job_id == 0);
+        }
+        if (!usable) return; // placed afresh in pass 2
+        take(pinned, j.id);
+        settled_.insert(j.id);
+        // A requeued job may start only from the second after its requeue
+        // (start_time()). Start it once that second has come, so that the
+        // update itself makes Slurm schedule it at once instead of at its
+        // next periodic pass.
+        const int64_t start = start_time(j);
+        if (j.restarts > 0 && j.begin_time > start) {
+            act({ActionKind::Pin, j.id, hl(pinned), start});
+            return;
+        }
+        if (j.restarts > 0 && j.begin_time > now_) return; // its second has not come yet
+        PlacementRecord rec = *sj.rec;
+        rec.state = RecordState::Placed;
+        rec.hold = false;
+        record(sj, rec);
+        if (j.restarts == 0) act({ActionKind::Pin, j.id, hl(pinned), now_});
+        start_now(sj);
+        log(fmt::format("job {}: started on its pinned nodes {}{}", j.id, hl(pinned),
+                        sj.rec->state == RecordState::Repairing    ? " (repair complete)"
+                        : sj.rec->state == RecordState::Restarting ? " (restarted)"
+                                                                   : ""));
+        return;
+    }
+    // Pinned to a node that failed since (or requeued by Slurm after a node
+    // went down): repair the placement before it runs again.
+    if (!j.requeue) return;
+    Placement p = placement_of(sj, map_.node_names(pinned));
+    std::vector<NodeId> failed;
+    for (NodeId id : pinned)
+        if (needs_repair(id)) failed.push_back(id);
+    RepairPlan plan = plan_repair(snap_, p, failed);
+    if (!plan.feasible) {
+        say_once(j.id, fmt::format("job {}: pinned node(s) {} failed; {}", j.id, hl(failed), plan.reason));
+        return; // pass 2 places it afresh or records why it waits
+    }
+    PlacementRecord rec = *sj.rec;
+    const bool resumed = rec.state == RecordState::Repairing; // a repair we started was counted then
+    begin_repair(sj, plan, rec, !resumed, resumed ? " (resumed)" : " (requeued by Slurm)");
+    pin_and_release(sj, plan.placement, rec, false);
+}
+
+void Cycle::begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count,
+                         const char* label) {
+    const JobId id = sj.job->id;
+    if (count) {
+        rec.repairs += 1;
+        rec.moves += plan.moved;
+        out_.stats.repairs_in_rack += plan.replaced_in_domain;
+        out_.stats.moves += plan.moved;
+    }
+    for (JobId victim : plan.preempt) {
+        yield_job(victim, fmt::format("its lent spare was taken back to repair job {}", id));
+        log(fmt::format("job {}: repair takes back a lent spare: requeued checkpointable job {}", id, victim));
+    }
+    for (const auto& s : plan.slices)
+        if (s.action != RepairAction::Keep)
+            log(fmt::format("job {}: repair{}: {}: removed {} added {}", id, label, s.detail, hl(s.removed),
+                            hl(s.added)));
+}
+
+} // namespace nvl::detail
