@@ -38,14 +38,17 @@ std::string tag_mismatch(const RequestTag& t, const SlurmJob& j) {
 void Cycle::collect_slice_jobs() {
     for (const auto& j : jobs_) {
         if (j.state != JobState::Pending && j.state != JobState::Running) continue;
-        std::optional<RequestTag> tag;
         std::string wrong;
-        try {
-            tag = RequestTag::parse(j.comment);
-            if (tag) wrong = tag_mismatch(*tag, j);
-        } catch (const Error& e) {
-            wrong = fmt::format("its nvlslice tag is unreadable: {}", e.what());
-        }
+        const std::optional<RequestTag> tag = [&]() -> std::optional<RequestTag> {
+            try {
+                auto t = RequestTag::parse(j.comment);
+                if (t) wrong = tag_mismatch(*t, j);
+                return t;
+            } catch (const Error& e) {
+                wrong = fmt::format("its nvlslice tag is unreadable: {}", e.what());
+                return std::nullopt;
+            }
+        }();
         std::optional<PlacementRecord> rec;
         try {
             rec = PlacementRecord::parse(j.admin_comment);

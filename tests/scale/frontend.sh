@@ -303,6 +303,9 @@ JobRequeue=1
 UnkillableStepTimeout=120
 MinJobAge=600
 SchedulerParameters=sched_interval=5,bf_interval=5
+PriorityType=priority/multifactor
+PriorityWeightAge=1000
+Licenses=nvlslice_gate:1
 MailProg=/bin/true
 PlugStackConfig=$DIR/etc/plugstack.conf
 FrontendName=$FE_NAME FrontendAddr=127.0.0.1 Port=$SLURMD_PORT
@@ -412,11 +415,12 @@ HCONF
 
 # --- jobs and measurements ---------------------------------------------------
 
-# Exactly what the SPANK plugin writes for --nvl-slice (src/lib/slice_job.cpp).
+# Exactly what the SPANK plugin writes for --nvl-slice (src/lib/slice_job.cpp),
+# behind the same gate license (nvlsliced keeps the reservation that holds it).
 tag() { echo "nvlslice/1 nodes=$1 slice=$2 count=$(($1 / $2)) auto=0 placement=strict checkpointable=0"; }
 
 submit() { # NODES SLICE NAME
-    "$PREFIX/bin/sbatch" --parsable -N "$1" -J "$3" --hold --comment "$(tag "$1" "$2")" \
+    "$PREFIX/bin/sbatch" --parsable -N "$1" -J "$3" -L nvlslice_gate:1 --exclusive --comment "$(tag "$1" "$2")" \
         -o /dev/null --chdir=/ --wrap 'sleep 100000' | cut -d';' -f1
 }
 
