@@ -24,6 +24,9 @@ AC_DEFUN([NVL_WITH_SLURM], [
     [AC_MSG_RESULT([yes])],
     [AC_MSG_RESULT([no, a slurm_step_id_t])
      AC_DEFINE([NVL_SLURM_STEP_ID_API], [1], [slurm_requeue/slurm_load_job take a slurm_step_id_t])])
+  # 24.11 dropped slurm_get_errno(): errno carries the error instead.
+  AC_CHECK_DECLS([slurm_get_errno], [AC_DEFINE([HAVE_SLURM_GET_ERRNO], [1], [libslurm has slurm_get_errno])], [],
+    [[#include <slurm/slurm.h>]])
   AC_MSG_CHECKING([for slurm_load_jobs, slurm_update_job, reservations in slurm.h])
   AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <slurm/slurm.h>]],
       [[job_info_msg_t *j; node_info_msg_t *n; reserve_info_msg_t *r; job_desc_msg_t d; resv_desc_msg_t rd;

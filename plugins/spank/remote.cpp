@@ -9,6 +9,7 @@
 
 #include "gpu_count.hpp"
 #include "hostlist.hpp"
+#include "job_calls.hpp"
 
 #include <fmt/format.h>
 
@@ -44,15 +45,7 @@ void setenv_task(spank_t sp, const char* name, const std::string& value) {
 // The helper's record, read with the public API (slurm_load_job).
 std::optional<PlacementRecord> load_record(uint32_t job_id) {
     job_info_msg_t* msg = nullptr;
-#ifdef NVL_SLURM_STEP_ID_API
-    slurm_step_id_t step = {};
-    step.job_id = job_id;
-    step.step_id = NO_VAL;
-    step.step_het_comp = NO_VAL;
-    if (slurm_load_job(&msg, &step, SHOW_DETAIL) != 0 || !msg) return std::nullopt;
-#else
-    if (slurm_load_job(&msg, job_id, SHOW_DETAIL) != 0 || !msg) return std::nullopt;
-#endif
+    if (slurm_calls::load_job(&msg, job_id) != 0 || !msg) return std::nullopt;
     std::optional<PlacementRecord> rec;
     if (msg->record_count > 0 && msg->job_array[0].admin_comment)
         rec = PlacementRecord::parse(msg->job_array[0].admin_comment);

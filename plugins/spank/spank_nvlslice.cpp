@@ -28,17 +28,8 @@ State& state() {
 const RackMap& rack_map() {
     State& st = state();
     if (!st.map) {
-        MapDefaults defs;
-        if (st.config.spares) defs.spares = *st.config.spares;
-        if (st.config.gpus_per_node) defs.gpus_per_node = *st.config.gpus_per_node;
-        auto m = std::make_unique<RackMap>(load_map(st.config.map, MapFormat::Auto, defs));
-        if (st.config.default_slice) {
-            if (*st.config.default_slice > m->max_slice())
-                throw Error(fmt::format("plugstack.conf default_slice={} is larger than any rack of {} can hold ({})",
-                                        *st.config.default_slice, st.config.map, m->max_slice()));
-            m->defaults().default_slice = *st.config.default_slice;
-        }
-        st.map = std::move(m);
+        MapOverrides o{st.config.spares, st.config.gpus_per_node, st.config.default_slice};
+        st.map = std::make_unique<RackMap>(load_map(st.config.map, o, "plugstack.conf (map=" + st.config.map + ")"));
     }
     return *st.map;
 }

@@ -23,11 +23,11 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
             if (k == "map")
                 s.map = doc.scalar(v, k);
             else if (k == "spares")
-                s.map_defaults.spares = int(doc.integer(v, k, 0, 4096));
+                s.overrides.spares = int(doc.integer(v, k, 0, 4096));
             else if (k == "gpus_per_node")
-                s.map_defaults.gpus_per_node = int(doc.integer(v, k, 1, 1024));
+                s.overrides.gpus_per_node = int(doc.integer(v, k, 1, 1024));
             else if (k == "default_slice")
-                s.default_slice = int(doc.integer(v, k, 1, 4096));
+                s.overrides.default_slice = int(doc.integer(v, k, 1, 4096));
             else if (k == "cycle_ms")
                 s.cycle_ms = int(doc.integer(v, k, 50, 60000));
             else if (k == "metrics_listen")

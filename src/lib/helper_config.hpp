@@ -3,6 +3,7 @@
 // gpus_per_node, default_slice) mean the same thing in both.
 #pragma once
 
+#include "map_io.hpp"
 #include "model.hpp"
 #include "reconcile.hpp"
 
@@ -12,8 +13,7 @@ namespace nvl {
 
 struct HelperSettings {
     std::string map;                               // rack map (required)
-    MapDefaults map_defaults;                      // for Slurm topology maps
-    int default_slice = 0;                         // 0 = the map's
+    MapOverrides overrides; // spares, gpus_per_node, default_slice over the map's
     int cycle_ms = 1000;                           // reconcile period
     std::string metrics_listen = "127.0.0.1:9817"; // "" = no metrics endpoint
     std::string lock_file = "/run/nvlsliced.lock";

@@ -481,4 +481,25 @@ std::string write_topology_yaml(const RackMap& map, bool tree, std::string_view 
     return out;
 }
 
+void apply_overrides(RackMap& map, const MapOverrides& o, const std::string& origin) {
+    try {
+        if (o.spares) map.set_spares(*o.spares);
+        if (o.gpus_per_node) map.set_gpus_per_node(*o.gpus_per_node);
+    } catch (const Error& e) {
+        throw Error(fmt::format("{}: {}", origin, e.what()));
+    }
+    if (o.default_slice) {
+        if (*o.default_slice < 1 || *o.default_slice > map.max_slice())
+            throw Error(fmt::format("{}: default_slice={} is larger than any rack of the map can hold ({})", origin,
+                                    *o.default_slice, map.max_slice()));
+        map.defaults().default_slice = *o.default_slice;
+    }
+}
+
+RackMap load_map(const std::string& path, const MapOverrides& o, const std::string& origin) {
+    RackMap map = load_map(path);
+    apply_overrides(map, o, origin);
+    return map;
+}
+
 } // namespace nvl

@@ -12,6 +12,7 @@
 
 #include "model.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,6 +30,22 @@ enum class MapFormat { Auto, NvlYaml, TopologyConf, TopologyYaml };
 // topology.conf, a YAML list is Slurm's topology.yaml, a YAML mapping is
 // nvlslice's map.
 RackMap load_map(const std::string& path, MapFormat fmt = MapFormat::Auto, const MapDefaults& defaults = {});
+
+// A site's overrides of what a map says (plugstack.conf arguments,
+// nvlsliced's configuration, the tools' options), applied the same way to
+// every map format: Slurm's files carry no spare or GPU counts, and an
+// nvlslice map's own values give way to an explicit argument.
+struct MapOverrides {
+    std::optional<int> spares;        // every domain's spares
+    std::optional<int> gpus_per_node; // every domain's GPUs per node
+    std::optional<int> default_slice;
+};
+// Throws nvl::Error naming `origin` and the argument when an override does
+// not fit the map (spares >= a domain's nodes, a default_slice larger than
+// any domain can hold).
+void apply_overrides(RackMap& map, const MapOverrides& o, const std::string& origin);
+// load_map() + apply_overrides().
+RackMap load_map(const std::string& path, const MapOverrides& o, const std::string& origin);
 
 std::string write_rack_map_yaml(const RackMap& map);
 std::string write_topology_conf_block(const RackMap& map);

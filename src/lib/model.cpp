@@ -69,6 +69,21 @@ std::optional<DomainId> RackMap::find_domain(std::string_view name) const {
     return it->second;
 }
 
+void RackMap::set_spares(int spares) {
+    for (const auto& d : domains_)
+        if (spares < 0 || spares >= d.size())
+            throw Error(fmt::format("spares={}: domain \"{}\" has {} nodes (spares must be 0 to {})", spares, d.name,
+                                    d.size(), d.size() - 1));
+    defaults_.spares = spares;
+    for (auto& d : domains_) d.spares = spares;
+}
+
+void RackMap::set_gpus_per_node(int gpus) {
+    if (gpus < 1) throw Error(fmt::format("gpus_per_node={}: must be at least 1", gpus));
+    defaults_.gpus_per_node = gpus;
+    for (auto& d : domains_) d.gpus_per_node = gpus;
+}
+
 int RackMap::max_slice() const {
     int m = 0;
     for (const auto& d : domains_) m = std::max(m, d.capacity());

@@ -68,6 +68,10 @@ class RackMap {
 
     // The per-rack limit: the largest capacity() of any domain.
     int max_slice() const;
+    // Site overrides (map_io.hpp, apply_overrides): every domain at once.
+    // Throw nvl::Error when a domain cannot take the value.
+    void set_spares(int spares);
+    void set_gpus_per_node(int gpus);
     // Hostlist expression of a domain's nodes.
     std::string domain_hostlist(DomainId d) const;
     std::vector<std::string> node_names(const std::vector<NodeId>& ids) const;

@@ -81,8 +81,7 @@ int main(int argc, char** argv) {
     }
     try {
         HelperSettings s = load_helper_config(config);
-        RackMap map = load_map(s.map, MapFormat::Auto, s.map_defaults);
-        if (s.default_slice) map.defaults().default_slice = s.default_slice;
+        RackMap map = load_map(s.map, s.overrides, config + " (map: " + s.map + ")");
 
         // One instance only: the lock is held for the life of the process
         // and released by the kernel however it ends (kill -9 included).

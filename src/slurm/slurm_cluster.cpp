@@ -4,6 +4,7 @@
 
 #include "error.hpp"
 #include "hostlist.hpp"
+#include "job_calls.hpp"
 
 #include <fmt/format.h>
 
@@ -20,7 +21,7 @@ namespace nvl {
 namespace {
 
 [[noreturn]] void fail(const std::string& what) {
-    int e = slurm_get_errno();
+    int e = slurm_calls::last_error();
     throw Error(fmt::format("{}: {}", what, slurm_strerror(e)));
 }
 
@@ -93,7 +94,7 @@ std::vector<SlurmNode> SlurmCluster::load_nodes() {
     node_info_msg_t* msg = nullptr;
     time_t since = cache_->nodes ? cache_->nodes->last_update : 0;
     if (slurm_load_node(since, &msg, SHOW_ALL) != SLURM_SUCCESS) {
-        if (slurm_get_errno() != SLURM_NO_CHANGE_IN_DATA || !cache_->nodes) fail("loading nodes");
+        if (slurm_calls::last_error() != SLURM_NO_CHANGE_IN_DATA || !cache_->nodes) fail("loading nodes");
     } else {
         if (cache_->nodes) slurm_free_node_info_msg(cache_->nodes);
         cache_->nodes = msg;
@@ -118,7 +119,7 @@ std::vector<SlurmJob> SlurmCluster::load_jobs() {
     job_info_msg_t* msg = nullptr;
     time_t since = cache_->jobs ? cache_->jobs->last_update : 0;
     if (slurm_load_jobs(since, &msg, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) {
-        if (slurm_get_errno() != SLURM_NO_CHANGE_IN_DATA || !cache_->jobs) fail("loading jobs");
+        if (slurm_calls::last_error() != SLURM_NO_CHANGE_IN_DATA || !cache_->jobs) fail("loading jobs");
     } else {
         if (cache_->jobs) slurm_free_job_info_msg(cache_->jobs);
         cache_->jobs = msg;
@@ -217,26 +218,12 @@ void SlurmCluster::release(JobId id) {
     update(d, id, "release");
 }
 
-namespace {
-int requeue_job(JobId id, uint32_t flags) {
-#ifdef NVL_SLURM_STEP_ID_API
-    slurm_step_id_t step = {};
-    step.job_id = id;
-    step.step_id = NO_VAL;
-    step.step_het_comp = NO_VAL;
-    return slurm_requeue(&step, flags);
-#else
-    return slurm_requeue(id, flags);
-#endif
-}
-} // namespace
-
 void SlurmCluster::requeue_hold(JobId id) {
-    if (requeue_job(id, JOB_REQUEUE_HOLD) != SLURM_SUCCESS) fail(fmt::format("job {}: requeue-hold", id));
+    if (slurm_calls::requeue(id, JOB_REQUEUE_HOLD) != SLURM_SUCCESS) fail(fmt::format("job {}: requeue-hold", id));
 }
 
 void SlurmCluster::requeue(JobId id) {
-    if (requeue_job(id, 0) != SLURM_SUCCESS) fail(fmt::format("job {}: requeue", id));
+    if (slurm_calls::requeue(id, 0) != SLURM_SUCCESS) fail(fmt::format("job {}: requeue", id));
 }
 
 void SlurmCluster::set_reservation(const std::string& name, const std::string& nodes, int64_t start_at,

@@ -26,8 +26,8 @@ Places one job with nvlslice's engine and prints the slices.
   --idle-racks K          then empty K random racks (jobs that ended)
   --down HOSTLIST         mark these nodes down
   --drain HOSTLIST        mark these nodes drained
-  --gpus-per-node G       for Slurm topology files (default 4)
-  --spares S              for Slurm topology files (default 2)
+  --gpus-per-node G       every rack's GPUs per node (default: the map's; 4 for Slurm files)
+  --spares S              every rack's spares (default: the map's; 2 for Slurm files)
   --json                  print one JSON object
 )";
 
@@ -63,10 +63,10 @@ int main(int argc, char** argv) {
         }
         if (!o.has("map")) throw Error("--map FILE is required (e.g. --map /etc/nvlslice/nvlslice-map.yaml)");
         if (!o.has("nodes")) throw Error("--nodes N is required");
-        MapDefaults defs;
-        defs.gpus_per_node = int(o.integer("gpus-per-node", 4, 1, 1024));
-        defs.spares = int(o.integer("spares", 2, 0, 4096));
-        RackMap map = load_map(o.str("map"), MapFormat::Auto, defs);
+        MapOverrides over;
+        if (o.has("gpus-per-node")) over.gpus_per_node = int(o.integer("gpus-per-node", 4, 1, 1024));
+        if (o.has("spares")) over.spares = int(o.integer("spares", 2, 0, 4096));
+        RackMap map = load_map(o.str("map"), over, "--map " + o.str("map"));
         Snapshot snap(map);
         int busy = 0;
         if (o.has("fill"))

@@ -35,8 +35,8 @@ static const char* kUsage = R"(usage: nvl-topo COMMAND --map FILE [options]
   --snapshot FILE     read the state from a snapshot file instead of live Slurm
   --reservation NAME  the spare reservation (default nvlslice_spares)
   --protect-reservation NAME  racks kept for the top slice job (nvlslice_protect)
-  --gpus-per-node G   for Slurm topology maps (default 4)
-  --spares S          for Slurm topology maps (default 2)
+  --gpus-per-node G   every rack's GPUs per node (default: the map's; 4 for Slurm files)
+  --spares S          every rack's spares (default: the map's; 2 for Slurm files)
   --color / --no-color  ANSI colours for map (default: when stdout is a terminal)
   --host NAME         check: the node name of this host (default: the host name)
   --hwloc-xml FILE    check: read this host's topology from an hwloc XML file
@@ -71,10 +71,10 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (!o.has("map")) throw Error("--map FILE is required (the rack map)");
-        MapDefaults defs;
-        defs.gpus_per_node = int(o.integer("gpus-per-node", 4, 1, 1024));
-        defs.spares = int(o.integer("spares", 2, 0, 4096));
-        RackMap map = load_map(o.str("map"), MapFormat::Auto, defs);
+        MapOverrides over;
+        if (o.has("gpus-per-node")) over.gpus_per_node = int(o.integer("gpus-per-node", 4, 1, 1024));
+        if (o.has("spares")) over.spares = int(o.integer("spares", 2, 0, 4096));
+        RackMap map = load_map(o.str("map"), over, "--map " + o.str("map"));
         if (cmd == "export") {
             const std::string f = o.str("format", "block");
             std::string out;

@@ -1,7 +1,7 @@
 #include "capacity.hpp"
 #include "error.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cmath>
 

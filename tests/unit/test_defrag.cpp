@@ -3,7 +3,7 @@
 #include "fixtures.hpp"
 #include "helper_config.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <map>
 

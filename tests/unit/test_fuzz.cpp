@@ -4,7 +4,7 @@
 // target. A crash or an exception other than nvl::Error fails the test.
 #include "../fuzz/fuzz_readers.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <dirent.h>
 #include <fstream>

@@ -1,7 +1,7 @@
 #include "error.hpp"
 #include "gpu_count.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <string>
 

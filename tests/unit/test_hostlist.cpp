@@ -1,7 +1,7 @@
 #include "error.hpp"
 #include "hostlist.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 using namespace nvl;
 using V = std::vector<std::string>;

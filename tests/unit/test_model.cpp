@@ -1,6 +1,6 @@
 #include "fixtures.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 using namespace nvl;
 using namespace nvl::test;

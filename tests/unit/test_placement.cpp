@@ -1,7 +1,7 @@
 #include "fixtures.hpp"
 #include "placement.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <random>
 

@@ -1,7 +1,7 @@
 #include "error.hpp"
 #include "plugin_config.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <vector>
 

@@ -1,6 +1,6 @@
 #include "map_io.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <string>
 
@@ -117,4 +117,28 @@ TEST_CASE("malformed rack maps name file:line:column, the key and the fix", "[ma
                Catch::Contains("map.yaml:3:18: \"default_slice\" 20 is larger than any domain can hold (16"));
     CHECK_THAT(error_of("version: 1\ndomains:\n  - name: [a]\n    nodes: n1\n"),
                Catch::Contains("map.yaml:3:11: \"name\" must be a single value, found a list"));
+}
+
+TEST_CASE("site overrides apply to every map format, once, in the core", "[map][quick]") {
+    // the plugstack spares= argument used to be ignored for nvlslice maps
+    MapOverrides o;
+    o.spares = 1;
+    o.gpus_per_node = 8;
+    RackMap yaml = load_map(std::string(NVL_ETC) + "/nvlslice-map-small.yaml", o, "plugstack.conf");
+    RackMap conf = load_map(std::string(NVL_ETC) + "/topology-block.conf", o, "plugstack.conf");
+    for (const RackMap* m : {&yaml, &conf})
+        for (const auto& d : m->domains()) {
+            CHECK(d.spares == 1);
+            CHECK(d.gpus_per_node == 8);
+        }
+    CHECK(yaml.max_slice() == 17);
+    o.spares = 18;
+    CHECK_THROWS_WITH(load_map(std::string(NVL_ETC) + "/nvlslice-map-small.yaml", o, "plugstack.conf"),
+                      Catch::Contains("plugstack.conf: spares=18: domain") && Catch::Contains("spares must be 0 to 17"));
+    o.spares.reset();
+    o.default_slice = 17;
+    CHECK_THROWS_WITH(load_map(std::string(NVL_ETC) + "/nvlslice-map-small.yaml", o, "nvlslice.yaml"),
+                      Catch::Contains("nvlslice.yaml: default_slice=17 is larger than any rack"));
+    o.default_slice = 8;
+    CHECK(load_map(std::string(NVL_ETC) + "/nvlslice-map-small.yaml", o, "x").defaults().default_slice == 8);
 }

@@ -1,7 +1,7 @@
 #include "fixtures.hpp"
 #include "repair.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 using namespace nvl;
 using namespace nvl::test;

@@ -3,7 +3,7 @@
 #include "report.hpp"
 #include "yaml_doc.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 using namespace nvl;
 using namespace nvl::test;

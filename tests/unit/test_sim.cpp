@@ -1,7 +1,7 @@
 #include "error.hpp"
 #include "sim.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 using namespace nvl;
 

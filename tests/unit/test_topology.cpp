@@ -1,6 +1,6 @@
 #include "map_io.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cstdio>
 #include <fstream>
