@@ -203,15 +203,19 @@ RackMap read_topology_conf(std::string_view text, const std::string& file, const
                 throw ParseError(at(toks[0]),
                                  "BlockSizes= in a file of SwitchName= lines (one topology per file: block or tree)");
             kind = Block;
+            std::vector<int> sizes;
             for (size_t a = 0, b; a <= toks[0].value.size(); a = b + 1) {
                 b = toks[0].value.find(',', a);
                 if (b == std::string::npos) b = toks[0].value.size();
                 std::string n = toks[0].value.substr(a, b - a);
-                if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos)
+                if (n.empty() || n.size() > 6 || n.find_first_not_of("0123456789") != std::string::npos)
                     throw ParseError(at(toks[0]),
                                      fmt::format("BlockSizes must be a comma-separated list of node counts, got \"{}\"",
                                                  toks[0].value));
+                sizes.push_back(std::stoi(n));
             }
+            if (auto why = block_sizes_problem(sizes); !why.empty())
+                throw ParseError(at(toks[0]), fmt::format("BlockSizes={}: {}", toks[0].value, why));
             continue;
         }
         if (head == "blockname") {
@@ -309,8 +313,11 @@ RackMap read_topology_yaml(std::string_view text, const std::string& file, const
                 yaml_node_t* blocks = nullptr;
                 doc.for_each_pair(v, {"block_sizes", "blocks"},
                                   [&](const std::string& bk, yaml_node_t*, yaml_node_t* bv) {
-                                      if (bk == "block_sizes")
-                                          doc.int_list(bv, bk, 1, kMaxNodesPerDomain);
+                                      if (bk == "block_sizes") {
+                                          auto sizes = doc.int_list(bv, bk, 1, kMaxNodesPerDomain);
+                                          if (auto why = block_sizes_problem(sizes); !why.empty())
+                                              doc.fail(bv, fmt::format("\"block_sizes\": {}", why));
+                                      }
                                       else
                                           blocks = bv;
                                   });
@@ -438,6 +445,21 @@ std::string write_rack_map_yaml(const RackMap& map) {
         if (d.feature != d.name) out += fmt::format("    feature: {}\n", yaml_str(d.feature));
     }
     return out;
+}
+
+std::string block_sizes_problem(const std::vector<int>& sizes) {
+    if (sizes.empty()) return "give at least the base block size";
+    const int base = sizes.front();
+    if (base < 1) return fmt::format("the base block size must be at least 1, got {}", base);
+    for (size_t i = 1; i < sizes.size(); ++i) {
+        const int s = sizes[i];
+        const bool pow2_multiple = s > sizes[i - 1] && s % base == 0 && ((s / base) & (s / base - 1)) == 0;
+        if (!pow2_multiple)
+            return fmt::format("{} is not the base size {} times a power of two larger than the size before it "
+                               "(Slurm's rule; e.g. {},{},{})",
+                               s, base, base, base * 2, base * 4);
+    }
+    return {};
 }
 
 std::string write_topology_conf_block(const RackMap& map) {

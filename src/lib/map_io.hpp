@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace nvl {
 
@@ -24,6 +25,11 @@ RackMap read_topology_conf(std::string_view text, const std::string& file, const
 // the first block or tree topology of the file.
 RackMap read_topology_yaml(std::string_view text, const std::string& file, const MapDefaults& defaults = {},
                            std::string_view topology = {});
+
+// Slurm's rule for topology/block BlockSizes: the first value is the base
+// block size, every later one the base times a power of two, increasing.
+// "" when `sizes` follows it, else why not (with the fix).
+std::string block_sizes_problem(const std::vector<int>& sizes);
 
 enum class MapFormat { Auto, NvlYaml, TopologyConf, TopologyYaml };
 // Reads a file; Auto tells the format from the name and content: *.conf is

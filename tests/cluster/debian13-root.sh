@@ -92,7 +92,6 @@ inside() {
     local mode=$1; shift
     MOUNTED=() # global: the EXIT trap reads it
     trap unmount_all EXIT
-    trap 'exit 130' INT TERM HUP
     mnt() { # mnt TARGET MOUNT-ARGS...
         local target=$1; shift
         mkdir -p "$target"
@@ -107,8 +106,30 @@ inside() {
     mnt "$ROOT/dev/pts" --bind /dev/pts
     if mountpoint -q /dev/shm; then mnt "$ROOT/dev/shm" --bind /dev/shm; fi
     if [ "$mode" = src ]; then mnt "$ROOT/src" --bind "$SRC"; fi
-    local rc=0
-    PATH=$ROOT_PATH chroot "$ROOT" "$@" || rc=$?
+    # CMD runs in the background so that a TERM or HUP sent to this process
+    # (e.g. `kill $!` on `shell slurmd -D &`) is passed on to it at once
+    # instead of waiting for it to end; the explicit <&0 keeps the terminal as
+    # its input, and trap - undoes the SIGINT/SIGQUIT ignoring bash gives
+    # background commands. Ctrl-C reaches CMD directly (same process group);
+    # we only wait for it.
+    (trap - INT QUIT; PATH=$ROOT_PATH exec chroot "$ROOT" "$@") <&0 &
+    CHILD=$!
+    trap 'kill -TERM "$CHILD" 2>/dev/null' TERM HUP
+    trap : INT QUIT
+    local rc r
+    # wait returns early (status > 128) when a trapped signal arrives: wait
+    # again until CMD is really gone, then report its own exit status (a
+    # further wait yields it if CMD ended just after the signal, else 127).
+    while :; do
+        rc=0
+        wait "$CHILD" || rc=$?
+        kill -0 "$CHILD" 2>/dev/null || break
+    done
+    if [ "$rc" -gt 128 ]; then
+        r=0
+        wait "$CHILD" 2>/dev/null || r=$?
+        [ "$r" = 127 ] || rc=$r
+    fi
     exit "$rc"
 }
 
@@ -189,7 +210,10 @@ case $cmd in
     shell)
         ensure
         [ $# -gt 0 ] || set -- bash -l
-        in_root src "$@"
+        # exec: the caller's PID is then the process that holds the mounts and
+        # CMD, so killing it stops CMD and unmounts (see inside()).
+        command -v unshare >/dev/null || die "unshare not found; install util-linux"
+        exec unshare --mount --propagation private bash "$SELF" __inside src "$@"
         ;;
     __inside) inside "$@" ;;
     -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;

@@ -138,3 +138,23 @@ TEST_CASE("load_map tells the formats apart", "[topology][quick]") {
     CHECK_THAT(error_of([] { load_map("/nonexistent/map.yaml"); }),
                Catch::Contains("/nonexistent/map.yaml: cannot open"));
 }
+
+TEST_CASE("BlockSizes follow Slurm's rule: a base, then the base times powers of two", "[topology][quick]") {
+    CHECK(block_sizes_problem({18}) == "");
+    CHECK(block_sizes_problem({16, 32, 64}) == "");
+    CHECK(block_sizes_problem({18, 72}) == "");
+    CHECK_THAT(block_sizes_problem({18, 27}), Catch::Contains("27 is not the base size 18 times a power of two"));
+    CHECK_THAT(block_sizes_problem({16, 64, 32}), Catch::Contains("32 is not"));
+    CHECK_THAT(block_sizes_problem({}), Catch::Contains("at least the base"));
+    CHECK_THROWS_WITH(read_topology_conf("BlockName=b1 Nodes=n[1-4]\nBlockSizes=4,6\n", "t.conf"),
+                      Catch::Contains("t.conf:2:") && Catch::Contains("BlockSizes=4,6: 6 is not the base size 4"));
+    CHECK_THROWS_WITH(
+        read_topology_yaml("- topology: t\n  cluster_default: true\n  block:\n    block_sizes: [4, 12]\n    blocks:\n"
+                           "      - block: b1\n        nodes: n[1-4]\n",
+                           "t.yaml"),
+        Catch::Contains("t.yaml:4:") && Catch::Contains("12 is not the base size 4"));
+    // what export writes is valid again
+    RackMap m = read_topology_conf("BlockName=b1 Nodes=n[1-18]\nBlockName=b2 Nodes=n[19-36]\nBlockSizes=18\n", "t");
+    RackMap again = read_topology_conf(write_topology_conf_block(m), "again");
+    CHECK(again.node_count() == 36);
+}
