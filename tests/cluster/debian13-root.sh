@@ -160,7 +160,9 @@ build() {
         fi
         mkdir -p "$ROOT"
         log "debootstrap $SUITE from $mirror into $ROOT"
-        debootstrap --variant=minbase "$SUITE" "$ROOT" "$mirror" >&2 \
+        # debootstrap mounts /proc and /sys in the target itself; in a private
+        # mount namespace an interrupted run cannot leave them in the host's.
+        unshare --mount --propagation private debootstrap --variant=minbase "$SUITE" "$ROOT" "$mirror" >&2 \
             || die "debootstrap failed (log: $ROOT/debootstrap/debootstrap.log); check that $mirror serves $SUITE, then rerun"
         touch "$BASE_STAMP"
     fi

@@ -17,6 +17,12 @@ inline Matchers::StringContainsMatcher Contains(const std::string& s) {
 inline Matchers::StartsWithMatcher StartsWith(const std::string& s) {
     return Matchers::StartsWith(s);
 }
+inline Matchers::EndsWithMatcher EndsWith(const std::string& s) {
+    return Matchers::EndsWith(s);
+}
+inline Matchers::ExceptionMessageMatcher Message(const std::string& s) {
+    return Matchers::Message(s);
+}
 } // namespace Catch
 using Catch::Approx;
 #else

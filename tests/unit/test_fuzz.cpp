@@ -6,6 +6,8 @@
 
 #include "catch.hpp"
 
+#include <algorithm>
+
 #include <dirent.h>
 #include <fstream>
 #include <random>

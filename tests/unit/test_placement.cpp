@@ -3,6 +3,8 @@
 
 #include "catch.hpp"
 
+#include <algorithm>
+
 #include <random>
 
 using namespace nvl;

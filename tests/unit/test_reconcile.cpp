@@ -5,6 +5,8 @@
 
 #include "catch.hpp"
 
+#include <algorithm>
+
 using namespace nvl;
 using namespace nvl::test;
 
