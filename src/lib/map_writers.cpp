@@ -37,6 +37,23 @@ int min_domain_size(const RackMap& map) {
     return m;
 }
 
+// The block sizes for the map: the smallest rack as the base, then the
+// base times 2, 4, ... while that many racks exist, so that a job of several
+// slices may span that many whole blocks (Slurm's block plugin places a job
+// larger than a block only in an aggregate of a listed size).
+std::vector<int> block_sizes_for(const RackMap& map) {
+    std::vector<int> sizes;
+    const int base = min_domain_size(map);
+    for (size_t racks = 1; racks <= map.domains().size() && base > 0; racks *= 2) sizes.push_back(base * int(racks));
+    return sizes;
+}
+
+std::string join(const std::vector<int>& v, const char* sep) {
+    std::string s;
+    for (int x : v) s += (s.empty() ? "" : sep) + std::to_string(x);
+    return s;
+}
+
 } // namespace
 
 std::string write_rack_map_yaml(const RackMap& map) {
@@ -76,7 +93,7 @@ std::string write_topology_conf_block(const RackMap& map) {
     std::string out = "# topology.conf for topology/block, written by nvlslice: one block per NVLink domain\n";
     for (DomainId i = 0; i < map.domains().size(); ++i)
         out += fmt::format("BlockName={} Nodes={}\n", map.domain(i).name, map.domain_hostlist(i));
-    out += fmt::format("BlockSizes={}\n", min_domain_size(map));
+    out += fmt::format("BlockSizes={}\n", join(block_sizes_for(map), ","));
     return out;
 }
 
@@ -105,7 +122,7 @@ std::string write_topology_yaml(const RackMap& map, bool tree, std::string_view 
         }
         out += fmt::format("      - switch: spine\n        children: {}\n", yaml_str(hostlist_compress(leaves)));
     } else {
-        out += fmt::format("  block:\n    block_sizes:\n      - {}\n    blocks:\n", min_domain_size(map));
+        out += fmt::format("  block:\n    block_sizes:\n      - {}\n    blocks:\n", join(block_sizes_for(map), "\n      - "));
         for (DomainId i = 0; i < map.domains().size(); ++i)
             out += fmt::format("      - block: {}\n        nodes: {}\n", yaml_str(map.domain(i).name),
                                yaml_str(map.domain_hostlist(i)));

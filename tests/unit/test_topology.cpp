@@ -118,7 +118,8 @@ TEST_CASE("writers round-trip a map through every Slurm format", "[topology][qui
     MapDefaults defs = m.defaults();
     std::string block = write_topology_conf_block(m);
     CHECK_THAT(block,
-               Catch::Contains("BlockName=rack001 Nodes=nvl[0001-0018]\n") && Catch::Contains("BlockSizes=18\n"));
+               Catch::Contains("BlockName=rack001 Nodes=nvl[0001-0018]\n") &&
+                   Catch::Contains("BlockSizes=18,36,72,144,288,576,1152,2304\n"));
     same_domains(m, read_topology_conf(block, "block.conf", defs));
     std::string tree = write_topology_conf_tree(m);
     CHECK_THAT(tree, Catch::Contains("SwitchName=spine Switches=rack[001-128]\n"));
