@@ -82,7 +82,16 @@ struct SlurmCluster::Cache {
     job_info_msg_t* jobs = nullptr;
 };
 
-SlurmCluster::SlurmCluster() : cache_(new Cache) {}
+SlurmCluster::SlurmCluster() : cache_(new Cache) {
+    // Reads slurm.conf (SLURM_CONF) and loads the plugins the API needs (auth,
+    // and in 24.11 the certificate manager); without it newer libslurm stops
+    // with "Can't find plugin". Once per process.
+    static const bool initialized = [] {
+        slurm_init(nullptr);
+        return true;
+    }();
+    (void)initialized;
+}
 
 SlurmCluster::~SlurmCluster() {
     if (cache_->nodes) slurm_free_node_info_msg(cache_->nodes);

@@ -18,6 +18,9 @@
 #   NVL_PLUGIN_ARGS    extra plugstack.conf arguments for it
 #   NVL_HELPER         nvlsliced binary to run on the controller host (none)
 #   NVL_HELPER_CONF    extra lines for its configuration DIR/etc/nvlslice.yaml
+#   NVL_TOPO           nvl-topo binary (BUILD_DIR/src/tools/nvl-topo): on a
+#                      Slurm with topology/block (23.11+: the 24.11 tier, see
+#                      run.sh) it writes topology.conf from the rack map
 # Must run as root (network namespaces). Nodes are nvl0001.. with Slurm
 # feature rack001.. naming their rack; the rack map is DIR/etc/nvlslice-map.yaml.
 #   tests/cluster/cluster.sh helper   (re)start nvlsliced if it is not running
@@ -68,10 +71,13 @@ install_packages() {
 
 # slurm-wlm-emulator, if present, takes over the daemons through
 # update-alternatives: use the real ones.
+# Through the usual name when it leads to the real daemon: Slurm 24.11
+# checks its own program name.
 SLURMCTLD=/usr/sbin/slurmctld
 SLURMD=/usr/sbin/slurmd
-[ -x /usr/sbin/slurmctld-wlm ] && SLURMCTLD=/usr/sbin/slurmctld-wlm
-[ -x /usr/sbin/slurmd-wlm ] && SLURMD=/usr/sbin/slurmd-wlm
+[ -x /usr/sbin/slurmctld-wlm ] && [ "$(readlink -f /usr/sbin/slurmctld)" != /usr/sbin/slurmctld-wlm ] &&
+    SLURMCTLD=/usr/sbin/slurmctld-wlm
+[ -x /usr/sbin/slurmd-wlm ] && [ "$(readlink -f /usr/sbin/slurmd)" != /usr/sbin/slurmd-wlm ] && SLURMD=/usr/sbin/slurmd-wlm
 
 # A live process (a zombie left unreaped by init counts as dead).
 alive() {
@@ -84,6 +90,30 @@ alive() {
 
 write_map() {
     "$SRC/contrib/gen-map.sh" "$RACKS" "$PER" nvl rack "$SPARES" > "$DIR/etc/nvlslice-map.yaml"
+}
+
+# Slurm 23.11 and later have topology/block: the racks become Slurm blocks,
+# as on an NVL72 cluster (the 24.11 tier). 22.05 has none.
+slurm_has_block() {
+    local v
+    v=$("$SLURMCTLD" -V 2>/dev/null | sed -n 's/^slurm[^ ]* \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+    [ -n "$v" ] || return 1
+    set -- $v
+    [ "$1" -gt 23 ] || { [ "$1" -eq 23 ] && [ "$2" -ge 11 ]; }
+}
+
+# Lines slurm.conf needs on this Slurm: topology/block with topology.conf
+# written by nvl-topo from the rack map, and (slurmd 24.11 without a cgroup
+# file system here) no cgroup plugin.
+write_topology() {
+    TOPOLOGY_LINES=""
+    slurm_has_block || return 0
+    local topo=${NVL_TOPO:-${BUILD_DIR:-}/src/tools/nvl-topo}
+    [ -x "$topo" ] || die "this Slurm has topology/block: set NVL_TOPO (or BUILD_DIR) to nvl-topo to write topology.conf"
+    "$topo" export --map "$DIR/etc/nvlslice-map.yaml" --format block > "$DIR/etc/topology.conf" ||
+        die "nvl-topo export --format block failed"
+    echo "CgroupPlugin=disabled" > "$DIR/etc/cgroup.conf"
+    TOPOLOGY_LINES="TopologyPlugin=topology/block"
 }
 
 write_conf() {
@@ -135,6 +165,7 @@ PriorityMaxAge=1-0
 Licenses=nvlslice_gate:1,lic_a:4
 MailProg=/bin/true
 PlugStackConfig=$DIR/etc/plugstack.conf
+$TOPOLOGY_LINES
 $nodes_line
 PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE PriorityJobFactor=1
 PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE PriorityJobFactor=10
@@ -311,6 +342,7 @@ up() {
     mkdir -p "$DIR"/{etc,munge,state,spool,log,run}
     chmod 700 "$DIR/munge"
     write_map
+    write_topology
     write_conf
     start_munge
     setup_network

@@ -98,6 +98,9 @@ inside() {
         mount "$@" "$target" || die "mounting $target failed (mount $*); is this a container without CAP_SYS_ADMIN?"
         MOUNTED+=("$target")
     }
+    # The root on itself: "/" inside is then a mount point, which
+    # `ip netns add` needs (it makes "/" a slave mount).
+    mnt "$ROOT" --bind "$ROOT"
     mnt "$ROOT/proc" -t proc proc
     mnt "$ROOT/sys" -t sysfs sysfs
     # /dev by bind (real device nodes, the host's ptys); its sub-mounts are

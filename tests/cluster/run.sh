@@ -3,8 +3,30 @@
 # from the build tree and runs every cluster test against it.
 #   tests/cluster/run.sh BUILD_DIR
 # Stops the cluster afterwards unless NVL_KEEP_CLUSTER=1.
+#
+#   NVL_SLURM=24.11 tests/cluster/run.sh
+# runs the same tests on Slurm 24.11 with topology/block: in the cached
+# Debian 13 root of debian13-root.sh, the project is built there (against
+# libslurm 24.11, Catch2 3) and this script runs again inside the root, with
+# the same one-netns-per-node layout and that root's stock daemons and
+# clients.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+if [ "${NVL_SLURM:-}" = 24.11 ] && [ -z "${NVL_IN_ROOT:-}" ]; then
+    ROOTSH=$HERE/debian13-root.sh
+    "$ROOTSH" ensure || exit 1
+    # A copy of the tree, with the root's own autotools: the host's
+    # generated files are not the root's to reuse.
+    src=/var/tmp/nvlslice-src inner=/var/tmp/nvlslice-build
+    echo "# the 24.11 tier: building in the Debian 13 root"
+    "$ROOTSH" shell bash -c "set -e; rm -rf $src $inner; mkdir -p $src $inner
+        tar -C /src --exclude=./build --exclude=./.git -cf - . | tar -C $src -xf -
+        cd $src && autoreconf -fi >/dev/null 2>&1
+        cd $inner && $src/configure -q >/dev/null && make -s -j\$(nproc) >/dev/null" ||
+        { echo "run.sh: the build in the Debian 13 root failed" >&2; exit 1; }
+    exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_SLURM=24.11 NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" \
+        $src/tests/cluster/run.sh "$inner"
+fi
 BUILD=$(cd "${1:?usage: run.sh BUILD_DIR}" && pwd)
 export NVL_CLUSTER_DIR=${NVL_CLUSTER_DIR:-/tmp/nvlslice-cluster}
 export SLURM_CONF=$NVL_CLUSTER_DIR/etc/slurm.conf

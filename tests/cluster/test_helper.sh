@@ -188,53 +188,57 @@ expect_match "cycle latency exported" 'nvlslice_cycle_seconds_count [1-9]' "$m"
 cyc=$(printf '%s\n' "$m" | awk '/^nvlslice_cycle_seconds_sum/ {s=$2} /^nvlslice_cycle_seconds_count/ {c=$2} END { if (c) printf "%.2f", 1000*s/c }')
 echo "# measured: helper cycle (load nodes+jobs+reservation, decide, apply): mean $cyc ms"
 
-echo "# helper: weights keep whole racks whole for Slurm's own placement of plain jobs"
-# rack002 is partly used (a 2-node job on nvl[0027-0028], 14 nodes free in
-# two runs); rack001 is whole. Plain jobs with and without the helper's weights.
-whole_racks() { # racks with no busy node
-    local r n=0
-    for r in "nvl[0001-0018]" "nvl[0019-0036]"; do
-        [ "$(sinfo -h -n "$r" -t alloc,mix,comp -o %N | grep -c .)" -eq 0 ] && n=$((n + 1))
+if scontrol show config | grep -qE '^TopologyPlugin *= *topology/block'; then
+    echo "# helper: weights: skipped on topology/block (Slurm's block plugin packs plain jobs into blocks itself)"
+else
+    echo "# helper: weights keep whole racks whole for Slurm's own placement of plain jobs"
+    # rack002 is partly used (a 2-node job on nvl[0027-0028], 14 nodes free in
+    # two runs); rack001 is whole. Plain jobs with and without the helper's weights.
+    whole_racks() { # racks with no busy node
+        local r n=0
+        for r in "nvl[0001-0018]" "nvl[0019-0036]"; do
+            [ "$(sinfo -h -n "$r" -t alloc,mix,comp -o %N | grep -c .)" -eq 0 ] && n=$((n + 1))
+        done
+        echo "$n"
+    }
+    weights_round() { # weights_round MODE CASE: prints the racks left whole
+        cleanup; resume_all
+        if [ "$1" = without ]; then
+            "$CL" kill-helper
+            scontrol update nodename=nvl[0001-0036] weight=1
+        else
+            "$CL" helper >/dev/null
+            wait_for 10 bash -c '[ "$(sinfo -h -n nvl0001 -o %w)" = 19 ]'
+        fi
+        P=$(sbatch --parsable -w nvl[0027-0028] -J part --wrap 'sleep 300')
+        wait_for 15 running_on "$P" 'nvl[0027-0028]'
+        [ "$1" = with ] && wait_for 10 bash -c '[ "$(sinfo -h -n nvl0019 -o %w)" = 17 ]'
+        if [ "$2" = twelve ]; then
+            for i in $(seq 1 12); do sbatch --parsable -N 1 -J small --wrap "sleep $((60 + RANDOM % 60))" >/dev/null; done
+            wait_for 20 bash -c '[ "$(squeue -h -n small -t R | wc -l)" -eq 12 ]'
+        else
+            sbatch --parsable -N 10 -J small --wrap 'sleep 300' >/dev/null
+            wait_for 20 bash -c '[ "$(squeue -h -n small -t R | wc -l)" -eq 1 ]'
+        fi
+        echo "$(whole_racks) $(squeue -h -n small -o %N | sort -V | paste -sd' ')"
+    }
+    for c in twelve ten; do
+        for mode in without with; do
+            r=$(weights_round $mode $c)
+            eval "whole_${c}_$mode=${r%% *}"
+            echo "# measured: $([ $c = twelve ] && echo '12 random 1-node jobs' || echo 'one 10-node job') $mode the helper's weights: ${r%% *} of 2 racks stay whole (on ${r#* })"
+        done
     done
-    echo "$n"
-}
-weights_round() { # weights_round MODE CASE: prints the racks left whole
-    cleanup; resume_all
-    if [ "$1" = without ]; then
-        "$CL" kill-helper
-        scontrol update nodename=nvl[0001-0036] weight=1
-    else
-        "$CL" helper >/dev/null
-        wait_for 10 bash -c '[ "$(sinfo -h -n nvl0001 -o %w)" = 19 ]'
-    fi
-    P=$(sbatch --parsable -w nvl[0027-0028] -J part --wrap 'sleep 300')
-    wait_for 15 running_on "$P" 'nvl[0027-0028]'
-    [ "$1" = with ] && wait_for 10 bash -c '[ "$(sinfo -h -n nvl0019 -o %w)" = 17 ]'
-    if [ "$2" = twelve ]; then
-        for i in $(seq 1 12); do sbatch --parsable -N 1 -J small --wrap "sleep $((60 + RANDOM % 60))" >/dev/null; done
-        wait_for 20 bash -c '[ "$(squeue -h -n small -t R | wc -l)" -eq 12 ]'
-    else
-        sbatch --parsable -N 10 -J small --wrap 'sleep 300' >/dev/null
-        wait_for 20 bash -c '[ "$(squeue -h -n small -t R | wc -l)" -eq 1 ]'
-    fi
-    echo "$(whole_racks) $(squeue -h -n small -o %N | sort -V | paste -sd' ')"
-}
-for c in twelve ten; do
-    for mode in without with; do
-        r=$(weights_round $mode $c)
-        eval "whole_${c}_$mode=${r%% *}"
-        echo "# measured: $([ $c = twelve ] && echo '12 random 1-node jobs' || echo 'one 10-node job') $mode the helper's weights: ${r%% *} of 2 racks stay whole (on ${r#* })"
-    done
-done
-# Slurm's own best fit (the smallest run of consecutive free nodes) already
-# keeps 1-node jobs in rack002; a 10-node job fits no single run there and
-# breaks rack001, unless the weights point Slurm at rack002 first.
-expect_eq "12 one-node jobs with the weights: rack001 stays whole" "1" "$whole_twelve_with"
-check "the weights never leave fewer racks whole (12 one-node jobs: $whole_twelve_without without, $whole_twelve_with with)" [ "$whole_twelve_with" -ge "$whole_twelve_without" ]
-expect_eq "a 10-node plain job without the weights breaks the whole rack" "0" "$whole_ten_without"
-expect_eq "with the weights it fills rack002; rack001 stays whole" "1" "$whole_ten_with"
-"$CL" helper >/dev/null
+    # Slurm's own best fit (the smallest run of consecutive free nodes) already
+    # keeps 1-node jobs in rack002; a 10-node job fits no single run there and
+    # breaks rack001, unless the weights point Slurm at rack002 first.
+    expect_eq "12 one-node jobs with the weights: rack001 stays whole" "1" "$whole_twelve_with"
+    check "the weights never leave fewer racks whole (12 one-node jobs: $whole_twelve_without without, $whole_twelve_with with)" [ "$whole_twelve_with" -ge "$whole_twelve_without" ]
+    expect_eq "a 10-node plain job without the weights breaks the whole rack" "0" "$whole_ten_without"
+    expect_eq "with the weights it fills rack002; rack001 stays whole" "1" "$whole_ten_with"
+    "$CL" helper >/dev/null
 
+fi
 echo "# helper: a second instance refuses to start"
 err=$(timeout 10 "$BUILD_DIR/src/nvlsliced/nvlsliced" --config "$NVL_CLUSTER_DIR/etc/nvlslice.yaml" 2>&1); rc=$?
 expect_match "second nvlsliced exits with the lock named" "rc=1 .*another nvlsliced is running \(it holds $NVL_CLUSTER_DIR/run/nvlsliced.lock\)" "rc=$rc $err"
