@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include <ctime>
 #include <optional>
 #include <regex>
 #include <set>
@@ -161,6 +162,14 @@ class Cycle {
     JobId top_ = 0;                           // the first job placement was tried for: the top priority
     CycleOutput out_;
 };
+
+// "2026-11-30T00:20:08" (local time), for logs and records.
+inline std::string iso_time(int64_t t) {
+    char buf[32] = {};
+    std::time_t tt = std::time_t(t);
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", std::localtime(&tt));
+    return buf;
+}
 
 // Why a tag does not describe its job ("" when it does).
 std::string tag_mismatch(const RequestTag& t, const SlurmJob& j);

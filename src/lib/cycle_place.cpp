@@ -108,6 +108,22 @@ bool Cycle::place_job(const SliceJob& sj) {
             rec.lent = true;
         }
     }
+    if (!r.ok && restricted && memo == failed_shapes_.end()) {
+        // Say why as if nothing were kept: the kept racks are not failed
+        // nodes, and the job is busy only because a higher-priority one
+        // comes first.
+        SliceRequest open = req;
+        open.allowed.clear();
+        PlacementResult free_view = place(snap_, open);
+        if (free_view.ok) {
+            r.reason = Reason::Busy;
+            r.detail = fmt::format("busy: the racks with room are kept for a higher-priority slice job from {}; "
+                                   "this job would run past that",
+                                   iso_time(protection_->start_time));
+        } else {
+            r = free_view;
+        }
+    }
     if (!r.ok && memo == failed_shapes_.end()) failed_shapes_.emplace_back(key, r);
     if (!r.ok) {
         ++out_.stats.pending_by_reason[to_string(r.reason)];
@@ -228,7 +244,9 @@ void Cycle::protect_top() {
         const int k = top->tag.slice, c = top->tag.count;
         std::unordered_map<JobId, int64_t> ends;
         for (const auto& j : jobs_)
-            if (j.state == JobState::Running) ends[j.id] = j.end_time > 0 ? j.end_time : INT64_MAX;
+            // a job without a time limit ends "in a year" for Slurm: unknown
+            if (j.state == JobState::Running)
+                ends[j.id] = j.end_time > 0 && j.end_time - now_ < 30 * 86400 ? j.end_time : INT64_MAX;
         // per rack: when it has room for one slice, and the nodes it would take
         struct RackTime {
             int64_t when;
@@ -292,9 +310,7 @@ void Cycle::protect_top() {
     a.start_at = start;
     a.end_at = end;
     act(std::move(a));
-    char when[32] = {};
-    std::time_t t = std::time_t(start);
-    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
+    const std::string when = iso_time(start);
     log(fmt::format("job {}: top priority, waits: racks kept for it, {} from {} (in {} s); shorter jobs may still "
                     "run there",
                     top->job->id, want, when, start - now_));

@@ -552,3 +552,49 @@ TEST_CASE("a tag that does not describe its job is left to Slurm, named once", "
     REQUIRE(find(third, ActionKind::SetRecord));
     CHECK_THAT(find(third, ActionKind::SetRecord)->arg, Catch::Contains("submitted --no-requeue"));
 }
+
+TEST_CASE("racks kept for the top job: others wait as busy, and may use them only if they end in time",
+          "[reconcile][protect][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    // rack r2 busy until now+600; the 32-node top job waits for both racks
+    SlurmJob busy;
+    busy.id = 60;
+    busy.state = JobState::Running;
+    busy.nodes = hostlist_expand("n[019-034]");
+    busy.end_time = w.now + 600;
+    w.jobs.push_back(busy);
+    for (int i = 19; i <= 34; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Allocated;
+    SlurmJob& top = w.add_slice_job(7, 16, 2);
+    top.priority = 9000;
+    top.time_limit = 3600;
+    auto out = w.cycle();
+    const Action* p = find(out, ActionKind::Protect);
+    REQUIRE(p);
+    CHECK(p->arg == "n[001-016,019-034]");
+    CHECK(p->start_at == w.now + 600);
+    CHECK(p->end_at == w.now + 600 + 3600);
+    // as Slurm then reports it: a long lower-priority job may not use rack r1...
+    w.protection = Reservation{"nvlslice_protect", p->arg, p->start_at, p->end_at};
+    top.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    SlurmJob& lower = w.add_slice_job(8, 16, 1);
+    lower.priority = 10;
+    lower.time_limit = 7200;
+    auto second = w.cycle();
+    CHECK_FALSE(find(second, ActionKind::Pin));
+    const Action* rec = nullptr;
+    for (const auto& a : second.actions)
+        if (a.job == 8 && a.kind == ActionKind::SetRecord) rec = &a;
+    REQUIRE(rec);
+    CHECK_THAT(rec->arg, Catch::Contains("reason=busy: the racks with room are kept for a higher-priority slice job"));
+    // ...a short one may: it ends before the top job's start
+    lower.time_limit = 300;
+    lower.admin_comment = rec->arg;
+    auto third = w.cycle();
+    REQUIRE(find(third, ActionKind::Pin));
+    CHECK(find(third, ActionKind::Pin)->job == 8);
+    // the top job leaves: the protection goes
+    top.state = JobState::Finished;
+    lower.state = JobState::Finished;
+    CHECK(find(w.cycle(), ActionKind::Protect)->arg.empty());
+}
