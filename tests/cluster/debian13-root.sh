@@ -94,7 +94,7 @@ inside() {
     trap unmount_all EXIT
     mnt() { # mnt TARGET MOUNT-ARGS...
         local target=$1; shift
-        mkdir -p "$target"
+        [ -e "$target" ] || mkdir -p "$target"
         mount "$@" "$target" || die "mounting $target failed (mount $*); is this a container without CAP_SYS_ADMIN?"
         MOUNTED+=("$target")
     }
@@ -109,6 +109,15 @@ inside() {
     mnt "$ROOT/dev/pts" --bind /dev/pts
     if mountpoint -q /dev/shm; then mnt "$ROOT/dev/shm" --bind /dev/shm; fi
     if [ "$mode" = src ]; then mnt "$ROOT/src" --bind "$SRC"; fi
+    # The host's name resolution: munge and Slurm 24.11 look up the origin of
+    # every credential, and an unknown host name costs each request a failed
+    # lookup.
+    local f
+    for f in /etc/hosts /etc/resolv.conf; do
+        [ -f "$f" ] || continue
+        [ -e "$ROOT$f" ] || : > "$ROOT$f"
+        mnt "$ROOT$f" --bind "$f"
+    done
     # CMD runs in the background so that a TERM or HUP sent to this process
     # (e.g. `kill $!` on `shell slurmd -D &`) is passed on to it at once
     # instead of waiting for it to end; the explicit <&0 keeps the terminal as
