@@ -158,6 +158,7 @@ build() {
     if [ ! -f "$BASE_STAMP" ]; then
         if ! command -v debootstrap >/dev/null; then
             log "installing debootstrap on the host"
+            apt-get update -qq >&2 || true
             DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap >&2 \
                 || die "apt-get install debootstrap failed; run 'apt-get update' on the host and retry"
         fi

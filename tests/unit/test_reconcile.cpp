@@ -84,9 +84,10 @@ TEST_CASE("a gated slice job is placed, recorded, pinned, its gate taken off; sp
     World w(2);
     w.add_slice_job(7, 16, 2);
     auto out = w.cycle();
-    CHECK(kinds(out) == "reservation record pin licenses");
+    // the spares are reserved before the gate comes off
+    CHECK(kinds(out) == "record pin reservation licenses");
     CHECK(find(out, ActionKind::SetLicenses)->arg == ""); // the gate license off, nothing else
-    CHECK(out.actions[0].arg == "n[017-018,035-036]");
+    CHECK(find(out, ActionKind::SetReservation)->arg == "n[017-018,035-036]");
     CHECK(find(out, ActionKind::Pin)->arg == "n[001-016,019-034]");
     CHECK(find(out, ActionKind::Pin)->start_at == w.now);
     CHECK(find(out, ActionKind::SetRecord)->arg ==
@@ -194,8 +195,9 @@ TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, 
     w.node("n005").state = NodeState::Draining;
     w.node("n005").reason = "gpu xid 79";
     auto out = w.cycle();
-    CHECK(kinds(out) == "reservation record requeue-hold pin-nodes");
-    CHECK(out.actions[0].arg == "n[018,035-036]"); // the spare leaves the reservation first
+    // the requeue first; the spare leaves the reservation before any release
+    CHECK(kinds(out) == "record requeue-hold pin-nodes reservation");
+    CHECK(find(out, ActionKind::SetReservation)->arg == "n[018,035-036]");
     CHECK(find(out, ActionKind::PinOnly)->arg == "n[001-004,006-017,019-034]");
     CHECK_THAT(find(out, ActionKind::SetRecord)->arg,
                Catch::StartsWith("nvlslice/1 repairing") && Catch::Contains("repairs=1"));
@@ -243,7 +245,7 @@ TEST_CASE("drain reasons outside the pattern do not trigger a repair; DOWN alway
     w.resv = Reservation{"nvlslice_spares", "n[017,035-036]"};
     CHECK(w.cycle().actions.empty());
     w.node("n005").reason = "GPU XID 79";
-    CHECK(kinds(w.cycle()) == "reservation record requeue-hold pin-nodes");
+    CHECK(kinds(w.cycle()) == "record requeue-hold pin-nodes reservation");
     w.node("n005").reason = "planned maintenance";
     w.node("n006").state = NodeState::Down;
     w.node("n006").failed = true;
@@ -369,8 +371,14 @@ TEST_CASE("spares are lent to checkpointable single-node jobs and taken back by 
     auto out = w.cycle();
     REQUIRE(find(out, ActionKind::Pin));
     CHECK(find(out, ActionKind::Pin)->arg == "n017");
-    CHECK(out.actions[0].kind == ActionKind::SetReservation); // it leaves the reservation first
-    CHECK(out.actions[0].arg == "n[018,035-036]");
+    // it leaves the reservation before the gate comes off
+    const auto resv_at = std::find_if(out.actions.begin(), out.actions.end(),
+                                      [](const Action& a) { return a.kind == ActionKind::SetReservation; });
+    const auto gate_off = std::find_if(out.actions.begin(), out.actions.end(),
+                                       [](const Action& a) { return a.kind == ActionKind::SetLicenses; });
+    REQUIRE(resv_at != out.actions.end());
+    CHECK(resv_at < gate_off);
+    CHECK(resv_at->arg == "n[018,035-036]");
     CHECK_THAT(find(out, ActionKind::SetRecord)->arg, Catch::Contains("lent=1"));
     // it runs; the lent node still counts as one of r1's spares
     w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
@@ -502,7 +510,7 @@ TEST_CASE("an interactive slice job that loses a node is reported once, never re
     // its node comes back: the stale reason goes
     w.node("n003").state = NodeState::Allocated;
     auto back = w.cycle();
-    CHECK(kinds(back) == "reservation record");
+    CHECK(kinds(back) == "record reservation");
     CHECK_THAT(find(back, ActionKind::SetRecord)->arg, !Catch::Contains("reason="));
 }
 
