@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
                            "jobs elsewhere, {} slice jobs waiting\n",
                            map.node_count(), pending);
                 fmt::print("snapshot from Slurm records  {:8.2f} ms\n", c.snapshot_ms);
-                fmt::print("first cycle (cold)           {:8.2f} ms   {} actions (admin holds and waiting records)\n",
+                fmt::print("first cycle (cold)           {:8.2f} ms   {} actions (waiting records)\n",
                            c.first_ms, c.first_actions);
                 fmt::print("steady cycle       p50 {:8.2f} ms   max {:.2f} ms   {} actions, {} placed\n", e50,
                            c.engine_max, c.steady_actions, c.placed);
