@@ -239,6 +239,14 @@ else
     "$CL" helper >/dev/null
 
 fi
+if scontrol show config | grep -qE '^TopologyPlugin *= *topology/block'; then
+    echo "# topology/block: Slurm's blocks are the racks of nvl-topo show"
+    blocks=$(scontrol show topology | sed -n 's/.*BlockName=\([^ ]*\).*Nodes=\([^ ]*\).*/\1 \2/p' | sort)
+    racks=$("$BUILD_DIR/src/tools/nvl-topo" show --map "$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml" |
+        sed -n 's/^RackName=\([^ ]*\) Nodes=\([^ ]*\).*/\1 \2/p' | sort)
+    expect_eq "scontrol show topology lists the racks as blocks" "$racks" "$blocks"
+fi
+
 echo "# helper: a second instance refuses to start"
 err=$(timeout 10 "$BUILD_DIR/src/nvlsliced/nvlsliced" --config "$NVL_CLUSTER_DIR/etc/nvlslice.yaml" 2>&1); rc=$?
 expect_match "second nvlsliced exits with the lock named" "rc=1 .*another nvlsliced is running \(it holds $NVL_CLUSTER_DIR/run/nvlsliced.lock\)" "rc=$rc $err"
