@@ -35,8 +35,7 @@ int mixed_slice_nodes(const CapacityParams& p, int healthy) {
     // The engine's own rule: the rack keeps max(0, spares - failed) nodes
     // for repairs (its spares absorbed its failures); the rest takes
     // full-size slices, then smaller ones, largest first.
-    const int failed = p.nodes_per_rack - healthy;
-    int room = healthy - std::max(0, p.spares - failed);
+    int room = healthy - kept_spares(p.spares, p.nodes_per_rack - healthy);
     int used = 0;
     for (int k : degraded_slice_sizes(p))
         while (room >= k) {
@@ -60,7 +59,7 @@ CapacityFigures capacity_binomial(const CapacityParams& p) {
         f.healthy += pk * k;
         // full-size slices under the engine's rule: the rack keeps
         // max(0, spares - failed) of its k healthy nodes for repairs
-        const int room = std::max(0, k - std::max(0, p.spares - (n - k)));
+        const int room = std::max(0, k - kept_spares(p.spares, n - k));
         f.slice_usable += pk * double(room / p.slice * p.slice);
         if (k == n) f.whole_rack_usable += pk * n;
         int slices = mixed_slice_nodes(p, k);

@@ -133,9 +133,11 @@ struct DomainCounts {
 // keeps max(0, spares - f) of its healthy nodes idle for repairs, so a rack of
 // 18 with 1 or 2 failed nodes still hosts a full 16-node slice. "Failed" is
 // every node that is not healthy (draining, drained, down, unknown).
+inline int kept_spares(int spares, int failed) {
+    return failed >= spares ? 0 : spares - failed;
+}
 inline int kept_spares(const Domain& dom, const DomainCounts& c) {
-    const int failed = dom.size() - c.healthy;
-    return failed >= dom.spares ? 0 : dom.spares - failed;
+    return kept_spares(dom.spares, dom.size() - c.healthy);
 }
 
 // Free nodes of a domain a new slice may take: free minus the spares it

@@ -399,10 +399,8 @@ PlacementResult place_naive(const Snapshot& snap, const SliceRequest& req) {
         free_n[d] += is_free(st.state);
         lent_n[d] += st.preemptible && is_healthy(st.state) && !is_free(st.state);
     }
-    for (DomainId d = 0; d < nd; ++d) {
-        const int kept = std::max(0, map.domain(d).spares - (map.domain(d).size() - healthy_n[d]));
-        room[d] = req.use_spares ? free_n[d] : free_n[d] + std::min(lent_n[d], kept) - kept;
-    }
+    for (DomainId d = 0; d < nd; ++d)
+        room[d] = domain_room(map.domain(d), DomainCounts{free_n[d], healthy_n[d], lent_n[d]}, req.use_spares);
     res.placement.job_id = req.job_id;
     res.placement.slice_size = s.k;
     std::vector<char> taken(map.node_count(), 0);
