@@ -8,13 +8,16 @@ namespace nvl::detail {
 
 void Cycle::build_snapshot() {
     snap_ = snapshot_from_slurm(map_, nodes_, jobs_, spares_, cfg_.lend);
+    // once per cycle: the placement mask of jobs kept off the protected racks
     if (protection_ && !protection_->nodes.empty()) {
-        protected_.assign(map_.node_count(), 0);
+        unprotected_.assign(map_.node_count(), true);
         for (const auto& n : hostlist_expand(protection_->nodes))
-            if (auto id = map_.find_node(n)) protected_[*id] = 1;
+            if (auto id = map_.find_node(n)) unprotected_[*id] = false;
     }
+    reserved_.assign(map_.node_count(), 0);
     if (spares_)
-        for (auto& n : hostlist_expand(spares_->nodes)) reserved_.insert(n);
+        for (auto& n : hostlist_expand(spares_->nodes))
+            if (auto id = map_.find_node(n)) reserved_[*id] = 1;
     for (const auto& n : nodes_) {
         auto id = map_.find_node(n.name);
         if (!id) continue; // a node outside the map is none of our business
@@ -163,18 +166,16 @@ bool Cycle::backing_off(const SliceJob& sj) {
 CycleOutput Cycle::run() {
     build_snapshot();
     collect_slice_jobs();
-    // forget the failures of jobs that are gone
-    if (!mem_.backoff.empty()) {
+    // forget the failures and log lines of jobs that are gone
+    if (!mem_.backoff.empty() || !mem_.said.empty()) {
         std::unordered_set<JobId> present;
         for (const auto& j : jobs_) present.insert(j.id);
-        for (auto it = mem_.backoff.begin(); it != mem_.backoff.end();)
-            it = present.count(it->first) ? std::next(it) : mem_.backoff.erase(it);
-    }
-    if (!mem_.said.empty()) {
-        std::unordered_set<JobId> present;
-        for (const auto& j : jobs_) present.insert(j.id);
-        for (auto it = mem_.said.begin(); it != mem_.said.end();)
-            it = present.count(it->first) ? std::next(it) : mem_.said.erase(it);
+        auto prune = [&](auto& by_job) {
+            for (auto it = by_job.begin(); it != by_job.end();)
+                it = present.count(it->first) ? std::next(it) : by_job.erase(it);
+        };
+        prune(mem_.backoff);
+        prune(mem_.said);
     }
     for (const auto& sj : slice_jobs_) {
         if (backing_off(sj)) {

@@ -23,7 +23,6 @@
 #include <ctime>
 #include <optional>
 #include <regex>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -72,6 +71,11 @@ class Cycle {
     void keep_gate();
     bool gated(const SlurmJob& j) const { return has_license(j.licenses, cfg_.gate_license); }
     bool held_by_us(const SliceJob& sj) const { return sj.job->held && sj.rec && sj.rec->hold; }
+    // The record says the helper placed it (pinned, started or repairing).
+    static bool has_placement(const SliceJob& sj) {
+        return sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing ||
+                          sj.rec->state == RecordState::Restarting);
+    }
     void gate(const SliceJob& sj) {
         act({ActionKind::SetLicenses, sj.job->id, with_license(sj.job->licenses, cfg_.gate_license)});
     }
@@ -143,7 +147,7 @@ class Cycle {
     std::vector<char> failed_; // per node: needs a repair if a slice uses it
     std::optional<std::regex> drain_re_;
     std::vector<SliceJob> slice_jobs_;
-    std::set<std::string> reserved_;
+    std::vector<char> reserved_; // per node: in the spare reservation as Slurm reports it
     std::unordered_set<JobId> settled_; // jobs pass 1 has dealt with: not placed again in pass 2
     std::unordered_map<JobId, uint32_t> acted_; // per job: a bit per ActionKind asked for
     struct FailedShape {
@@ -158,7 +162,7 @@ class Cycle {
     std::vector<std::pair<FailedShape, PlacementResult>> failed_shapes_; // valid until the next take()
     bool defrag_done_ = false;
     std::unordered_map<JobId, Reason> waits_; // why each job placed this cycle could not be
-    std::vector<char> protected_;             // nodes of the protection reservation
+    std::vector<bool> unprotected_;           // per node: outside the protection (empty: no protection)
     JobId top_ = 0;                           // the first job placement was tried for: the top priority
     CycleOutput out_;
 };

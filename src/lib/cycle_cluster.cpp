@@ -9,6 +9,7 @@ namespace nvl::detail {
 void Cycle::keep_spares() {
     if (cfg_.reservation.empty()) return;
     std::vector<std::string> want;
+    bool same = true; // as Slurm reports the reservation now
     for (DomainId d = 0; d < map_.domains().size(); ++d) {
         const Domain& dom = map_.domain(d);
         std::vector<NodeId> pick;
@@ -23,10 +24,15 @@ void Cycle::keep_spares() {
         for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < want_n; ++it)
             if (snap_.node(*it).state == NodeState::Idle) pick.push_back(*it);
         std::sort(pick.begin(), pick.end());
+        size_t picked = 0;
+        for (NodeId id : dom.nodes) {
+            const bool wanted = picked < pick.size() && pick[picked] == id;
+            picked += wanted;
+            same = same && wanted == (reserved_[id] != 0);
+        }
         for (NodeId id : pick) want.push_back(map_.node_name(id));
     }
-    std::set<std::string> want_set(want.begin(), want.end());
-    if (want_set == reserved_ && (spares_ || want.empty())) return;
+    if (same && (spares_ || want.empty())) return;
     std::string list = hostlist_compress(want);
     // Before the first action that lets a job start (a release, the gate
     // off), so that a spare handed to a job leaves the reservation first;

@@ -23,7 +23,7 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
         // A running job: record the target, requeue it held and pin the new
         // nodes. Slurm sets BeginTime when the old allocation has finished
         // completing, so StartTime=now and the release come in a later
-        // cycle, once the job is pending again (see handle_pending).
+        // cycle, once the job is pending again (see finish_placed).
         r.state = RecordState::Repairing;
         r.hold = true; // the one hold the helper may release
         record(sj, r, true);
@@ -34,7 +34,7 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
     }
     if (sj.job->restarts > 0) {
         // It ran before: pin it to start in the next second; a later cycle
-        // releases it when that second has come (handle_pending, pass 1).
+        // releases it when that second has come (finish_placed).
         // A placement that ran before is a repair; anything else (it
         // yielded, waited after a requeue) is a restart.
         const bool repair = sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing);
@@ -57,10 +57,8 @@ void Cycle::place_waiting(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
     if (settled_.count(j.id) || did(j.id, ActionKind::Pin)) return;
     if (j.held && !held_by_us(sj)) return; // a user's or an admin's hold: theirs to release
-    const bool placed = sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing ||
-                                   sj.rec->state == RecordState::Restarting);
     const bool open = !j.held && !gated(j);
-    if (open && placed && !j.req_nodes.empty()) return; // placed, waiting for Slurm to start it
+    if (open && has_placement(sj) && !j.req_nodes.empty()) return; // placed, waiting for Slurm to start it
     if (place_job(sj) || !open) return;
     // Requeued (it yielded its nodes) or its owner took the gate off, and no
     // room now: Slurm would start it rack-blind. Gate it again.
@@ -83,13 +81,8 @@ bool Cycle::place_job(const SliceJob& sj) {
     // Racks protected for the top-priority job: others may use them only
     // if they end before its expected start (as Slurm's backfill allows).
     if (!top_) top_ = j.id;
-    const bool restricted = !protected_.empty() && top_ != j.id &&
+    const bool restricted = !unprotected_.empty() && top_ != j.id &&
                             !(j.time_limit > 0 && protection_ && now_ + j.time_limit <= protection_->start_time);
-    if (restricted) {
-        req.allowed.assign(map_.node_count(), true);
-        for (NodeId id = 0; id < map_.node_count(); ++id)
-            if (protected_[id]) req.allowed[id] = false;
-    }
     PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
     rec.lent = false;
     // Thousands of waiting jobs share a few shapes: while the snapshot does
@@ -97,6 +90,7 @@ bool Cycle::place_job(const SliceJob& sj) {
     const FailedShape key{sj.tag.slice, sj.tag.count, req.mode, req.allow_split, may_lend, restricted};
     auto memo = std::find_if(failed_shapes_.begin(), failed_shapes_.end(),
                              [&](const auto& f) { return f.first == key; });
+    if (restricted && memo == failed_shapes_.end()) req.allowed = unprotected_;
     PlacementResult r = memo != failed_shapes_.end() ? memo->second : place(snap_, req);
     if (memo == failed_shapes_.end() && !r.ok && may_lend) {
         // Spares are not left idle: preemptible work may borrow them until a

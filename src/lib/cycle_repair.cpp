@@ -108,8 +108,7 @@ void Cycle::check_escaped(const SliceJob& sj, PlacementRecord rec) {
 
 void Cycle::finish_placed(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
-    const bool placed = sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing ||
-                                   sj.rec->state == RecordState::Restarting);
+    const bool placed = has_placement(sj);
     if (j.held && !held_by_us(sj)) {
         settled_.insert(j.id); // a user's or an admin's hold: theirs to release
         return;
