@@ -27,6 +27,10 @@ AC_DEFUN([NVL_WITH_SLURM], [
   # 24.11 dropped slurm_get_errno(): errno carries the error instead.
   AC_CHECK_DECLS([slurm_get_errno], [AC_DEFINE([HAVE_SLURM_GET_ERRNO], [1], [libslurm has slurm_get_errno])], [],
     [[#include <slurm/slurm.h>]])
+  # Segments (24.05+): --segment on the client, segment_size in a job request.
+  AC_CHECK_MEMBERS([job_desc_msg_t.segment_size],
+    [AC_DEFINE([HAVE_SLURM_SEGMENTS], [1], [Slurm jobs can ask for segments (--segment)])], [],
+    [[#include <slurm/slurm.h>]])
   AC_MSG_CHECKING([for slurm_load_jobs, slurm_update_job, reservations in slurm.h])
   AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <slurm/slurm.h>]],
       [[job_info_msg_t *j; node_info_msg_t *n; reserve_info_msg_t *r; job_desc_msg_t d; resv_desc_msg_t rd;

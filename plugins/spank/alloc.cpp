@@ -1,15 +1,26 @@
-// Allocator context: validate a slice request and hand it to the helper.
+// Allocator context: validate a slice request and hand it to Slurm.
 //
-// The hand-off: the job goes to Slurm tagged and behind the gate (one gate
-// license, which a reservation of nvlsliced's holds), so Slurm computes its
-// priority as for any job but cannot start it on rack-blind nodes;
-// nvlsliced picks the nodes in priority order, pins them and takes the gate
-// off. sbatch, salloc and srun export their option table as the symbol
+// Two hand-offs (slice_job.hpp), chosen from the running Slurm unless
+// plugstack.conf says mode=:
+//  * native (topology/block and --segment, Slurm 24.05+): the job asks for
+//    Slurm's own --segment=SLICE; Slurm orders, backfills and places each
+//    segment inside one block (rack), the spare reservation keeps the
+//    spares out of reach, nvlsliced repairs. Prefer jobs take the gate even
+//    here: a segment job cannot run split after its wait.
+//  * gate (any Slurm): the job goes to Slurm tagged and behind the gate (one
+//    gate license, which a reservation of nvlsliced's holds), so Slurm
+//    computes its priority as for any job but cannot start it on rack-blind
+//    nodes; nvlsliced picks the nodes in priority order, pins them and takes
+//    the gate off.
+// Both tag the job's comment and ask for whole nodes. sbatch, salloc and
+// srun export their option table as the symbol
 // `opt`, and libslurmfull exports slurm_option_set/get/isset. These are not
 // public API, so they are looked up at run time: when any is missing the
 // submission is refused. An untagged or ungated slice job is never
 // submitted. A user's own --hold is kept: the job stays held.
 #include "plugin.hpp"
+
+#include "slurm_features.hpp"
 
 #include <fmt/format.h>
 
@@ -84,6 +95,23 @@ Requeue requeue_of(const OptionApi& api) {
     return Requeue::Unset;
 }
 
+// The hand-off of this process's submissions: plugstack.conf's mode=, or
+// for auto what slurmctld runs (one request, once per process).
+HandOff hand_off_for(const PluginConfig& c) {
+    static HandOff chosen = HandOff::Auto;
+    if (c.hand_off != HandOff::Auto) return c.hand_off;
+    if (chosen == HandOff::Auto) {
+        try {
+            chosen = choose_hand_off(HandOff::Auto, probe_slurm());
+        } catch (const Error& e) {
+            throw Error(fmt::format("mode=auto (plugstack.conf): {}; set mode=gate or mode=native to choose without "
+                                    "asking slurmctld",
+                                    e.what()));
+        }
+    }
+    return chosen;
+}
+
 } // namespace
 
 void submit_hand_off(spank_t sp) {
@@ -101,30 +129,58 @@ void submit_hand_off(spank_t sp) {
     int lo = 0, hi = 0;
     node_range(api, lo, hi);
     RequestTag tag = make_request(rack_map(), o, lo, hi, requeue_of(api));
+    tag.hand_off = hand_off_for(st.config);
+#ifndef HAVE_SLURM_SEGMENTS
+    if (tag.hand_off == HandOff::Native)
+        throw Error("plugstack.conf mode=native: this Slurm has no --segment (24.05 or later is needed); use mode=gate "
+                    "or mode=auto");
+#endif
+    // Slurm's segments always run whole: a prefer job, which may run split
+    // after its wait, is placed by nvlsliced behind the gate.
+    if (tag.hand_off == HandOff::Native && tag.mode == PlacementMode::Prefer) tag.hand_off = HandOff::Gate;
+    const bool native = tag.hand_off == HandOff::Native;
+    if (native && api.isset(api.opt, "segment")) {
+        auto seg = api.value("segment");
+        if (seg && *seg != std::to_string(tag.slice))
+            throw Error(fmt::format("--segment={} conflicts with --nvl-slice (slices of {} nodes): drop --segment, "
+                                    "nvlslice sets it",
+                                    *seg, tag.slice));
+    }
 
     std::string user;
     if (api.isset(api.opt, "comment"))
         if (auto c = api.value("comment")) user = std::string(user_comment(*c));
     const std::string comment = tagged_comment(tag, user);
     api.must_set("comment", comment);
+    // Whole nodes: a slice owns its NVLink domain's nodes; with CR_Core
+    // Slurm would otherwise share them with other jobs.
+    api.must_set("exclusive", "exclusive");
+    const char* mode = tag.mode == PlacementMode::Prefer ? "prefer" : "strict";
+    if (native) {
+        api.must_set("segment", std::to_string(tag.slice));
+        // Verify instead of trusting: the job must leave segmented and tagged.
+        auto back = api.value("comment");
+        auto back_seg = api.value("segment");
+        if (!back || *back != comment || !back_seg || *back_seg != std::to_string(tag.slice))
+            throw Error("the submission did not keep --segment and the slice tag; refusing to submit the slice job");
+        log_verbose(fmt::format("slice job handed to Slurm (native): {} slice(s) of {} nodes, {}, --segment={}",
+                                tag.count, tag.slice, mode, tag.slice));
+        return;
+    }
     std::string lic;
     if (api.isset(api.opt, "licenses"))
         if (auto l = api.value("licenses")) lic = *l;
     const std::string gated = with_license(lic, st.config.gate);
     api.must_set("licenses", gated);
-    // Whole nodes: a slice owns its NVLink domain's nodes; with CR_Core
-    // Slurm would otherwise share them with other jobs.
-    api.must_set("exclusive", "exclusive");
     // Verify instead of trusting: the job must leave gated and tagged.
     auto back = api.value("comment");
     auto back_lic = api.value("licenses");
     if (!back || *back != comment || !back_lic || !has_license(*back_lic, st.config.gate))
         throw Error("the submission did not keep the gate license and the slice tag; refusing to submit the slice "
                     "job");
-    log_verbose(fmt::format("slice job handed to nvlsliced: {} slice(s) of {} nodes, {}, behind the gate ({}) until "
-                            "placed",
-                            tag.count, tag.slice, tag.mode == PlacementMode::Prefer ? "prefer" : "strict",
-                            st.config.gate));
+    log_verbose(fmt::format("slice job handed to nvlsliced (gate): {} slice(s) of {} nodes, {}, behind the gate ({}) "
+                            "until placed",
+                            tag.count, tag.slice, mode, st.config.gate));
 }
 
 } // namespace nvl::spank

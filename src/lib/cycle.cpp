@@ -202,9 +202,11 @@ CycleOutput Cycle::run() {
                 log(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
             }
         }
-    protect_top();
+    // Native mode: Slurm's backfill protects its top job and the block
+    // plugin packs small jobs; the helper does neither.
+    if (cfg_.hand_off != HandOff::Native) protect_top();
     keep_spares();
-    keep_weights();
+    if (cfg_.hand_off != HandOff::Native) keep_weights();
     keep_gate();
     return std::move(out_);
 }

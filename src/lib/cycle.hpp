@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ctime>
 #include <optional>
 #include <regex>
@@ -70,6 +71,19 @@ class Cycle {
     void protect_top();
     void keep_gate();
     bool gated(const SlurmJob& j) const { return has_license(j.licenses, cfg_.gate_license); }
+    // Handed to Slurm with --segment: Slurm places it; the helper repairs.
+    static bool native(const SliceJob& sj) { return sj.tag.hand_off == HandOff::Native; }
+    // The nodes its record lists (a native job's placement, which Slurm
+    // chose and no ReqNodeList holds).
+    std::vector<NodeId> recorded_nodes(const SliceJob& sj) const {
+        std::vector<NodeId> ids;
+        if (sj.rec)
+            for (const auto& h : sj.rec->slices)
+                for (const auto& n : hostlist_expand(h))
+                    if (auto id = map_.find_node(n)) ids.push_back(*id);
+        std::sort(ids.begin(), ids.end());
+        return ids;
+    }
     bool held_by_us(const SliceJob& sj) const { return sj.job->held && sj.rec && sj.rec->hold; }
     // The record says the helper placed it (pinned, started or repairing).
     static bool has_placement(const SliceJob& sj) {

@@ -35,12 +35,12 @@ void Cycle::keep_spares() {
     if (same && (spares_ || want.empty())) return;
     std::string list = hostlist_compress(want);
     // Before the first action that lets a job start (a release, the gate
-    // off), so that a spare handed to a job leaves the reservation first;
+    // off, a pin with its start time), so that a spare handed to a job leaves the reservation first;
     // after the others, so that a repair's requeue is not kept waiting by a
     // reservation update (slurmctld may take seconds over one).
     auto starts = std::find_if(out_.actions.begin(), out_.actions.end(), [](const Action& a) {
-        return a.kind == ActionKind::Release || (a.kind == ActionKind::SetLicenses && a.job != 0) ||
-               a.kind == ActionKind::Protect;
+        return a.kind == ActionKind::Release || a.kind == ActionKind::Pin ||
+               (a.kind == ActionKind::SetLicenses && a.job != 0) || a.kind == ActionKind::Protect;
     });
     out_.actions.insert(starts, Action{ActionKind::SetReservation, 0, list});
     log(fmt::format("spares: reservation {} = {}", cfg_.reservation, list.empty() ? "(none)" : list));

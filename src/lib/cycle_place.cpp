@@ -59,7 +59,7 @@ void Cycle::place_waiting(const SliceJob& sj) {
     if (j.held && !held_by_us(sj)) return; // a user's or an admin's hold: theirs to release
     const bool open = !j.held && !gated(j);
     if (open && has_placement(sj) && !j.req_nodes.empty()) return; // placed, waiting for Slurm to start it
-    if (place_job(sj) || !open) return;
+    if (place_job(sj) || !open || native(sj)) return;
     // Requeued (it yielded its nodes) or its owner took the gate off, and no
     // room now: Slurm would start it rack-blind. Gate it again.
     gate(sj);
@@ -141,6 +141,22 @@ bool Cycle::place_job(const SliceJob& sj) {
             sj.tag.mode == PlacementMode::Strict)
             try_defrag(sj);
         return false;
+    }
+    if (native(sj) && !rec.lent) {
+        // Slurm places it (--segment), in its own order and with its
+        // backfill: only counted where it fits, so that lower-priority jobs
+        // are not lent the same room. Recorded once.
+        take(r.placement.nodes(), j.id);
+        const bool was = sj.rec && sj.rec->state == RecordState::Waiting && reason_kind(sj.rec->reason) == "Slurm places it";
+        if (!was) {
+            rec.state = RecordState::Waiting;
+            rec.slice = sj.tag.slice;
+            rec.slices.clear();
+            rec.reason = fmt::format("Slurm places it: --segment={}, room now in {} rack(s)", sj.tag.slice,
+                                     r.placement.slices.size());
+            record(sj, rec);
+        }
+        return true;
     }
     ++out_.stats.placements;
     std::string where;

@@ -70,6 +70,26 @@ void Cycle::check_escaped(const SliceJob& sj, PlacementRecord rec) {
     } catch (const Error&) {
         // not whole slices of one rack each
     }
+    if (native(sj) && !ours) {
+        // Slurm placed it with --segment: each segment in one block, which
+        // the rack map and topology.conf make one rack. Recorded, so that a
+        // repair knows its slices.
+        rec.state = RecordState::Placed;
+        rec.hold = false;
+        rec.slice = sj.tag.slice;
+        rec.slices.clear();
+        if (p)
+            for (const auto& s : p->slices) rec.slices.push_back(hl(s.nodes));
+        else
+            rec.slices = {hostlist_compress(j.nodes)};
+        rec.split = !p;
+        rec.reason = p ? std::string() : "Slurm placed its segments across racks: do topology.conf and the rack map "
+                                         "agree (nvl-topo check)?";
+        record(sj, rec);
+        log(fmt::format("job {}: Slurm started it (native, --segment={}) on {}{}", j.id, sj.tag.slice,
+                        hostlist_compress(j.nodes), p ? "" : ": " + rec.reason));
+        return;
+    }
     if (p || ours) {
         rec.state = RecordState::Placed;
         rec.hold = false;
@@ -113,7 +133,10 @@ void Cycle::finish_placed(const SliceJob& sj) {
         settled_.insert(j.id); // a user's or an admin's hold: theirs to release
         return;
     }
-    const std::vector<NodeId> pinned = pinned_nodes(j);
+    std::vector<NodeId> pinned = pinned_nodes(j);
+    // A native job that Slurm placed, ran and requeued (a node went DOWN)
+    // has no ReqNodeList: its record says where it ran.
+    if (pinned.empty() && placed && native(sj) && j.restarts > 0) pinned = recorded_nodes(sj);
     if (!placed || pinned.empty()) return;
     bool pinned_failed = false;
     for (NodeId id : pinned) pinned_failed = pinned_failed || needs_repair(id);
@@ -126,19 +149,28 @@ void Cycle::finish_placed(const SliceJob& sj) {
             taken = taken || (st.job_id != 0 && st.job_id != j.id && !is_free(st.state));
         }
         if (taken && now_ - std::max(j.submit_time, j.start_time) > cfg_.replace_after_s) {
-            gate(sj);
             PlacementRecord rec = *sj.rec;
             rec.state = RecordState::Waiting;
-            rec.reason = "its nodes were taken by another job; placing again";
-            record(sj, rec);
-            log(fmt::format("job {}: nodes {} taken by other jobs; gated to be placed again", j.id, hl(pinned)));
+            if (native(sj)) {
+                // back to Slurm's own placement
+                if (!j.req_nodes.empty()) act({ActionKind::PinOnly, j.id, {}});
+                rec.reason = "its nodes were taken by another job; left to Slurm's placement";
+                record(sj, rec);
+                log(fmt::format("job {}: nodes {} taken by other jobs; unpinned, Slurm places it", j.id,
+                                hl(pinned)));
+            } else {
+                gate(sj);
+                rec.reason = "its nodes were taken by another job; placing again";
+                record(sj, rec);
+                log(fmt::format("job {}: nodes {} taken by other jobs; gated to be placed again", j.id, hl(pinned)));
+            }
         }
         settled_.insert(j.id);
         return;
     }
     // Requeued by Slurm (a node went DOWN): gate it, so that the repair
     // decides where it runs.
-    if (!j.held && !gated(j)) gate(sj);
+    if (!j.held && !gated(j) && !native(sj)) gate(sj);
     if (!pinned_failed) {
         // The second half of a repair (pending again after its requeue), or
         // a crash between pin and gate-off: start it on its pinned nodes.

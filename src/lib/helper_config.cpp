@@ -11,6 +11,7 @@ namespace nvl {
 HelperSettings read_helper_config(std::string_view text, const std::string& file) {
     YamlDoc doc(text, file);
     HelperSettings s;
+    s.reconcile.hand_off = HandOff::Auto; // nvlsliced asks the running Slurm
     yaml_node_t* root = doc.root();
     if (!root) throw ParseError({file, 1, 1}, "the configuration is empty (at least \"map: PATH\" is needed)");
     doc.expect_mapping(root, "the nvlsliced configuration");
@@ -18,7 +19,7 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
         root,
         {"map", "spares", "gpus_per_node", "default_slice", "cycle_ms", "metrics_listen", "lock_file", "reservation",
          "repair_drain_reasons", "prefer_wait", "replace_after", "lend_spares", "steer_weights", "gate_license", "gate_reservation", "protect", "protect_reservation",
-         "defrag"},
+         "mode", "defrag"},
         [&](const std::string& k, yaml_node_t*, yaml_node_t* v) {
             if (k == "map")
                 s.map = doc.scalar(v, k);
@@ -58,7 +59,13 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
                 s.reconcile.protect = doc.boolean(v, k);
             else if (k == "protect_reservation")
                 s.reconcile.protect_reservation = doc.scalar(v, k);
-            else if (k == "lend_spares") {
+            else if (k == "mode") {
+                try {
+                    s.reconcile.hand_off = parse_hand_off(doc.scalar(v, k), "mode");
+                } catch (const Error& e) {
+                    doc.fail(v, e.what());
+                }
+            } else if (k == "lend_spares") {
                 try {
                     s.reconcile.lend = parse_lend_scope(doc.scalar(v, k));
                 } catch (const Error& e) {

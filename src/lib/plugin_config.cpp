@@ -30,7 +30,7 @@ static int count_arg(std::string_view key, std::string_view v, int min, int max)
 PluginConfig parse_plugin_args(int argc, const char* const* argv) {
     PluginConfig c;
     static constexpr const char* kKeys =
-        "map, default_slice, spares, gpus_per_node, check_gpus, placement, hwloc_xml, gate";
+        "map, default_slice, spares, gpus_per_node, check_gpus, placement, hwloc_xml, gate, mode";
     for (int i = 0; i < argc; ++i) {
         std::string_view a = argv[i] ? argv[i] : "";
         size_t eq = a.find('=');
@@ -70,6 +70,8 @@ PluginConfig parse_plugin_args(int argc, const char* const* argv) {
                                         "Licenses=NAME:1)",
                                         v));
             c.gate = std::string(v);
+        } else if (k == "mode") {
+            c.hand_off = parse_hand_off(v, "plugstack.conf argument mode");
         } else {
             throw Error(fmt::format("plugstack.conf: unknown argument \"{}\" (accepted keys: {})", k, kKeys));
         }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "placement.hpp"
+#include "slice_job.hpp"
 
 #include <optional>
 #include <string>
@@ -25,6 +26,9 @@ struct PluginConfig {
     std::string hwloc_xml; // read the node topology from this XML; %n = node name
     // The license slice jobs wait behind (nvlsliced's gate_license).
     std::string gate = "nvlslice_gate";
+    // How slice jobs are handed to Slurm (slice_job.hpp): auto = native
+    // where the running Slurm offers topology/block and --segment.
+    HandOff hand_off = HandOff::Auto;
 };
 
 PluginConfig parse_plugin_args(int argc, const char* const* argv);

@@ -42,6 +42,7 @@
 #include "cluster_api.hpp"
 #include "defrag.hpp"
 #include "model.hpp"
+#include "slice_job.hpp"
 
 #include <cstdint>
 #include <map>
@@ -81,6 +82,12 @@ struct HelperConfig {
     // in use, so whole racks stay whole for slices: each node's Slurm
     // Weight becomes rack_weight(), lowest for the fullest racks.
     bool steer_weights = true;
+    // Gate or native (slice_job.hpp). nvlsliced resolves Auto from the
+    // running Slurm at start. Native: Slurm orders, backfills and places
+    // segment jobs itself, so the helper neither steers weights nor keeps
+    // racks for the top job (Slurm's backfill does); the gate stays for
+    // prefer jobs, which Slurm's segments cannot run split.
+    HandOff hand_off = HandOff::Gate;
 };
 
 // Pin: required nodes and StartTime; PinOnly: required nodes only;

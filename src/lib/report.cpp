@@ -164,7 +164,7 @@ RackSummary summarize(const Snapshot& snap, DomainId d) {
 } // namespace
 
 std::string render_show(const Snapshot& snap, const std::vector<std::string>& racks, bool json,
-                        const std::optional<Reservation>& protection) {
+                        const std::optional<Reservation>& protection, const std::string& mode) {
     const RackMap& map = snap.map();
     std::vector<char> kept(map.node_count(), 0);
     std::string from;
@@ -237,13 +237,14 @@ std::string render_show(const Snapshot& snap, const std::vector<std::string>& ra
     if (json)
         return fmt::format("{{\"racks\":[{}],\"summary\":{{\"racks\":{},\"nodes\":{},\"free\":{},\"spare\":{},"
                            "\"allocated\":{},\"draining\":{},\"drained\":{},\"down\":{},\"slices\":{},"
-                           "\"whole_free_racks\":{}}}}}\n",
+                           "\"whole_free_racks\":{}{}}}}}\n",
                            items, which.size(), total.nodes, total.free, total.spares, total.allocated, total.draining,
-                           total.drained, total.down, slices, whole);
+                           total.drained, total.down, slices, whole,
+                           mode.empty() ? "" : fmt::format(",\"mode\":\"{}\"", mode));
     out += fmt::format("Cluster Racks={} Nodes={} Free={} Spare={} Allocated={} Draining={} Drained={} Down={} "
-                       "Slices={} WholeFreeRacks={}\n",
+                       "Slices={} WholeFreeRacks={}{}\n",
                        which.size(), total.nodes, total.free, total.spares, total.allocated, total.draining,
-                       total.drained, total.down, slices, whole);
+                       total.drained, total.down, slices, whole, mode.empty() ? "" : " Mode=" + mode);
     return out;
 }
 

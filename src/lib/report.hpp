@@ -38,8 +38,10 @@ Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& n
 // unknown rack name.
 // `protection`: nvlsliced's reservation of racks kept for the top-priority
 // slice job, shown per rack with its start.
+// `mode`: the hand-off the running Slurm makes nvlslice use ("native",
+// "gate"; "" = unknown, e.g. from a recorded snapshot).
 std::string render_show(const Snapshot& snap, const std::vector<std::string>& racks, bool json,
-                        const std::optional<Reservation>& protection = std::nullopt);
+                        const std::optional<Reservation>& protection = std::nullopt, const std::string& mode = "");
 
 enum class Cell { Free, Slice, OtherJob, Spare, Draining, Drained, Down };
 Cell cell_of(const NodeStatus& st);

@@ -44,9 +44,30 @@ int to_int(std::string_view key, std::string_view v) {
 } // namespace
 
 std::string RequestTag::str() const {
-    return fmt::format("{} nodes={} slice={} count={} auto={} placement={} checkpointable={}", kTagPrefix, nodes, slice,
-                       count, auto_size ? 1 : 0, mode == PlacementMode::Prefer ? "prefer" : "strict",
-                       checkpointable ? 1 : 0);
+    return fmt::format("{} nodes={} slice={} count={} auto={} placement={} checkpointable={} handoff={}", kTagPrefix,
+                       nodes, slice, count, auto_size ? 1 : 0, mode == PlacementMode::Prefer ? "prefer" : "strict",
+                       checkpointable ? 1 : 0, to_string(hand_off));
+}
+
+const char* to_string(HandOff h) {
+    switch (h) {
+    case HandOff::Auto: return "auto";
+    case HandOff::Gate: return "gate";
+    case HandOff::Native: return "native";
+    }
+    return "gate";
+}
+
+HandOff parse_hand_off(std::string_view v, std::string_view what) {
+    if (v == "auto") return HandOff::Auto;
+    if (v == "gate") return HandOff::Gate;
+    if (v == "native") return HandOff::Native;
+    throw Error(fmt::format("{}={}: expected auto, gate or native", what, v));
+}
+
+HandOff resolve_hand_off(HandOff wanted, bool have_segments, std::string_view topology_plugin) {
+    if (wanted != HandOff::Auto) return wanted;
+    return have_segments && topology_plugin == "topology/block" ? HandOff::Native : HandOff::Gate;
 }
 
 std::optional<RequestTag> RequestTag::parse(std::string_view comment) {
@@ -69,6 +90,10 @@ std::optional<RequestTag> RequestTag::parse(std::string_view comment) {
             t.checkpointable = to_int(k, v) != 0;
         else if (k == "placement")
             t.mode = parse_placement_option(v);
+        else if (k == "handoff") {
+            t.hand_off = parse_hand_off(v, "nvlslice tag handoff");
+            if (t.hand_off == HandOff::Auto) throw Error("nvlslice tag handoff=auto: expected gate or native");
+        }
     }
     if (t.slice <= 0 || t.count <= 0 || t.nodes != t.slice * t.count)
         throw Error(fmt::format("nvlslice tag \"{}\": nodes must equal slice x count", comment));

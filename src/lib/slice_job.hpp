@@ -3,7 +3,7 @@
 //
 //  * the request tag, put first in the job's comment by the plugin at
 //    submission (the user's own --comment follows after " | "):
-//      nvlslice/1 nodes=32 slice=16 count=2 auto=0 placement=strict checkpointable=0
+//      nvlslice/1 nodes=32 slice=16 count=2 auto=0 placement=strict checkpointable=0 handoff=gate
 //  * the placement record, kept by the helper in the job's admin_comment
 //    (users cannot write it):
 //      nvlslice/1 placed slice=16 slices=nvl[0001-0016];nvl[0019-0034] repairs=0 moves=0
@@ -25,6 +25,21 @@ namespace nvl {
 
 inline constexpr std::string_view kTagPrefix = "nvlslice/1";
 
+// How a slice job reaches its nodes.
+//  * Gate: behind the gate license; nvlsliced picks the nodes in Slurm's
+//    priority order and takes the gate off (any Slurm).
+//  * Native: Slurm's own --segment=SLICE on topology/block (24.05+): Slurm
+//    orders, backfills and places each segment in one block (rack);
+//    nvlsliced keeps the spares and repairs.
+// Auto (configuration only): native when the running Slurm offers both.
+enum class HandOff { Auto, Gate, Native };
+const char* to_string(HandOff h);
+// "auto", "gate" or "native"; throws naming `what` and the accepted values.
+HandOff parse_hand_off(std::string_view v, std::string_view what);
+// Auto resolved: native needs segments (a build feature) and the running
+// topology plugin to be topology/block.
+HandOff resolve_hand_off(HandOff wanted, bool have_segments, std::string_view topology_plugin);
+
 struct RequestTag {
     int nodes = 0;
     int slice = 0; // resolved slice size (auto already applied)
@@ -32,6 +47,7 @@ struct RequestTag {
     bool auto_size = false;
     PlacementMode mode = PlacementMode::Strict;
     bool checkpointable = false;
+    HandOff hand_off = HandOff::Gate; // Gate or Native; absent in old tags: Gate
 
     std::string str() const;
     // Parses a comment that starts with a tag; nullopt when it does not.

@@ -6,6 +6,7 @@
 #include "metrics.hpp"
 #include "reconcile.hpp"
 #include "slurm_cluster.hpp"
+#include "slurm_features.hpp"
 
 #include <fmt/format.h>
 
@@ -99,12 +100,23 @@ int main(int argc, char** argv) {
         Metrics metrics;
         std::unique_ptr<MetricsServer> server;
         if (!s.metrics_listen.empty() && !once) server = std::make_unique<MetricsServer>(metrics, s.metrics_listen);
-        say(fmt::format("started: map {} ({} racks, {} nodes), cycle {} ms, reservation {}, metrics {}{}", s.map,
-                        map.domains().size(), map.node_count(), s.cycle_ms,
-                        s.reconcile.reservation.empty() ? "(none)" : s.reconcile.reservation,
+        SlurmCluster slurm;
+        // The mode: the configuration's, or for auto what slurmctld runs.
+        const SlurmFeatures features = probe_slurm();
+        const HandOff wanted = s.reconcile.hand_off;
+        s.reconcile.hand_off = choose_hand_off(wanted, features);
+        if (s.reconcile.hand_off == HandOff::Native && !features.segments)
+            throw Error(fmt::format("{}: mode: native, but this nvlsliced was built against a Slurm without --segment "
+                                    "(24.05 or later is needed)",
+                                    config));
+        say(fmt::format("started: map {} ({} racks, {} nodes), mode {} ({}; Slurm {}, {}), cycle {} ms, reservation "
+                        "{}, metrics {}{}",
+                        s.map, map.domains().size(), map.node_count(), to_string(s.reconcile.hand_off),
+                        wanted == HandOff::Auto ? "chosen from the running Slurm" : "set in the configuration",
+                        features.version, features.topology_plugin.empty() ? "no topology plugin" : features.topology_plugin,
+                        s.cycle_ms, s.reconcile.reservation.empty() ? "(none)" : s.reconcile.reservation,
                         server ? fmt::format("127.0.0.1:{}", server->port()) : "(off)", dry ? ", dry run" : ""));
 
-        SlurmCluster slurm;
         HelperMemory mem;
         while (!g_stop) {
             auto t0 = std::chrono::steady_clock::now();

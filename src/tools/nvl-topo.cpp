@@ -7,6 +7,7 @@
 #include "map_io.hpp"
 #include "report.hpp"
 #include "slurm_cluster.hpp"
+#include "slurm_features.hpp"
 #include "yaml_doc.hpp"
 
 #include <fmt/format.h>
@@ -120,6 +121,7 @@ int main(int argc, char** argv) {
         }
         Snapshot snap(map);
         std::optional<Reservation> protection;
+        std::string mode;
         if (o.has("snapshot")) {
             if (cmd == "snapshot") throw Error("snapshot reads live Slurm; --snapshot is for show and map");
             snap = read_snapshot(map, read_file(o.str("snapshot")), o.str("snapshot"));
@@ -129,11 +131,16 @@ int main(int argc, char** argv) {
                 {o.str("reservation", "nvlslice_spares"), o.str("protect-reservation", "nvlslice_protect")});
             snap = snapshot_from_slurm(map, slurm.load_nodes(), slurm.load_jobs(), resvs[0]);
             protection = resvs[1];
+            // the mode nvlslice's auto chooses on this Slurm (plugstack mode=
+            // and the helper's mode: may override it)
+            const SlurmFeatures f = probe_slurm();
+            mode = fmt::format("{} (auto on Slurm {}, {})", to_string(choose_hand_off(HandOff::Auto, f)), f.version,
+                               f.topology_plugin.empty() ? "no topology plugin" : f.topology_plugin);
         }
         if (cmd == "snapshot") {
             std::fputs(write_snapshot(snap).c_str(), stdout);
         } else if (cmd == "show") {
-            std::fputs(render_show(snap, o.positional(), o.has("json"), protection).c_str(), stdout);
+            std::fputs(render_show(snap, o.positional(), o.has("json"), protection, mode).c_str(), stdout);
         } else if (o.has("svg")) {
             std::ofstream(o.str("svg")) << render_map_svg(snap);
             std::fprintf(stderr, "nvl-topo: wrote %s\n", o.str("svg").c_str());

@@ -69,3 +69,10 @@ TEST_CASE("defragmentation: lent nodes already count as spares", "[defrag][quick
     set_all(s, "n[016-018]", NodeState::Down);
     CHECK_FALSE(plan_defrag(s, 16, [](JobId) { return VictimInfo{true, 1}; }));
 }
+
+TEST_CASE("nvlsliced's mode: auto by default; a bad value names file:line", "[native][quick]") {
+    CHECK(read_helper_config("map: m.yaml\n", "h.yaml").reconcile.hand_off == HandOff::Auto);
+    CHECK(read_helper_config("map: m.yaml\nmode: native\n", "h.yaml").reconcile.hand_off == HandOff::Native);
+    CHECK_THROWS_WITH(read_helper_config("map: m.yaml\nmode: blocks\n", "h.yaml"),
+                      Catch::Contains("h.yaml:2:7") && Catch::Contains("expected auto, gate or native"));
+}

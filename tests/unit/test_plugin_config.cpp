@@ -56,3 +56,11 @@ TEST_CASE("the GPU check speaks of the node and the fix", "[plugin][quick]") {
     CHECK_THAT(gpu_check_message("nvl0001", 4, 3),
                Catch::Contains("node nvl0001 has 3 NVIDIA GPU(s), the rack map says 4: a GPU is missing"));
 }
+
+TEST_CASE("plugstack mode=: auto by default, gate or native to override", "[plugin][native][quick]") {
+    CHECK(parse({"map=m.yaml"}).hand_off == HandOff::Auto);
+    CHECK(parse({"map=m.yaml", "mode=native"}).hand_off == HandOff::Native);
+    CHECK(parse({"map=m.yaml", "mode=gate"}).hand_off == HandOff::Gate);
+    CHECK_THAT(err({"map=m.yaml", "mode=block"}),
+               Catch::Contains("plugstack.conf argument mode=block: expected auto, gate or native"));
+}

@@ -85,7 +85,7 @@ TEST_CASE("a gated slice job is placed, recorded, pinned, its gate taken off; sp
     w.add_slice_job(7, 16, 2);
     auto out = w.cycle();
     // the spares are reserved before the gate comes off
-    CHECK(kinds(out) == "record pin reservation licenses");
+    CHECK(kinds(out) == "record reservation pin licenses");
     CHECK(find(out, ActionKind::SetLicenses)->arg == ""); // the gate license off, nothing else
     CHECK(find(out, ActionKind::SetReservation)->arg == "n[017-018,035-036]");
     CHECK(find(out, ActionKind::Pin)->arg == "n[001-016,019-034]");
@@ -605,4 +605,93 @@ TEST_CASE("racks kept for the top job: others wait as busy, and may use them onl
     top.state = JobState::Finished;
     lower.state = JobState::Finished;
     CHECK(find(w.cycle(), ActionKind::Protect)->arg.empty());
+}
+
+namespace {
+// As the plugin submits a strict slice job on Slurm with topology/block:
+// --segment, no gate.
+SlurmJob& add_native_job(World& w, JobId id, int slice, int count, bool ckpt = false) {
+    SlurmJob& j = w.add_slice_job(id, slice, count, /*gated=*/false, ckpt);
+    RequestTag t = *RequestTag::parse(j.comment);
+    t.hand_off = HandOff::Native;
+    j.comment = t.str();
+    return j;
+}
+} // namespace
+
+TEST_CASE("native mode: Slurm places a segment job; the helper neither pins nor gates it, and records it once",
+          "[reconcile][native][quick]") {
+    World w(2);
+    w.cfg.hand_off = HandOff::Native;
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    for (auto& n : w.nodes) n.weight = 1;
+    SlurmJob& j = add_native_job(w, 7, 16, 1);
+    auto out = w.cycle();
+    CHECK(kinds(out) == "record"); // no pin, no gate, no weights
+    CHECK_THAT(find(out, ActionKind::SetRecord)->arg,
+               Catch::StartsWith("nvlslice/1 waiting") && Catch::Contains("Slurm places it: --segment=16"));
+    j.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    CHECK(w.cycle().actions.empty());
+    // Slurm starts it on one block: recorded as placed, with its slice
+    w.run_on(j, "n[003-018]");
+    auto run = w.cycle();
+    REQUIRE(find(run, ActionKind::SetRecord));
+    CHECK_THAT(find(run, ActionKind::SetRecord)->arg,
+               Catch::StartsWith("nvlslice/1 placed") && Catch::Contains("slices=n[003-018]"));
+    CHECK_THAT(run.log.front(), Catch::Contains("Slurm started it (native, --segment=16) on n[003-018]"));
+    // a gate-mode escape check never requeues it
+    CHECK_FALSE(find(run, ActionKind::Requeue));
+}
+
+TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN-requeued job from its record",
+          "[reconcile][native][quick]") {
+    World w(2);
+    w.cfg.hand_off = HandOff::Native;
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = add_native_job(w, 7, 16, 1);
+    w.run_on(j, "n[001-016]");
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    w.node("n005").state = NodeState::Draining;
+    auto out = w.cycle();
+    CHECK(kinds(out) == "record requeue-hold pin-nodes reservation");
+    CHECK(find(out, ActionKind::PinOnly)->arg == "n[001-004,006-017]");
+
+    // the other path: slurmd died, Slurm requeued the job itself (no pin, not held)
+    World d(2);
+    d.cfg.hand_off = HandOff::Native;
+    d.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& k = add_native_job(d, 8, 16, 1);
+    k.restarts = 1;
+    k.begin_time = d.now + 120;
+    k.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    d.node("n009").state = NodeState::Down;
+    d.node("n009").failed = true;
+    auto rep = d.cycle();
+    CHECK(kinds(rep) == "record reservation pin"); // never gated
+    CHECK(find(rep, ActionKind::Pin)->arg == "n[001-008,010-017]");
+    CHECK(find(rep, ActionKind::Pin)->start_at == d.now + 1);
+}
+
+TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares; prefer jobs keep the gate",
+          "[reconcile][native][quick]") {
+    World w(2);
+    w.cfg.hand_off = HandOff::Native;
+    SlurmJob& big = add_native_job(w, 7, 16, 2);
+    w.run_on(big, "n[001-016,019-034]");
+    big.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0";
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    add_native_job(w, 8, 1, 1, /*ckpt=*/true);
+    auto out = w.cycle();
+    REQUIRE(find(out, ActionKind::Pin));
+    CHECK(find(out, ActionKind::Pin)->arg == "n017");
+    CHECK_FALSE(find(out, ActionKind::SetLicenses));
+    CHECK_THAT(find(out, ActionKind::SetRecord)->arg, Catch::Contains("lent=1"));
+    // no racks kept by the helper in native mode: Slurm's backfill does it
+    World p(2);
+    p.cfg.hand_off = HandOff::Native;
+    SlurmJob& blocker = add_native_job(p, 5, 16, 2);
+    p.run_on(blocker, "n[001-016,019-034]");
+    blocker.end_time = p.now + 600;
+    add_native_job(p, 6, 16, 2);
+    CHECK_FALSE(find(p.cycle(), ActionKind::Protect));
 }

@@ -33,7 +33,7 @@ TEST_CASE("request tags round-trip and keep the user's comment", "[slicejob][qui
     t.count = 2;
     t.mode = PlacementMode::Prefer;
     t.checkpointable = true;
-    CHECK(t.str() == "nvlslice/1 nodes=32 slice=16 count=2 auto=0 placement=prefer checkpointable=1");
+    CHECK(t.str() == "nvlslice/1 nodes=32 slice=16 count=2 auto=0 placement=prefer checkpointable=1 handoff=gate");
     std::string c = tagged_comment(t, "my run 7");
     CHECK(c == t.str() + " | my run 7");
     auto back = RequestTag::parse(c);
@@ -157,4 +157,28 @@ TEST_CASE("slices and task env derive from the node list alone", "[slicejob][qui
     // a split slice (prefer fallback) names both racks
     SliceEnv sp = slice_env_for(m, {{"n017", "n018", "n019", "n020"}}, "n019");
     CHECK(sp.domain == "r1,r2");
+}
+
+TEST_CASE("the hand-off: in the tag, in the configuration, and chosen from the running Slurm", "[tag][native][quick]") {
+    RequestTag t;
+    t.slice = 16;
+    t.count = 2;
+    t.nodes = 32;
+    CHECK_THAT(t.str(), Catch::EndsWith("handoff=gate"));
+    t.hand_off = HandOff::Native;
+    auto back = RequestTag::parse(t.str());
+    REQUIRE(back);
+    CHECK(back->hand_off == HandOff::Native);
+    // a tag written before the hand-off was recorded: the gate
+    auto old = RequestTag::parse("nvlslice/1 nodes=16 slice=16 count=1 auto=0 placement=strict checkpointable=0");
+    CHECK(old->hand_off == HandOff::Gate);
+    CHECK_THROWS_WITH(RequestTag::parse("nvlslice/1 nodes=16 slice=16 count=1 handoff=auto"),
+                      Catch::Contains("expected gate or native"));
+    CHECK_THROWS_WITH(parse_hand_off("segment", "mode"), Catch::Contains("mode=segment: expected auto, gate or native"));
+    CHECK(resolve_hand_off(HandOff::Auto, true, "topology/block") == HandOff::Native);
+    CHECK(resolve_hand_off(HandOff::Auto, false, "topology/block") == HandOff::Gate);
+    CHECK(resolve_hand_off(HandOff::Auto, true, "topology/tree") == HandOff::Gate);
+    CHECK(resolve_hand_off(HandOff::Auto, true, "") == HandOff::Gate);
+    CHECK(resolve_hand_off(HandOff::Gate, true, "topology/block") == HandOff::Gate);
+    CHECK(resolve_hand_off(HandOff::Native, false, "") == HandOff::Native);
 }

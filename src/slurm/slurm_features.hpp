@@ -1,0 +1,51 @@
+// nvlslice — what the running Slurm offers, for choosing the hand-off
+// (slice_job.hpp: gate or native). Header-only: the plugin (inside sbatch,
+// salloc, srun) and the programs share it. The caller has initialised
+// libslurm (the clients have; SlurmCluster's constructor does).
+#pragma once
+
+#include "config.h"
+
+#include "error.hpp"
+#include "slice_job.hpp"
+
+#include <fmt/format.h>
+
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+}
+
+#include <cerrno>
+#include <string>
+
+namespace nvl {
+
+struct SlurmFeatures {
+    bool segments = false;       // built against a Slurm with --segment (24.05+)
+    std::string topology_plugin; // the controller's TopologyPlugin, e.g. "topology/block"
+    std::string version;         // the controller's version, e.g. "24.11.5"
+};
+
+// One request to slurmctld: its configuration, as it runs now (configless
+// sites included). Throws when slurmctld does not answer.
+inline SlurmFeatures probe_slurm() {
+    SlurmFeatures f;
+#ifdef HAVE_SLURM_SEGMENTS
+    f.segments = true;
+#endif
+    slurm_conf_t* conf = nullptr;
+    if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS || !conf)
+        throw Error(fmt::format("cannot read slurmctld's configuration: {}", slurm_strerror(errno)));
+    if (conf->topology_plugin) f.topology_plugin = conf->topology_plugin;
+    if (conf->version) f.version = conf->version;
+    slurm_free_ctl_conf(conf);
+    return f;
+}
+
+// The hand-off to use: `wanted` unless Auto, else what Slurm offers.
+inline HandOff choose_hand_off(HandOff wanted, const SlurmFeatures& f) {
+    return resolve_hand_off(wanted, f.segments, f.topology_plugin);
+}
+
+} // namespace nvl
