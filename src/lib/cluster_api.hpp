@@ -34,6 +34,7 @@ struct SlurmJob {
     std::string admin_comment;
     std::vector<std::string> nodes; // allocated nodes (running / completing)
     std::string req_nodes;          // required node list (hostlist), "" if none
+    std::string exc_nodes;          // excluded node list (hostlist), "" if none
     int num_nodes = 0;
     int64_t submit_time = 0;
     int64_t start_time = 0;
@@ -74,6 +75,10 @@ class ClusterApi {
     virtual void pin_job(JobId id, const std::string& nodes, int64_t start_at) = 0;
     // The job's license request, replaced as a whole ("" = none): how the
     // gate license is put on a job and taken off it.
+    // Native mode's pin: every node but the target excluded (ExcNodeList),
+    // and StartTime when start_at > 0; "" clears the exclusion. Slurm
+    // 24.05-25.05 refuse a ReqNodeList on a job of several segments.
+    virtual void exclude_nodes(JobId id, const std::string& nodes, int64_t start_at) = 0;
     virtual void set_licenses(JobId id, const std::string& licenses) = 0;
     virtual void set_admin_comment(JobId id, const std::string& text) = 0;
     virtual void hold(JobId id) = 0; // admin hold (priority 0)

@@ -87,13 +87,24 @@ void Cycle::collect_slice_jobs() {
     // spoken for: no other slice may be placed there meanwhile.
     for (const auto& sj : slice_jobs_) {
         const SlurmJob& j = *sj.job;
-        if (j.state != JobState::Pending || j.held || !sj.rec || sj.rec->state != RecordState::Placed || j.req_nodes.empty())
-            continue;
-        for (const auto& name : hostlist_expand(j.req_nodes)) {
-            auto id = map_.find_node(name);
-            if (id && is_free(snap_.node(*id).state)) snap_.set(*id, {NodeState::Allocated, j.id, -1, false});
-        }
+        if (j.state != JobState::Pending || j.held || !sj.rec || sj.rec->state != RecordState::Placed) continue;
+        // gate mode: its ReqNodeList; native: the nodes it was pinned to
+        // (an exclusion of all others), which its record lists
+        if (native(sj) ? j.exc_nodes.empty() : j.req_nodes.empty()) continue;
+        for (NodeId id : pinned_nodes(sj))
+            if (is_free(snap_.node(id).state)) snap_.set(id, {NodeState::Allocated, j.id, -1, false});
     }
+}
+
+std::string Cycle::all_but(const std::vector<NodeId>& ids) const {
+    std::unordered_set<std::string> keep;
+    for (NodeId id : ids) keep.insert(map_.node_name(id));
+    std::vector<std::string> names;
+    names.reserve(nodes_.size());
+    for (const auto& n : nodes_)
+        if (!keep.count(n.name)) names.push_back(n.name);
+    std::sort(names.begin(), names.end());
+    return hostlist_compress(names);
 }
 
 bool Cycle::needs_repair(NodeId id) const {

@@ -100,6 +100,31 @@ class Cycle {
             act({ActionKind::SetLicenses, sj.job->id, without_license(sj.job->licenses, cfg_.gate_license)});
         if (held_by_us(sj)) act({ActionKind::Release, sj.job->id, {}});
     }
+    // Pins a job to `ids` from `start_at` (0: leave StartTime): its
+    // ReqNodeList in gate mode; in native mode every other node excluded
+    // (ExcNodeList), since Slurm 24.05-25.05 refuse a ReqNodeList on a job
+    // of several segments while an exclusion works on any.
+    void pin(const SliceJob& sj, const std::vector<NodeId>& ids, int64_t start_at) {
+        if (!native(sj)) {
+            act({start_at ? ActionKind::Pin : ActionKind::PinOnly, sj.job->id, hl(ids), start_at});
+            return;
+        }
+        // a node list the user gave (-w) would fight the placement, as the
+        // helper's own ReqNodeList replaces it in gate mode
+        if (!sj.job->req_nodes.empty()) act({ActionKind::PinOnly, sj.job->id, {}});
+        Action a{ActionKind::Exclude, sj.job->id, all_but(ids)};
+        a.start_at = start_at;
+        act(std::move(a));
+    }
+    bool pinned_now(JobId id) const { return did(id, ActionKind::Pin) || did(id, ActionKind::Exclude); }
+    // Every node Slurm reports but `ids`, as a hostlist.
+    std::string all_but(const std::vector<NodeId>& ids) const;
+    // The nodes a placed job is held to: its ReqNodeList, or for a native
+    // job its record's slices.
+    std::vector<NodeId> pinned_nodes(const SliceJob& sj) const {
+        if (native(sj)) return has_placement(sj) ? recorded_nodes(sj) : std::vector<NodeId>{};
+        return pinned_nodes(*sj.job);
+    }
     std::vector<NodeId> pinned_nodes(const SlurmJob& j) const {
         std::vector<NodeId> pinned;
         if (!j.req_nodes.empty())

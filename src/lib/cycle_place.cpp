@@ -28,7 +28,7 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
         r.hold = true; // the one hold the helper may release
         record(sj, r, true);
         act({ActionKind::RequeueHold, id, {}});
-        act({ActionKind::PinOnly, id, hl(p.nodes())});
+        pin(sj, p.nodes(), 0);
         take(p.nodes(), id);
         return;
     }
@@ -40,7 +40,7 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
         const bool repair = sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing);
         r.state = repair ? RecordState::Repairing : RecordState::Restarting;
         record(sj, r, true);
-        act({ActionKind::Pin, id, hl(p.nodes()), start_time(*sj.job)});
+        pin(sj, p.nodes(), start_time(*sj.job));
         settled_.insert(id);
         take(p.nodes(), id);
         return;
@@ -48,17 +48,18 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
     r.state = RecordState::Placed;
     r.hold = false;
     record(sj, r, true);
-    act({ActionKind::Pin, id, hl(p.nodes()), now_});
+    pin(sj, p.nodes(), now_);
     start_now(sj);
     take(p.nodes(), id);
 }
 
 void Cycle::place_waiting(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
-    if (settled_.count(j.id) || did(j.id, ActionKind::Pin)) return;
+    if (settled_.count(j.id) || pinned_now(j.id)) return;
     if (j.held && !held_by_us(sj)) return; // a user's or an admin's hold: theirs to release
     const bool open = !j.held && !gated(j);
-    if (open && has_placement(sj) && !j.req_nodes.empty()) return; // placed, waiting for Slurm to start it
+    // placed, waiting for Slurm to start it
+    if (open && has_placement(sj) && !(native(sj) ? j.exc_nodes.empty() : j.req_nodes.empty())) return;
     if (place_job(sj) || !open || native(sj)) return;
     // Requeued (it yielded its nodes) or its owner took the gate off, and no
     // room now: Slurm would start it rack-blind. Gate it again.

@@ -13,6 +13,18 @@ void Cycle::handle_running(const SliceJob& sj) {
     for (const auto& n : j.nodes)
         if (auto id = map_.find_node(n); id && needs_repair(*id)) failed.push_back(*id);
     PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
+    if (native(sj) && !j.exc_nodes.empty()) {
+        // Started where the helper pinned it: the exclusion has done its
+        // work and would keep the job off every other node after a requeue.
+        // A user's own --exclude is not the helper's to clear.
+        std::vector<NodeId> on;
+        for (const auto& n : j.nodes)
+            if (auto id = map_.find_node(n)) on.push_back(*id);
+        std::vector<std::string> a = hostlist_expand(j.exc_nodes), b = hostlist_expand(all_but(on));
+        std::sort(a.begin(), a.end());
+        std::sort(b.begin(), b.end());
+        if (a == b) act({ActionKind::Exclude, j.id, {}});
+    }
     if (failed.empty()) {
         if (sj.rec && sj.rec->state == RecordState::Placed && !sj.rec->reason.empty()) {
             // its failed nodes came back (resumed) before a repair: the
@@ -133,10 +145,9 @@ void Cycle::finish_placed(const SliceJob& sj) {
         settled_.insert(j.id); // a user's or an admin's hold: theirs to release
         return;
     }
-    std::vector<NodeId> pinned = pinned_nodes(j);
     // A native job that Slurm placed, ran and requeued (a node went DOWN)
-    // has no ReqNodeList: its record says where it ran.
-    if (pinned.empty() && placed && native(sj) && j.restarts > 0) pinned = recorded_nodes(sj);
+    // is held to nothing: its record says where it ran.
+    const std::vector<NodeId> pinned = pinned_nodes(sj);
     if (!placed || pinned.empty()) return;
     bool pinned_failed = false;
     for (NodeId id : pinned) pinned_failed = pinned_failed || needs_repair(id);
@@ -153,7 +164,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
             rec.state = RecordState::Waiting;
             if (native(sj)) {
                 // back to Slurm's own placement
-                if (!j.req_nodes.empty()) act({ActionKind::PinOnly, j.id, {}});
+                if (!j.exc_nodes.empty()) act({ActionKind::Exclude, j.id, {}});
                 rec.reason = "its nodes were taken by another job; left to Slurm's placement";
                 record(sj, rec);
                 log(fmt::format("job {}: nodes {} taken by other jobs; unpinned, Slurm places it", j.id,
@@ -188,7 +199,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
         // next periodic pass.
         const int64_t start = start_time(j);
         if (j.restarts > 0 && j.begin_time > start) {
-            act({ActionKind::Pin, j.id, hl(pinned), start});
+            pin(sj, pinned, start);
             return;
         }
         if (j.restarts > 0 && j.begin_time > now_) return; // its second has not come yet
@@ -196,7 +207,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
         rec.state = RecordState::Placed;
         rec.hold = false;
         record(sj, rec);
-        if (j.restarts == 0) act({ActionKind::Pin, j.id, hl(pinned), now_});
+        if (j.restarts == 0) pin(sj, pinned, now_);
         start_now(sj);
         log(fmt::format("job {}: started on its pinned nodes {}{}", j.id, hl(pinned),
                         sj.rec->state == RecordState::Repairing    ? " (repair complete)"

@@ -14,6 +14,7 @@ const char* to_string(ActionKind k) {
     case ActionKind::Hold: return "hold";
     case ActionKind::Pin: return "pin";
     case ActionKind::PinOnly: return "pin-nodes";
+    case ActionKind::Exclude: return "exclude";
     case ActionKind::Release: return "release";
     case ActionKind::RequeueHold: return "requeue-hold";
     case ActionKind::Requeue: return "requeue";
@@ -44,6 +45,7 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
             case ActionKind::Hold: api.hold(a.job); break;
             case ActionKind::Pin: api.pin_job(a.job, a.arg, a.start_at); break;
             case ActionKind::PinOnly: api.pin_job(a.job, a.arg, 0); break;
+            case ActionKind::Exclude: api.exclude_nodes(a.job, a.arg, a.start_at); break;
             case ActionKind::Release: api.release(a.job); break;
             case ActionKind::RequeueHold: api.requeue_hold(a.job); break;
             case ActionKind::Requeue: api.requeue(a.job); break;

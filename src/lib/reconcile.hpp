@@ -91,6 +91,8 @@ struct HelperConfig {
 };
 
 // Pin: required nodes and StartTime; PinOnly: required nodes only;
+// Exclude: native mode's pin (arg: the excluded nodes, "" = none; start_at
+// when > 0);
 // SetLicenses: the job's whole license request (the gate on or off);
 // SetReservation: the spare reservation; Protect: the protection
 // reservation (arg nodes, "" = none; start_at, end_at); Gate: create the
@@ -107,7 +109,8 @@ enum class ActionKind {
     SetWeight,
     SetLicenses,
     Protect,
-    Gate
+    Gate,
+    Exclude
 };
 const char* to_string(ActionKind k);
 

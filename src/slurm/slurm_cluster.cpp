@@ -147,6 +147,7 @@ std::vector<SlurmJob> SlurmCluster::load_jobs() {
         r.admin_comment = str(j.admin_comment);
         if (j.nodes && *j.nodes && r.state != JobState::Pending) r.nodes = hostlist_expand(j.nodes);
         r.req_nodes = str(j.req_nodes);
+        r.exc_nodes = str(j.exc_nodes);
         r.num_nodes = int(j.num_nodes);
         r.submit_time = j.submit_time;
         r.start_time = j.start_time;
@@ -192,6 +193,15 @@ void SlurmCluster::pin_job(JobId id, const std::string& nodes, int64_t start_at)
     d.req_nodes = const_cast<char*>(nodes.c_str());
     if (start_at > 0) d.begin_time = time_t(start_at);
     update(d, id, fmt::format("pinning to {}", nodes).c_str());
+}
+
+void SlurmCluster::exclude_nodes(JobId id, const std::string& nodes, int64_t start_at) {
+    job_desc_msg_t d;
+    slurm_init_job_desc_msg(&d);
+    d.job_id = id;
+    d.exc_nodes = const_cast<char*>(nodes.c_str());
+    if (start_at > 0) d.begin_time = time_t(start_at);
+    update(d, id, nodes.empty() ? "clearing its excluded nodes" : fmt::format("excluding {}", nodes).c_str());
 }
 
 void SlurmCluster::set_licenses(JobId id, const std::string& licenses) {

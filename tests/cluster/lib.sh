@@ -59,6 +59,11 @@ wait_done() {
     return 1
 }
 
+# The hand-off nvlsliced runs in (gate or native), from its start line.
+nvl_mode() {
+    sed -n 's/.*started: .*, mode \([a-z]*\) (.*/\1/p' "$NVL_CLUSTER_DIR/log/nvlsliced.log" 2>/dev/null | tail -1
+}
+
 job_count() { squeue -h -o %i 2>/dev/null | wc -l; }
 
 summary() {

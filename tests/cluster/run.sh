@@ -49,7 +49,10 @@ export NVL_HELPER_CONF="defrag:
   enabled: true
   after: 3
   interval: 10"
-export NVL_PLUGIN_ARGS="check_gpus=fail hwloc_xml=$NVL_CLUSTER_DIR/hwloc/%n.xml"
+# The plugin-alone tests pin and ungate jobs by hand: gate mode, on every
+# tier. The helper tests then run in the mode chosen from the running
+# Slurm (auto): gate on 22.05, native on 24.11 with topology/block.
+export NVL_PLUGIN_ARGS="check_gpus=fail hwloc_xml=$NVL_CLUSTER_DIR/hwloc/%n.xml mode=gate"
 start=$(date +%s)
 "$HERE/cluster.sh" up || exit 1
 total_pass=0 total_fail=0
@@ -76,8 +79,13 @@ scontrol show reservation nvlslice_gate >/dev/null 2>&1 ||
 run_test "$HERE/test_plugin.sh"
 # The helper tests use every node: from here on nvl0036 has its 4 GPUs.
 cp "$HERE/../data/hwloc/node-4gpu.xml" "$NVL_CLUSTER_DIR/hwloc/nvl0036.xml"
+sed -i 's/ mode=gate$/ mode=auto/' "$NVL_CLUSTER_DIR/etc/plugstack.conf"
 export NVL_HELPER=$BUILD/src/nvlsliced/nvlsliced
 "$HERE/cluster.sh" helper || exit 1
+. "$HERE/lib.sh"
+wait_for 10 bash -c '[ -n "$(sed -n "s/.*started: .*, mode \([a-z]*\) (.*/\1/p" "$NVL_CLUSTER_DIR/log/nvlsliced.log")" ]'
+echo "# the helper tests run in $(nvl_mode) mode"
+[ "$(nvl_mode)" = native ] && run_test "$HERE/test_native.sh"
 run_test "$HERE/test_helper.sh"
 run_test "$HERE/test_rules.sh"
 run_test "$HERE/test_load.sh"

@@ -23,6 +23,11 @@ cleanup() {
 }
 resume_all() { scontrol update nodename=nvl[0001-0036] state=resume 2>/dev/null; true; }
 
+MODE=$(nvl_mode)
+echo "# helper: mode $MODE (nvlsliced's log: $(grep -o 'mode [a-z]* ([^)]*)' "$LOG" | tail -1))"
+check "nvlsliced names its mode in its log" [ -n "$MODE" ]
+expect_match "nvl-topo show names it too" "Mode=$MODE " "$("$BUILD_DIR/src/tools/nvl-topo" show --map "$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml" 2>&1 | tail -1)"
+
 echo "# helper: the spare reservation"
 wait_for 10 bash -c "[ \"\$(scontrol show reservation nvlslice_spares 2>/dev/null | sed -n 's/^ *Nodes=\([^ ]*\).*/\1/p')\" = 'nvl[0017-0018,0035-0036]' ]"
 expect_eq "two spares per rack reserved, visible in scontrol" "nvl[0017-0018,0035-0036]" "$(resv_nodes)"
@@ -38,12 +43,18 @@ wait_for 10 bash -c "scontrol show job $J | grep -q 'AdminComment=nvlslice/1 wai
 expect_match "the record says why it waits" "^nvlslice/1 waiting slice=16 .*reason=would consume spares: 0 of 2 16-node slices fit without taking domains' spares" "$(record "$J")"
 expect_match "squeue shows it (-O admin_comment)" 'would consume spares' "$(squeue -h -j "$J" -O admin_comment:200)"
 expect_eq "meanwhile Slurm has not started it" "PENDING" "$(job_field "$J" JobState)"
-wait_for 8 bash -c "[ \"\$(squeue -h -j $J -o %r)\" = Licenses ]"
-expect_eq "while it waits it is behind its gate, not held" "PENDING Licenses nvlslice_gate:1" "$(job_field "$J" JobState) $(job_field "$J" Reason) $(job_field "$J" Licenses)"
+if [ "$MODE" = native ]; then
+    expect_eq "native: Slurm keeps it waiting itself (--segment=16, no gate, not held)" "PENDING (null)" "$(job_field "$J" JobState) $(job_field "$J" Licenses)"
+    expect_match "its tag says native" 'handoff=native' "$(job_comment "$J")"
+else
+    wait_for 8 bash -c "[ \"\$(squeue -h -j $J -o %r)\" = Licenses ]"
+    expect_eq "while it waits it is behind its gate, not held" "PENDING Licenses nvlslice_gate:1" "$(job_field "$J" JobState) $(job_field "$J" Reason) $(job_field "$J" Licenses)"
+fi
 check "with the priority Slurm computed ($(job_field "$J" Priority))" [ "$(job_field "$J" Priority)" -gt 0 ]
 scancel "$P1" "$P2"
 if wait_for 20 running_on "$J" 'nvl[0001-0016,0019-0034]'; then ok "placed 16 + 16, one slice per rack"; else not_ok "placed 16 + 16: $(nodes_of "$J") $(record "$J")"; fi
 expect_eq "each rack keeps its 2 spares" "nvl[0017-0018,0035-0036]" "$(resv_nodes)"
+wait_for 5 bash -c "scontrol show job $J | grep -q 'AdminComment=nvlslice/1 placed'" # native: recorded once Slurm started it
 expect_match "placement recorded in admin_comment" '^nvlslice/1 placed slice=16 slices=nvl\[0001-0016\];nvl\[0019-0034\] repairs=0' "$(record "$J")"
 sleep 1
 expect_eq "tasks see slice 0 on rack001 and slice 1 on rack002" "16 0 rack001,16 1 rack002" \
@@ -103,7 +114,9 @@ sleep 2 # let the repaired job's batch step start before it is cancelled
 echo "# helper: rack001 out of spares -> the slice moves to the other rack, or waits with the reason"
 cleanup; resume_all
 sleep 1
-J=$(sbatch --parsable -N 16 --nvl-slice=16 --wrap 'sleep 300')
+# -w: where the helper's best fit puts it in gate mode, and where Slurm must
+# in native mode (one segment may name its nodes); a repair replaces it
+J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --wrap 'sleep 300')
 wait_for 15 running_on "$J" 'nvl[0001-0016]' || not_ok "16-node job placed on rack001: $(nodes_of "$J")"
 scontrol update nodename=nvl[0002-0004] state=drain reason="nvlink down"
 if wait_for 20 running_on "$J" 'nvl[0019-0034]'; then ok "3 failed nodes: moved to rack002"; else not_ok "move to rack002: $(squeue -h -j "$J" -o '%T %N') $(record "$J")"; fi
@@ -116,7 +129,7 @@ expect_eq "still running on its nodes" "RUNNING" "$(squeue -h -j "$J" -o %T)"
 echo "# helper: a node's slurmd killed (node goes DOWN) -> the same repair once Slurm marks it DOWN"
 cleanup; resume_all
 sleep 1
-J=$(sbatch --parsable -N 16 --nvl-slice=16 --requeue --wrap 'sleep 600')
+J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --requeue --wrap 'sleep 600')
 wait_for 15 running_on "$J" 'nvl[0001-0016]' || not_ok "16-node job placed: $(nodes_of "$J")"
 t0=$(now)
 "$CL" kill-node 7
@@ -134,7 +147,7 @@ cleanup; resume_all
 sleep 1
 # 3 nodes: 2 of them count as rack001's spares (a repair could take them
 # back), the third blocks a 16-node slice there
-C=$(sbatch --parsable -N 3 --nvl-slice=3 --nvl-checkpointable --requeue -J ckpt --wrap 'sleep 300')
+C=$(sbatch --parsable -N 3 --nvl-slice=3 -w 'nvl[0001-0003]' --nvl-checkpointable --requeue -J ckpt --wrap 'sleep 300')
 wait_for 15 running_on "$C" 'nvl[0001-0003]' || not_ok "checkpointable job placed on rack001: $(nodes_of "$C")"
 N=$(sbatch --parsable -w nvl0019 -J precious --wrap 'sleep 300')
 wait_for 15 running_on "$N" nvl0019

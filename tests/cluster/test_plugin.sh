@@ -44,7 +44,7 @@ J=$(sbatch --parsable -N 32 --nvl-slice=16 --comment "run 7" -o "$OUT/slice-%j.o
 expect_eq "gated: pending with the gate license" "PENDING nvlslice_gate:1" "$(job_field "$J" JobState) $(job_field "$J" Licenses)"
 check "not held: Slurm computes its priority ($(job_field "$J" Priority))" [ "$(job_field "$J" Priority)" -gt 0 ]
 expect_eq "whole nodes (--exclusive): no other job shares a slice's nodes" "NO" "$(job_field "$J" OverSubscribe)"
-expect_eq "tagged, user comment kept" "nvlslice/1 nodes=32 slice=16 count=2 auto=0 placement=strict checkpointable=0 | run 7" \
+expect_eq "tagged, user comment kept" "nvlslice/1 nodes=32 slice=16 count=2 auto=0 placement=strict checkpointable=0 handoff=gate | run 7" \
     "$(job_comment "$J")"
 sleep 1
 wait_for 10 bash -c "[ \"\$(squeue -h -j $J -o %r)\" = Licenses ]"
@@ -66,7 +66,7 @@ expected=$(for i in $(seq 1 16); do n=$(printf nvl%04d "$i"); echo "$n 0 2 16 $(
            for i in $(seq 19 34); do n=$(printf nvl%04d "$i"); echo "$n 1 2 16 $((i - 19)) rack002 nvl[0019-0034] nvl0019"; done)
 expected=$(echo "$expected" | sort)
 expect_eq "32 tasks, each with the right NVL_* values" "$expected" "$lines"
-expect_eq "the inner srun did not re-tag the job" "nvlslice/1 nodes=32 slice=16 count=2 auto=0 placement=strict checkpointable=0 | run 7" \
+expect_eq "the inner srun did not re-tag the job" "nvlslice/1 nodes=32 slice=16 count=2 auto=0 placement=strict checkpointable=0 handoff=gate | run 7" \
     "$(job_comment "$J")"
 
 echo "# plugin: auto sizing, 24 nodes -> 2 x 12"

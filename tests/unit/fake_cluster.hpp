@@ -29,6 +29,10 @@ class FakeCluster final : public ClusterApi {
         call(fmt::format("pin {}", id), fmt::format(" {} {}", n, start_at));
         job(id).req_nodes = n;
     }
+    void exclude_nodes(JobId id, const std::string& n, int64_t start_at) override {
+        call(fmt::format("exclude {}", id), fmt::format(" {} {}", n, start_at));
+        job(id).exc_nodes = n;
+    }
     void set_admin_comment(JobId id, const std::string& text) override {
         call(fmt::format("record {}", id));
         job(id).admin_comment = text;

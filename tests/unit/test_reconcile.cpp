@@ -653,8 +653,35 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
     w.node("n005").state = NodeState::Draining;
     auto out = w.cycle();
-    CHECK(kinds(out) == "record requeue-hold pin-nodes reservation");
-    CHECK(find(out, ActionKind::PinOnly)->arg == "n[001-004,006-017]");
+    // pinned by excluding every other node: Slurm refuses a ReqNodeList
+    // on a job of several segments
+    CHECK(kinds(out) == "record requeue-hold exclude reservation");
+    CHECK(find(out, ActionKind::Exclude)->arg == "n[005,018-036]");
+    CHECK(find(out, ActionKind::Exclude)->start_at == 0);
+    // pending again, held by the helper: excluded from its start second, released
+    w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
+    j.state = JobState::Pending;
+    j.held = true;
+    j.nodes.clear();
+    j.restarts = 1;
+    j.begin_time = w.now + 1;
+    j.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    j.exc_nodes = "n[005,018-036]";
+    w.node("n005").state = NodeState::Drained;
+    for (int i = 1; i <= 16; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Idle;
+    w.node("n005").state = NodeState::Drained;
+    w.now += 1;
+    auto fin = w.cycle();
+    CHECK(kinds(fin) == "record release");
+    // running there: the exclusion is cleared (a later requeue must not stay on these nodes)
+    w.run_on(j, "n[001-004,006-017]");
+    j.admin_comment = find(fin, ActionKind::SetRecord)->arg;
+    auto clr = w.cycle();
+    REQUIRE(find(clr, ActionKind::Exclude));
+    CHECK(find(clr, ActionKind::Exclude)->arg.empty());
+    // a user's own --exclude stays
+    j.exc_nodes = "n020";
+    CHECK_FALSE(find(w.cycle(), ActionKind::Exclude));
 
     // the other path: slurmd died, Slurm requeued the job itself (no pin, not held)
     World d(2);
@@ -667,9 +694,9 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     d.node("n009").state = NodeState::Down;
     d.node("n009").failed = true;
     auto rep = d.cycle();
-    CHECK(kinds(rep) == "record reservation pin"); // never gated
-    CHECK(find(rep, ActionKind::Pin)->arg == "n[001-008,010-017]");
-    CHECK(find(rep, ActionKind::Pin)->start_at == d.now + 1);
+    CHECK(kinds(rep) == "record reservation exclude"); // never gated
+    CHECK(find(rep, ActionKind::Exclude)->arg == "n[009,018-036]");
+    CHECK(find(rep, ActionKind::Exclude)->start_at == d.now + 1);
 }
 
 TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares; prefer jobs keep the gate",
@@ -682,8 +709,8 @@ TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares;
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
     add_native_job(w, 8, 1, 1, /*ckpt=*/true);
     auto out = w.cycle();
-    REQUIRE(find(out, ActionKind::Pin));
-    CHECK(find(out, ActionKind::Pin)->arg == "n017");
+    REQUIRE(find(out, ActionKind::Exclude));
+    CHECK(find(out, ActionKind::Exclude)->arg == "n[001-016,018-036]");
     CHECK_FALSE(find(out, ActionKind::SetLicenses));
     CHECK_THAT(find(out, ActionKind::SetRecord)->arg, Catch::Contains("lent=1"));
     // no racks kept by the helper in native mode: Slurm's backfill does it
