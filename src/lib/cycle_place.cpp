@@ -148,6 +148,14 @@ bool Cycle::place_job(const SliceJob& sj) {
         // backfill: only counted where it fits, so that lower-priority jobs
         // are not lent the same room. Recorded once.
         take(r.placement.nodes(), j.id);
+        if (j.restarts > 0 && j.begin_time > start_time(j)) {
+            // Requeued (defragmentation, a user): Slurm would hold it back
+            // for its credential lifetime (2 min by default); the next
+            // second is enough, as in gate mode. Its exclusion stays.
+            Action a{ActionKind::Exclude, j.id, j.exc_nodes};
+            a.start_at = start_time(j);
+            act(std::move(a));
+        }
         const bool was = sj.rec && sj.rec->state == RecordState::Waiting && reason_kind(sj.rec->reason) == "Slurm places it";
         if (!was) {
             rec.state = RecordState::Waiting;

@@ -7,24 +7,30 @@
 
 namespace nvl::detail {
 
-void Cycle::handle_running(const SliceJob& sj) {
-    const SlurmJob& j = *sj.job;
+void Cycle::handle_running(const SliceJob& started) {
+    const SlurmJob& j = *started.job;
     std::vector<NodeId> failed;
     for (const auto& n : j.nodes)
         if (auto id = map_.find_node(n); id && needs_repair(*id)) failed.push_back(*id);
-    PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
-    if (native(sj) && !j.exc_nodes.empty()) {
-        // Started where the helper pinned it: the exclusion has done its
-        // work and would keep the job off every other node after a requeue.
-        // A user's own --exclude is not the helper's to clear.
-        std::vector<NodeId> on;
-        for (const auto& n : j.nodes)
-            if (auto id = map_.find_node(n)) on.push_back(*id);
-        std::vector<std::string> a = hostlist_expand(j.exc_nodes), b = hostlist_expand(all_but(on));
-        std::sort(a.begin(), a.end());
-        std::sort(b.begin(), b.end());
-        if (a == b) act({ActionKind::Exclude, j.id, {}});
+    SliceJob sj = started;
+    if (!failed.empty() && native(sj) && !has_placement(sj)) {
+        // Slurm started it and a node failed before a cycle recorded where:
+        // its placement is where it runs.
+        PlacementRecord r = sj.rec.value_or(PlacementRecord{});
+        r.state = RecordState::Placed;
+        r.slice = sj.tag.slice;
+        r.slices.clear();
+        r.reason.clear();
+        try {
+            for (const auto& s : placement_of(SliceJob{sj.job, sj.tag, std::nullopt}, j.nodes).slices)
+                r.slices.push_back(hl(s.nodes));
+        } catch (const Error&) {
+            r.slices = {hostlist_compress(j.nodes)};
+            r.split = true;
+        }
+        sj.rec = r;
     }
+    PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
     if (failed.empty()) {
         if (sj.rec && sj.rec->state == RecordState::Placed && !sj.rec->reason.empty()) {
             // its failed nodes came back (resumed) before a repair: the

@@ -673,15 +673,24 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     w.now += 1;
     auto fin = w.cycle();
     CHECK(kinds(fin) == "record release");
-    // running there: the exclusion is cleared (a later requeue must not stay on these nodes)
+    // running there: Slurm allows no change of a running job's exclusion;
+    // it stays (a requeue by Slurm restarts it there, or a repair re-pins it)
     w.run_on(j, "n[001-004,006-017]");
     j.admin_comment = find(fin, ActionKind::SetRecord)->arg;
-    auto clr = w.cycle();
-    REQUIRE(find(clr, ActionKind::Exclude));
-    CHECK(find(clr, ActionKind::Exclude)->arg.empty());
-    // a user's own --exclude stays
-    j.exc_nodes = "n020";
-    CHECK_FALSE(find(w.cycle(), ActionKind::Exclude));
+    CHECK(w.cycle().actions.empty());
+
+    // Slurm started it and a node drained before a cycle recorded where
+    World q(2);
+    q.cfg.hand_off = HandOff::Native;
+    q.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& m = add_native_job(q, 9, 16, 1);
+    m.admin_comment = "nvlslice/1 waiting slice=16 repairs=0 moves=0 reason=Slurm places it: --segment=16";
+    q.run_on(m, "n[001-016]");
+    for (const char* n : {"n002", "n003", "n004"}) q.node(n).state = NodeState::Draining;
+    auto mv = q.cycle();
+    CHECK(kinds(mv) == "record requeue-hold exclude reservation");
+    CHECK(find(mv, ActionKind::Exclude)->arg == "n[001-018,035-036]"); // moved to r2: n[019-034]
+    CHECK_THAT(find(mv, ActionKind::SetRecord)->arg, Catch::Contains("repairs=1 moves=1"));
 
     // the other path: slurmd died, Slurm requeued the job itself (no pin, not held)
     World d(2);
@@ -713,6 +722,19 @@ TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares;
     CHECK(find(out, ActionKind::Exclude)->arg == "n[001-016,018-036]");
     CHECK_FALSE(find(out, ActionKind::SetLicenses));
     CHECK_THAT(find(out, ActionKind::SetRecord)->arg, Catch::Contains("lent=1"));
+    // requeued (it yielded to defragmentation): Slurm would wait out its
+    // credential lifetime; the helper lets it start in the next second
+    World y(2);
+    y.cfg.hand_off = HandOff::Native;
+    y.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& yj = add_native_job(y, 9, 4, 1, true);
+    yj.restarts = 1;
+    yj.begin_time = y.now + 121;
+    yj.admin_comment = "nvlslice/1 yielded slice=4 repairs=0 moves=0 reason=requeued by defragmentation";
+    auto yo = y.cycle();
+    REQUIRE(find(yo, ActionKind::Exclude));
+    CHECK(find(yo, ActionKind::Exclude)->arg.empty());
+    CHECK(find(yo, ActionKind::Exclude)->start_at == y.now + 1);
     // no racks kept by the helper in native mode: Slurm's backfill does it
     World p(2);
     p.cfg.hand_off = HandOff::Native;
