@@ -102,7 +102,7 @@ HandOff hand_off_for(const PluginConfig& c) {
     if (c.hand_off != HandOff::Auto) return c.hand_off;
     if (chosen == HandOff::Auto) {
         try {
-            chosen = choose_hand_off(HandOff::Auto, probe_slurm());
+            chosen = choose_hand_off(HandOff::Auto, local_slurm_features());
         } catch (const Error& e) {
             throw Error(fmt::format("mode=auto (plugstack.conf): {}; set mode=gate or mode=native to choose without "
                                     "asking slurmctld",

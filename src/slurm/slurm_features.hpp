@@ -16,6 +16,8 @@ extern "C" {
 #include <slurm/slurm_errno.h>
 }
 
+#include <dlfcn.h>
+
 #include <cerrno>
 #include <string>
 
@@ -40,6 +42,26 @@ inline SlurmFeatures probe_slurm() {
     if (conf->topology_plugin) f.topology_plugin = conf->topology_plugin;
     if (conf->version) f.version = conf->version;
     slurm_free_ctl_conf(conf);
+    return f;
+}
+
+// The same from the configuration this process read when it initialised
+// libslurm (every client does; configless sites get it from slurmctld):
+// no request. slurmctld answers a configuration request slowly under load
+// (seconds on 24.11), which no submission should wait for. libslurm and
+// libslurmfull export the loaded configuration as `slurm_conf`; when it is
+// not there or not loaded, one request it is.
+inline SlurmFeatures local_slurm_features() {
+    const auto* conf = static_cast<const slurm_conf_t*>(dlsym(RTLD_DEFAULT, "slurm_conf"));
+    if (!conf || conf->control_cnt == 0) return probe_slurm();
+    SlurmFeatures f;
+#ifdef HAVE_SLURM_SEGMENTS
+    f.segments = true;
+#endif
+    if (conf->topology_plugin) f.topology_plugin = conf->topology_plugin;
+    // the client's own version (slurm_api_version(): 0xMMmmuu)
+    const long v = slurm_api_version();
+    f.version = fmt::format("{}.{:02}.{}", SLURM_VERSION_MAJOR(v), SLURM_VERSION_MINOR(v), SLURM_VERSION_MICRO(v));
     return f;
 }
 

@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
             protection = resvs[1];
             // the mode nvlslice's auto chooses on this Slurm (plugstack mode=
             // and the helper's mode: may override it)
-            const SlurmFeatures f = probe_slurm();
+            const SlurmFeatures f = local_slurm_features();
             mode = fmt::format("{} (auto on Slurm {}, {})", to_string(choose_hand_off(HandOff::Auto, f)), f.version,
                                f.topology_plugin.empty() ? "no topology plugin" : f.topology_plugin);
         }

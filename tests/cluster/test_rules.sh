@@ -103,12 +103,13 @@ scontrol release "$H"
 wait_for 40 bash -c "[ \"\$(squeue -h -j $H -o %T)\" = RUNNING ]"
 expect_eq "released by the admin, it runs again" "RUNNING" "$(state "$H")"
 cleanup
-B2=$(sbatch --parsable -w nvl[0001-0016,0019-0034] -J busy -t 1 --wrap 'sleep 6')
+B2=$(sbatch --parsable -w nvl[0001-0016,0019-0034] -J busy -t 1 --wrap 'sleep 12')
 wait_for 10 bash -c "[ \"\$(squeue -h -j $B2 -o %T)\" = RUNNING ]"
 W=$(sbatch --parsable -N 16 --nvl-slice=16 --wrap 'sleep 60')
 sleep 2
 scontrol hold "$W"
-sleep 10
+wait_for 20 bash -c "[ -z \"\$(squeue -h -j $B2 -o %T)\" ]" # the room is free
+sleep 3
 expect_eq "an admin's hold on a waiting slice job survives free room" "PENDING JobHeldAdmin" "$(state "$W") $(job_field "$W" Reason)"
 scontrol release "$W"
 wait_for 15 bash -c "[ \"\$(squeue -h -j $W -o %T)\" = RUNNING ]"
@@ -137,7 +138,7 @@ scontrol update nodename="$n" state=resume
 echo "# rules: a hand-written tag takes nothing from real slice jobs"
 cleanup; resume_all
 F=$(sbatch --parsable -N 2 --begin=now+30 --comment 'nvlslice/1 nodes=16 slice=16 count=1' --wrap 'sleep 300')
-U=$(sbatch --parsable -N 1 --comment 'nvlslice/1 nodes=abc' --wrap 'sleep 300')
+U=$(sbatch --parsable -N 1 --begin=now+30 --comment 'nvlslice/1 nodes=abc' --wrap 'sleep 300')
 wait_for 10 bash -c "scontrol show job $F | grep -q 'AdminComment=nvlslice/1 ignored'"
 expect_match "the mismatched tag is named in its record" 'ignored .*left to Slurm: its tag asks for 16 nodes, the job for 2' "$(record "$F")"
 expect_match "the unreadable one too" 'ignored .*left to Slurm: its nvlslice tag is unreadable' "$(record "$U")"
