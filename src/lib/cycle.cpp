@@ -178,7 +178,7 @@ CycleOutput Cycle::run() {
     build_snapshot();
     collect_slice_jobs();
     // forget the failures and log lines of jobs that are gone
-    if (!mem_.backoff.empty() || !mem_.said.empty()) {
+    if (!mem_.backoff.empty() || !mem_.said.empty() || !mem_.blocked_since.empty()) {
         std::unordered_set<JobId> present;
         for (const auto& j : jobs_) present.insert(j.id);
         auto prune = [&](auto& by_job) {
@@ -187,6 +187,7 @@ CycleOutput Cycle::run() {
         };
         prune(mem_.backoff);
         prune(mem_.said);
+        prune(mem_.blocked_since);
     }
     for (const auto& sj : slice_jobs_) {
         if (backing_off(sj)) {

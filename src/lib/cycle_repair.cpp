@@ -196,7 +196,22 @@ void Cycle::finish_placed(const SliceJob& sj) {
             const NodeStatus& st = snap_.node(id);
             usable = usable && is_healthy(st.state) && (is_free(st.state) || st.job_id == j.id || st.job_id == 0);
         }
-        if (!usable) return; // placed afresh in pass 2
+        if (!usable) {
+            // A repair's target still busy: the borrower of a lent spare
+            // being requeued, or an allocation still completing (seconds on
+            // 24.11). Kept for it up to replace_after, then placed afresh.
+            if (sj.rec->state == RecordState::Repairing) {
+                auto it = mem_.blocked_since.emplace(j.id, now_).first;
+                if (now_ - it->second < cfg_.replace_after_s) {
+                    take(pinned, j.id);
+                    settled_.insert(j.id);
+                    say_once(j.id, fmt::format("job {}: repair waits for its nodes {} to be free", j.id, hl(pinned)));
+                    return;
+                }
+            }
+            return; // placed afresh in pass 2
+        }
+        mem_.blocked_since.erase(j.id);
         take(pinned, j.id);
         settled_.insert(j.id);
         // A requeued job may start only from the second after its requeue

@@ -155,6 +155,10 @@ struct HelperMemory {
     // The last line logged about a job that is not tied to a record change:
     // a line repeats only when the job's situation changes.
     std::unordered_map<JobId, std::string> said;
+    // Repairs whose target nodes were still busy (a lent spare's borrower,
+    // or an allocation still completing): since when, to wait a while
+    // before placing afresh.
+    std::unordered_map<JobId, int64_t> blocked_since;
 };
 
 // An action Slurm refused, and why.

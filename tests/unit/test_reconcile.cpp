@@ -405,6 +405,38 @@ TEST_CASE("spares are lent to checkpointable single-node jobs and taken back by 
             yielded = a.arg.find("nvlslice/1 yielded") == 0 &&
                       a.arg.find("its lent spare was taken back to repair job 7") != std::string::npos;
     CHECK(yielded);
+    // job 7 is pending again (held by the helper) while the borrower still
+    // completes on the spare: the repair waits for it, and nothing else is
+    // placed there meanwhile
+    const std::string repairing = [&] {
+        for (const auto& a : rep.actions)
+            if (a.kind == ActionKind::SetRecord && a.job == 7) return a.arg;
+        return std::string();
+    }();
+    big.state = JobState::Pending;
+    big.held = true;
+    big.restarts = 1;
+    big.nodes.clear();
+    big.admin_comment = repairing;
+    big.req_nodes = find(rep, ActionKind::PinOnly)->arg;
+    w.node("n005").state = NodeState::Drained;
+    for (int i = 1; i <= 34; ++i)
+        if (i != 5 && i != 17 && i != 18) w.node(fmt::format("n{:03d}", i)).state = NodeState::Idle;
+    small.admin_comment = "nvlslice/1 yielded slice=1 repairs=0 moves=0 reason=its lent spare was taken back";
+    auto wait = w.cycle();
+    CHECK_FALSE(find(wait, ActionKind::Pin));
+    CHECK_FALSE(find(wait, ActionKind::Release));
+    for (const auto& a : wait.actions) CHECK_FALSE((a.kind == ActionKind::SetRecord && a.job == 7));
+    bool said = false;
+    for (const auto& l : wait.log) said = said || l.find("job 7: repair waits for its nodes") != std::string::npos;
+    CHECK(said);
+    // the borrower is gone: the repair completes
+    small.state = JobState::Pending;
+    small.nodes.clear();
+    w.node("n017").state = NodeState::Idle;
+    big.begin_time = w.now;
+    auto done = w.cycle();
+    CHECK(find(done, ActionKind::Release));
 }
 
 TEST_CASE("weights steer Slurm's own placement into racks already in use", "[reconcile][weights][quick]") {
