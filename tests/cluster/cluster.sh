@@ -166,6 +166,7 @@ Licenses=nvlslice_gate:1,lic_a:4
 MailProg=/bin/true
 PlugStackConfig=$DIR/etc/plugstack.conf
 $TOPOLOGY_LINES
+${NVL_SLURM_CONF_EXTRA:-}
 $nodes_line
 PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE PriorityJobFactor=1
 PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE PriorityJobFactor=10
