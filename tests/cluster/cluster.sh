@@ -116,8 +116,23 @@ write_topology() {
     TOPOLOGY_LINES="TopologyPlugin=topology/block"
 }
 
+# The daemons' /etc/hosts (bind-mounted in their own mount namespace): every
+# cluster name and address, as a real cluster resolves them. slurmctld 24.11
+# looks up the name of every peer that connects; without an answer from
+# files the lookup waits out the resolver (5 s), and a burst of RPCs (32
+# epilog messages, parallel sbatch) stalls behind it.
+write_hosts() {
+    local i
+    {
+        echo "127.0.0.1 localhost"
+        echo "$CTL_IP $CTL_NAME"
+        for ((i = 1; i <= NODES; i++)); do echo "$SUBNET.$((FIRST_IP + i - 1)) $(node_name "$i")"; done
+    } > "$DIR/etc/hosts"
+}
+
 write_conf() {
     local nodes_line="" r lo hi feat
+    write_hosts
     for ((r = 1; r <= RACKS; r++)); do
         lo=$(( (r - 1) * PER + 1 )); hi=$(( r * PER ))
         feat=$(printf 'rack%03d' "$r")
@@ -241,7 +256,8 @@ start_slurmctld() {
     # slurmctld checks its own hostname against SlurmctldHost
     # Daemons start from / so that no test's working directory (which may be
     # removed later) becomes theirs or their job steps'.
-    (cd / && exec setsid unshare --uts sh -c "hostname $CTL_NAME && exec $SLURMCTLD -D -i -f $CONF") \
+    (cd / && exec setsid unshare --uts --mount --propagation private \
+        sh -c "mount --bind $DIR/etc/hosts /etc/hosts && hostname $CTL_NAME && exec $SLURMCTLD -D -i -f $CONF") \
         >"$DIR/log/slurmctld.stdout" 2>&1 < /dev/null &
     echo $! > "$DIR/run/slurmctld.wrapper.pid"
 }
@@ -253,7 +269,7 @@ start_slurmd() {
     mkdir -p "$DIR/spool/$name"
     # Not `ip netns exec`: it remounts /sys and hides the cgroup tree slurmd needs.
     (cd / && exec setsid nsenter --net="/run/netns/$ns" unshare --uts --mount --propagation private \
-        sh -c "hostname $name && exec $SLURMD -D -N $name -f $CONF") \
+        sh -c "mount --bind $DIR/etc/hosts /etc/hosts && hostname $name && exec $SLURMD -D -N $name -f $CONF") \
         >"$DIR/log/slurmd-$name.stdout" 2>&1 < /dev/null &
     echo $! > "$DIR/run/slurmd-$name.wrapper.pid"
 }
