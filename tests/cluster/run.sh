@@ -88,10 +88,6 @@ echo "# the helper tests run in $(nvl_mode) mode"
 [ "$(nvl_mode)" = native ] && run_test "$HERE/test_native.sh"
 run_test "$HERE/test_helper.sh"
 run_test "$HERE/test_rules.sh"
-# Slurm 24.11's slurmctld serves concurrent submissions far more slowly
-# here (1.3 a second measured with nvlsliced writing records, against
-# 235 a second on 22.05): fewer jobs there.
-[ "${NVL_SLURM:-}" = 24.11 ] && export NVL_LOAD_JOBS=${NVL_LOAD_JOBS:-100}
 run_test "$HERE/test_load.sh"
 "$HERE/cluster.sh" kill-helper
 [ "${NVL_KEEP_CLUSTER:-0}" = 1 ] || "$HERE/cluster.sh" down >/dev/null
