@@ -3,6 +3,7 @@
 // (a map in Slurm's formats). show and map read live Slurm through the
 // adapter, or a snapshot file with --snapshot, so they work without Slurm.
 #include "cli.hpp"
+#include "fabric.hpp"
 #include "gpu_count.hpp"
 #include "map_io.hpp"
 #include "report.hpp"
@@ -14,6 +15,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -31,6 +33,12 @@ static const char* kUsage = R"(usage: nvl-topo COMMAND --map FILE [options]
                       this host's NVIDIA GPUs (hwloc) against the map; exit 1 on a mismatch
   export              the map as Slurm topology.conf or topology.yaml:
                       --format block|tree|yaml|yaml-tree|nvl (default block)
+  discover            the rack map from the GPUs' NVLink fabric identity (ClusterUUID,
+                      CliqueId): --fabric FILE (recorded) or --live NODES (one srun task per
+                      node runs nvidia-smi); --format nvl|block|tree|yaml|yaml-tree (default
+                      nvl); domains named <ClusterUUID>.<CliqueId> unless --rename FMT
+                      ({index}, {uuid}, {clique}, e.g. "rack{index:03}"); nodes that break a
+                      rule are listed on stderr with the reason and left out. No --map.
 
   --map FILE          rack map: nvlslice YAML, Slurm topology.conf or topology.yaml
   --snapshot FILE     read the state from a snapshot file instead of live Slurm
@@ -41,7 +49,45 @@ static const char* kUsage = R"(usage: nvl-topo COMMAND --map FILE [options]
   --color / --no-color  ANSI colours for map (default: when stdout is a terminal)
   --host NAME         check: the node name of this host (default: the host name)
   --hwloc-xml FILE    check: read this host's topology from an hwloc XML file
+  --fabric FILE       check: also compare the map with a recorded discovery
+  --live NODES        check: also compare it with one gathered now (srun, nvidia-smi)
 )";
+
+// One srun task per node prints the node name and its GPUs' fabric
+// identity, as parse_fabric_report() reads it.
+static std::string gather_fabric_live(const std::string& nodes) {
+    for (char c : nodes)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && !std::strchr("[],-_.", c))
+            throw Error(fmt::format("--live {}: expected a Slurm node list such as nvl[0001-0036]", nodes));
+    const std::string cmd = fmt::format(
+        "srun --quiet --nodelist='{}' --ntasks-per-node=1 sh -c 'printf \"%s \" \"$SLURMD_NODENAME\"; "
+        "nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId,fabric.state,fabric.status "
+        "--format=csv,noheader 2>/dev/null | paste -sd\";\" -'",
+        nodes);
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) throw Error("--live: cannot run srun");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    const int rc = pclose(p);
+    if (rc != 0) throw Error(fmt::format("--live {}: srun failed (exit {}); is the node list right?", nodes, rc));
+    return out;
+}
+
+static std::vector<NodeFabric> fabric_input(const cli::Options& o) {
+    if (o.has("live")) return parse_fabric_report(gather_fabric_live(o.str("live")), "srun --live " + o.str("live"));
+    return parse_fabric_report(read_file(o.str("fabric")), o.str("fabric"));
+}
+
+static std::string write_map_as(const RackMap& map, const std::string& f) {
+    if (f == "block") return write_topology_conf_block(map);
+    if (f == "tree") return write_topology_conf_tree(map);
+    if (f == "yaml") return write_topology_yaml(map, false);
+    if (f == "yaml-tree") return write_topology_yaml(map, true);
+    if (f == "nvl") return write_rack_map_yaml(map);
+    throw Error(fmt::format("--format={}: expected block, tree, yaml, yaml-tree or nvl", f));
+}
 
 int main(int argc, char** argv) {
     try {
@@ -50,8 +96,10 @@ int main(int argc, char** argv) {
             return argc < 2 ? 2 : 0;
         }
         const std::string cmd = argv[1];
-        if (cmd != "show" && cmd != "map" && cmd != "snapshot" && cmd != "export" && cmd != "check")
-            throw Error(fmt::format("unknown command \"{}\" (available: show, map, snapshot, check, export)", cmd));
+        if (cmd != "show" && cmd != "map" && cmd != "snapshot" && cmd != "export" && cmd != "check" &&
+            cmd != "discover")
+            throw Error(
+                fmt::format("unknown command \"{}\" (available: show, map, snapshot, check, export, discover)", cmd));
         cli::Options o(argc - 1, argv + 1,
                        {{"map", true},
                         {"format", true},
@@ -66,9 +114,29 @@ int main(int argc, char** argv) {
                         {"no-color", false},
                         {"hwloc-xml", true},
                         {"host", true},
+                        {"fabric", true},
+                        {"live", true},
+                        {"rename", true},
+                        {"default-slice", true},
                         {"help", false}});
         if (o.has("help")) {
             std::fputs(kUsage, stdout);
+            return 0;
+        }
+        if (cmd == "discover") {
+            if (o.has("fabric") == o.has("live"))
+                throw Error("discover: give --fabric FILE (a recorded discovery) or --live NODES");
+            DiscoverOptions d;
+            if (o.has("spares")) d.spares = int(o.integer("spares", 2, 0, 4096));
+            if (o.has("default-slice")) d.default_slice = int(o.integer("default-slice", 16, 1, 4096));
+            d.rename = o.str("rename");
+            Discovery found = discover_map(fabric_input(o), d);
+            for (const auto& [node, why] : found.left_out)
+                std::fprintf(stderr, "nvl-topo: left out %s: %s\n", node.c_str(), why.c_str());
+            for (const auto& n : found.notes) std::fprintf(stderr, "nvl-topo: %s\n", n.c_str());
+            std::fprintf(stderr, "nvl-topo: %zu NVLink domain(s), %zu node(s), %zu left out\n",
+                         found.map.domains().size(), found.map.node_count(), found.left_out.size());
+            std::fputs(write_map_as(found.map, o.str("format", "nvl")).c_str(), stdout);
             return 0;
         }
         if (!o.has("map")) throw Error("--map FILE is required (the rack map)");
@@ -77,26 +145,18 @@ int main(int argc, char** argv) {
         if (o.has("spares")) over.spares = int(o.integer("spares", 2, 0, 4096));
         RackMap map = load_map(o.str("map"), over, "--map " + o.str("map"));
         if (cmd == "export") {
-            const std::string f = o.str("format", "block");
-            std::string out;
-            if (f == "block")
-                out = write_topology_conf_block(map);
-            else if (f == "tree")
-                out = write_topology_conf_tree(map);
-            else if (f == "yaml")
-                out = write_topology_yaml(map, false);
-            else if (f == "yaml-tree")
-                out = write_topology_yaml(map, true);
-            else if (f == "nvl")
-                out = write_rack_map_yaml(map);
-            else
-                throw Error(fmt::format("--format={}: expected block, tree, yaml, yaml-tree or nvl", f));
-            std::fputs(out.c_str(), stdout);
+            std::fputs(write_map_as(map, o.str("format", "block")).c_str(), stdout);
             return 0;
         }
         if (cmd == "check") {
             SlurmCluster slurm;
             std::vector<std::string> findings = check_map_against_slurm(map, slurm.load_nodes());
+            if (o.has("fabric") || o.has("live")) {
+                // the racks against the NVLink domains the GPUs report
+                const auto fabric = fabric_input(o);
+                for (auto& f : compare_with_fabric(map, fabric)) findings.push_back(std::move(f));
+                if (findings.empty()) std::printf("fabric: %zu node(s) agree with the map\n", fabric.size());
+            }
             // this host's GPUs, when it is a node of the map
             std::string host = o.str("host");
             if (host.empty()) {
