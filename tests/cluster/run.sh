@@ -24,8 +24,10 @@ if [ "${NVL_SLURM:-}" = 24.11 ] && [ -z "${NVL_IN_ROOT:-}" ]; then
         cd $src && autoreconf -fi >/dev/null 2>&1
         cd $inner && $src/configure -q >/dev/null && make -s -j\$(nproc) >/dev/null
         make -s -j\$(nproc) check >/dev/null || { tail -30 tests/unit/nvl-unit.log; exit 1; }
-        echo \"unit (Debian 13: Slurm 24.11, Catch2 3): \$(sed -n 's/^All tests passed ([0-9]* assertions* in \\([0-9]*\\) test cases*).*/\\1/p' tests/unit/nvl-unit.log) passed\"" ||
-        { echo "run.sh: the build or the unit tests in the Debian 13 root failed" >&2; exit 1; }
+        echo \"unit (Debian 13: Slurm 24.11, Catch2 3): \$(sed -n 's/^All tests passed ([0-9]* assertions* in \\([0-9]*\\) test cases*).*/\\1/p' tests/unit/nvl-unit.log) passed\"
+        make -s distcheck DISTCHECK_CONFIGURE_FLAGS=-q >distcheck.log 2>&1 || { tail -30 distcheck.log; exit 1; }
+        echo \"make distcheck (Debian 13): \$(grep -c 'archives ready' distcheck.log) tarball ready\"" ||
+        { echo "run.sh: the build, the unit tests or make distcheck in the Debian 13 root failed" >&2; exit 1; }
     exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_SLURM=24.11 NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" \
         $src/tests/cluster/run.sh "$inner"
 fi
