@@ -60,6 +60,9 @@ class Cycle {
     bool needs_repair(NodeId id) const;
     Placement placement_of(const SliceJob& sj, const std::vector<std::string>& nodes) const;
     void handle_running(const SliceJob& sj);
+    // `r` as the record of a job placed where it runs: whole slices of one
+    // rack each when its nodes make them (`whole`), else one split slice.
+    PlacementRecord record_where_running(const SliceJob& sj, PlacementRecord r, bool& whole) const;
     // Running without a placement of ours: it escaped its gate.
     void check_escaped(const SliceJob& sj, PlacementRecord rec);
     // Pass 1: pending jobs that have a placement: keep, finish, or repair it.

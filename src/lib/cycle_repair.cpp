@@ -16,19 +16,8 @@ void Cycle::handle_running(const SliceJob& started) {
     if (!failed.empty() && native(sj) && !has_placement(sj)) {
         // Slurm started it and a node failed before a cycle recorded where:
         // its placement is where it runs.
-        PlacementRecord r = sj.rec.value_or(PlacementRecord{});
-        r.state = RecordState::Placed;
-        r.slice = sj.tag.slice;
-        r.slices.clear();
-        r.reason.clear();
-        try {
-            for (const auto& s : placement_of(SliceJob{sj.job, sj.tag, std::nullopt}, j.nodes).slices)
-                r.slices.push_back(hl(s.nodes));
-        } catch (const Error&) {
-            r.slices = {hostlist_compress(j.nodes)};
-            r.split = true;
-        }
-        sj.rec = r;
+        bool whole = false;
+        sj.rec = record_where_running(sj, sj.rec.value_or(PlacementRecord{}), whole);
     }
     PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
     if (failed.empty()) {
@@ -77,48 +66,48 @@ void Cycle::handle_running(const SliceJob& started) {
     pin_and_release(sj, plan.placement, rec, true);
 }
 
+PlacementRecord Cycle::record_where_running(const SliceJob& sj, PlacementRecord r, bool& whole) const {
+    const SlurmJob& j = *sj.job;
+    r.state = RecordState::Placed;
+    r.hold = false;
+    r.slice = sj.tag.slice;
+    r.slices.clear();
+    r.reason.clear();
+    whole = false;
+    try {
+        for (const auto& s : placement_of(SliceJob{sj.job, sj.tag, std::nullopt}, j.nodes).slices)
+            r.slices.push_back(hl(s.nodes));
+        whole = true;
+    } catch (const Error&) {
+        // not whole slices of one rack each
+        r.slices = {hostlist_compress(j.nodes)};
+    }
+    r.split = !whole;
+    return r;
+}
+
 void Cycle::check_escaped(const SliceJob& sj, PlacementRecord rec) {
     const SlurmJob& j = *sj.job;
     // Started where the helper pinned it (its release, or a crash right
     // after it): the record catches up.
     const bool ours = sj.rec && (sj.rec->state == RecordState::Repairing || sj.rec->state == RecordState::Restarting);
-    std::optional<Placement> p;
-    try {
-        p = placement_of(SliceJob{sj.job, sj.tag, std::nullopt}, j.nodes);
-    } catch (const Error&) {
-        // not whole slices of one rack each
-    }
+    bool whole = false;
+    const PlacementRecord placed = record_where_running(sj, rec, whole);
     if (native(sj) && !ours) {
         // Slurm placed it with --segment: each segment in one block, which
         // the rack map and topology.conf make one rack. Recorded, so that a
         // repair knows its slices.
-        rec.state = RecordState::Placed;
-        rec.hold = false;
-        rec.slice = sj.tag.slice;
-        rec.slices.clear();
-        if (p)
-            for (const auto& s : p->slices) rec.slices.push_back(hl(s.nodes));
-        else
-            rec.slices = {hostlist_compress(j.nodes)};
-        rec.split = !p;
-        rec.reason = p ? std::string() : "Slurm placed its segments across racks: do topology.conf and the rack map "
-                                         "agree (nvl-topo check)?";
+        rec = placed;
+        if (!whole)
+            rec.reason = "Slurm placed its segments across racks: do topology.conf and the rack map agree (nvl-topo "
+                         "check)?";
         record(sj, rec);
         log(fmt::format("job {}: Slurm started it (native, --segment={}) on {}{}", j.id, sj.tag.slice,
-                        hostlist_compress(j.nodes), p ? "" : ": " + rec.reason));
+                        hostlist_compress(j.nodes), whole ? "" : ": " + rec.reason));
         return;
     }
-    if (p || ours) {
-        rec.state = RecordState::Placed;
-        rec.hold = false;
-        rec.slice = sj.tag.slice;
-        rec.slices.clear();
-        if (p)
-            for (const auto& s : p->slices) rec.slices.push_back(hl(s.nodes));
-        else
-            rec.slices = {hostlist_compress(j.nodes)};
-        rec.split = !p;
-        rec.reason.clear();
+    if (whole || ours) {
+        rec = placed;
         if (!ours)
             log(fmt::format("job {}: started without nvlsliced (its gate was taken off) on whole slices {}: kept", j.id,
                             hostlist_compress(j.nodes)));
