@@ -64,6 +64,24 @@ nvl_mode() {
     sed -n 's/.*started: .*, mode \([a-z]*\) (.*/\1/p' "$NVL_CLUSTER_DIR/log/nvlsliced.log" 2>/dev/null | tail -1
 }
 
+# A slice job's placement record (admin_comment) and the spare reservation.
+record() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p' | sed 's/ *$//'; }
+resv_nodes() { scontrol show reservation nvlslice_spares 2>/dev/null | sed -n 's/^ *Nodes=\([^ ]*\).*/\1/p'; }
+# No job left, and no node still completing one (a job killed right after
+# its start keeps its nodes completing for a while).
+cleanup() {
+    scancel -u root 2>/dev/null
+    wait_for 60 bash -c '[ -z "$(squeue -h -o %i)" ] && [ -z "$(sinfo -h -t completing -o %N)" ]'
+}
+resume_all() { scontrol update nodename=nvl[0001-0036] state=resume 2>/dev/null; true; }
+# refuse NAME REGEX sbatch-args...: the submission must fail, saying REGEX
+refuse() {
+    local name=$1 re=$2; shift 2
+    local err rc
+    err=$(sbatch "$@" --wrap true 2>&1); rc=$?
+    if [ $rc -ne 0 ] && printf '%s' "$err" | grep -qE -- "$re"; then ok "$name"; else not_ok "$name: rc=$rc [$err]"; fi
+}
+
 job_count() { squeue -h -o %i 2>/dev/null | wc -l; }
 
 summary() {

@@ -11,17 +11,8 @@ OUT=$(mktemp -d)
 cd "$OUT"
 LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
 
-record() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p' | sed 's/ *$//'; }
 nodes_of() { squeue -h -j "$1" -o %N 2>/dev/null; }
-resv_nodes() { scontrol show reservation nvlslice_spares 2>/dev/null | sed -n 's/^ *Nodes=\([^ ]*\).*/\1/p'; }
 running_on() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ] && [ "$(nodes_of "$1")" = "$2" ]; }
-# No job left, and no node still completing one (a job killed right after
-# its start keeps its nodes completing for a while).
-cleanup() {
-    scancel -u root 2>/dev/null
-    wait_for 60 bash -c '[ -z "$(squeue -h -o %i)" ] && [ -z "$(sinfo -h -t completing -o %N)" ]'
-}
-resume_all() { scontrol update nodename=nvl[0001-0036] state=resume 2>/dev/null; true; }
 
 MODE=$(nvl_mode)
 echo "# helper: mode $MODE (nvlsliced's log: $(grep -o 'mode [a-z]* ([^)]*)' "$LOG" | tail -1))"

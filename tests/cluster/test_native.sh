@@ -8,24 +8,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=$(mktemp -d)
 cd "$OUT"
 LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
-record() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p' | sed 's/ *$//'; }
-resv_nodes() { scontrol show reservation nvlslice_spares 2>/dev/null | sed -n 's/^ *Nodes=\([^ ]*\).*/\1/p'; }
-cleanup() {
-    scancel -u root 2>/dev/null
-    wait_for 60 bash -c '[ -z "$(squeue -h -o %i)" ] && [ -z "$(sinfo -h -t completing -o %N)" ]'
-}
 
 echo "# native: nvlsliced chose native mode from the running Slurm"
 expect_match "its log names the mode and why" 'mode native \(chosen from the running Slurm; Slurm [0-9.]+, topology/block\)' "$(grep 'started:' "$LOG" | tail -1)"
 
 echo "# native: bad values are refused before submission, no job created"
 before=$(job_count)
-refuse() { # refuse NAME REGEX sbatch-args...
-    local name=$1 re=$2; shift 2
-    local err rc
-    err=$(sbatch "$@" --wrap true 2>&1); rc=$?
-    if [ $rc -ne 0 ] && printf '%s' "$err" | grep -qE -- "$re"; then ok "$name"; else not_ok "$name: rc=$rc [$err]"; fi
-}
 refuse "non-numeric slice" 'nvlslice: --nvl-slice=sixteen: expected a slice size in nodes' -N 32 --nvl-slice=sixteen
 refuse "not a multiple" 'nvlslice: --nvl-slice=16: -N 20 is not a multiple of the slice size' -N 20 --nvl-slice=16
 refuse "slice larger than a rack" 'nvlslice: --nvl-slice=17: larger than any rack can hold' -N 17 --nvl-slice=17

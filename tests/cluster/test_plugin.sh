@@ -18,12 +18,6 @@ done
 
 echo "# plugin: bad values are refused before submission, no job created"
 before=$(job_count)
-refuse() { # refuse NAME REGEX sbatch-args...
-    local name=$1 re=$2; shift 2
-    local err rc
-    err=$(sbatch "$@" --wrap true 2>&1); rc=$?
-    if [ $rc -ne 0 ] && printf '%s' "$err" | grep -qE -- "$re"; then ok "$name"; else not_ok "$name: rc=$rc [$err]"; fi
-}
 refuse "non-numeric slice" 'nvlslice: --nvl-slice=sixteen: expected a slice size in nodes' -N 32 --nvl-slice=sixteen
 refuse "not a multiple" 'nvlslice: --nvl-slice=16: -N 20 is not a multiple of the slice size \(use -N 16 or -N 32' -N 20 --nvl-slice=16
 refuse "slice larger than a rack" 'nvlslice: --nvl-slice=17: larger than any rack can hold \(16' -N 17 --nvl-slice=17

@@ -10,13 +10,7 @@ OUT=$(mktemp -d)
 cd "$OUT"
 LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
 
-record() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p' | sed 's/ *$//'; }
 state() { squeue -h -j "$1" -o %T 2>/dev/null; }
-cleanup() {
-    scancel -u root 2>/dev/null
-    wait_for 60 bash -c '[ -z "$(squeue -h -o %i)" ] && [ -z "$(sinfo -h -t completing -o %N)" ]'
-}
-resume_all() { scontrol update nodename=nvl[0001-0036] state=resume 2>/dev/null; true; }
 "$CL" helper >/dev/null
 MODE=$(nvl_mode)
 
