@@ -36,6 +36,12 @@ void set_task_env(spank_t sp);
 // Remote context, in each task before its env: compare the node's GPUs with the map.
 // Returns false when the step must fail on this node (check_gpus=fail).
 bool check_node_gpus(spank_t sp);
+// Remote context, in each task: the node's NVLink fabric (check_fabric).
+// Returns false when the step must fail on this node (check_fabric=fail).
+bool check_node_fabric(spank_t sp);
+// Remote context, as a task exits (slurmstepd, root): with fabric_drain=yes,
+// a failed task on a node whose fabric check fails drains the node.
+void drain_on_fabric_failure(spank_t sp);
 
 // Logging through Slurm with one prefix ("nvlslice: ").
 void log_error(const std::string& msg);

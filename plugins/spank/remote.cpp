@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "gpu_count.hpp"
+#include "gpu_fabric.hpp"
 #include "hostlist.hpp"
 #include "job_calls.hpp"
 
@@ -60,6 +61,44 @@ int slice_size_of(const RackMap& map, const SliceOptions& o, int job_nodes) {
     return k;
 }
 
+std::string with_node(std::string path, const std::string& host) {
+    if (auto at = path.find("%n"); at != std::string::npos) path.replace(at, 2, host);
+    return path;
+}
+
+struct FabricVerdict {
+    bool checked = false;            // false: nothing on this node to check
+    std::string source;              // where the GPUs were read
+    std::vector<std::string> problems;
+    std::string note;                // why nothing was checked
+};
+
+// This node's GPUs against the map's rack for it.
+FabricVerdict fabric_verdict(const std::string& host) {
+    const State& st = state();
+    FabricVerdict v;
+    const RackMap& map = rack_map();
+    auto id = map.find_node(host);
+    if (!id) {
+        v.checked = true;
+        v.problems.push_back(fmt::format("node {} is not in the rack map {}", host, st.config.map));
+        return v;
+    }
+    const Domain& dom = map.domain(map.domain_of(*id));
+    LocalFabric local = st.config.fabric_report.empty() ? read_local_fabric()
+                                                         : read_fabric_report(with_node(st.config.fabric_report, host), host);
+    if (local.source.empty() || local.gpus.empty()) {
+        v.note = local.source.empty() ? fmt::format("node {}: NVLink fabric not checked: {}", host, local.why_none)
+                                      : fmt::format("node {}: NVLink fabric not checked: {} reports no GPU", host,
+                                                    local.source);
+        return v;
+    }
+    v.checked = true;
+    v.source = local.source;
+    v.problems = check_node_fabric(host, local.gpus, dom.name, expected_fabric_key(dom));
+    return v;
+}
+
 } // namespace
 
 void set_task_env(spank_t sp) {
@@ -104,13 +143,58 @@ bool check_node_gpus(spank_t sp) {
         return st.config.check_gpus != GpuCheck::Fail;
     }
     const int expected = map.domain(map.domain_of(*id)).gpus_per_node;
-    std::string xml = st.config.hwloc_xml;
-    if (auto at = xml.find("%n"); at != std::string::npos) xml.replace(at, 2, host);
-    const int found = count_nvidia_gpus(xml);
+    const int found = count_nvidia_gpus(with_node(st.config.hwloc_xml, host));
     const std::string msg = gpu_check_message(host, expected, found);
     if (msg.empty()) return true;
     log_error(msg);
     return st.config.check_gpus != GpuCheck::Fail;
+}
+
+bool check_node_fabric(spank_t sp) {
+    State& st = state();
+    if (!st.options.slice_set || st.config.check_fabric == GpuCheck::Off) return true;
+    const std::string host = node_name(sp);
+    const FabricVerdict v = fabric_verdict(host);
+    if (!v.checked) {
+        log_verbose(v.note);
+        return true;
+    }
+    if (v.problems.empty()) {
+        log_verbose(fmt::format("node {}: NVLink fabric checked ({}): all GPUs Completed, Success, in the map's "
+                                "domain",
+                                host, v.source));
+        return true;
+    }
+    for (const auto& p : v.problems) log_error(fmt::format("NVLink fabric check: {}", p));
+    return st.config.check_fabric != GpuCheck::Fail;
+}
+
+void drain_on_fabric_failure(spank_t sp) {
+    State& st = state();
+    if (!st.options.slice_set || st.config.check_fabric != GpuCheck::Fail || !st.config.fabric_drain) return;
+    static bool drained = false; // once per step (this slurmstepd)
+    int exit_status = 0;
+    if (drained || spank_get_item(sp, S_TASK_EXIT_STATUS, &exit_status) != ESPANK_SUCCESS || exit_status == 0)
+        return;
+    const std::string host = node_name(sp);
+    if (host.empty()) return;
+    const FabricVerdict v = fabric_verdict(host);
+    if (!v.checked || v.problems.empty()) return;
+    drained = true;
+    std::string reason = "nvlslice fabric check: " + v.problems.front();
+    if (v.problems.size() > 1) reason += fmt::format(" (+{} more)", v.problems.size() - 1);
+    if (reason.size() > 240) reason.resize(240);
+    update_node_msg_t msg;
+    slurm_init_update_node_msg(&msg);
+    msg.node_names = const_cast<char*>(host.c_str());
+    msg.node_state = NODE_STATE_DRAIN;
+    msg.reason = const_cast<char*>(reason.c_str());
+    msg.reason_uid = 0;
+    if (slurm_update_node(&msg) != 0)
+        log_error(fmt::format("node {} failed the NVLink fabric check but could not be drained: {}", host,
+                              slurm_strerror(slurm_calls::last_error())));
+    else
+        log_info(fmt::format("node {} drained: {}", host, reason));
 }
 
 } // namespace nvl::spank

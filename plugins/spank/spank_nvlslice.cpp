@@ -138,7 +138,17 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     return guarded("slurm_spank_task_init", [&] {
         if (spank_context() != S_CTX_REMOTE) return 0;
         if (!check_node_gpus(sp)) return -1; // the task fails on this node, with the reason logged
+        if (!check_node_fabric(sp)) return -1;
         set_task_env(sp);
+        return 0;
+    });
+}
+
+int slurm_spank_task_exit(spank_t sp, int ac, char** av) {
+    (void)ac;
+    (void)av;
+    return guarded("slurm_spank_task_exit", [&] {
+        if (spank_context() == S_CTX_REMOTE) drain_on_fabric_failure(sp);
         return 0;
     });
 }

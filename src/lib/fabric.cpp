@@ -216,10 +216,103 @@ Discovery discover_map(const std::vector<NodeFabric>& nodes, const DiscoverOptio
                                           g.names.size(), o.spares, dom.spares));
         }
         dom.feature.clear();
+        dom.fabric = key;
         d.map.add_domain(std::move(dom), g.names);
         d.keys.push_back(key);
     }
     return d;
+}
+
+bool looks_like_fabric_key(std::string_view s) {
+    const size_t dot = s.rfind('.');
+    if (dot == std::string_view::npos || dot + 1 == s.size()) return false;
+    for (char c : s.substr(dot + 1))
+        if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+    int hex = 0;
+    for (char c : s.substr(0, dot)) {
+        if (c == '-') continue;
+        if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+        ++hex;
+    }
+    return hex == 32;
+}
+
+std::string expected_fabric_key(const Domain& d) {
+    if (!d.fabric.empty()) return d.fabric;
+    return looks_like_fabric_key(d.name) ? d.name : std::string();
+}
+
+std::vector<std::string> check_node_fabric(const std::string& node, const std::vector<GpuFabric>& gpus,
+                                           const std::string& rack, const std::string& expected_key) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < gpus.size(); ++i) {
+        if (std::string p = gpu_fabric_problem(gpus[i]); !p.empty()) {
+            out.push_back(fmt::format("node {} GPU {}: {}", node, i, p));
+            continue;
+        }
+        const std::string key = fabric_domain_key(gpus[i]);
+        if (!expected_key.empty() && !iequals(key, expected_key))
+            out.push_back(fmt::format("node {} GPU {}: in NVLink domain {}, but the rack map puts {} in {} "
+                                      "(domain {}): fix the map (nvl-topo discover) or the cabling",
+                                      node, i, key, node, rack, expected_key));
+    }
+    return out;
+}
+
+std::string fabric_state_name(unsigned state) {
+    switch (state) {
+    case 0: return "Not Supported";
+    case 1: return "Not Started";
+    case 2: return "In Progress";
+    case 3: return "Completed";
+    }
+    return fmt::format("Unknown ({})", state);
+}
+
+std::string fabric_uuid_string(const unsigned char* b) {
+    std::string out;
+    for (int i = 0; i < 16; ++i) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+        out += fmt::format("{:02x}", b[i]);
+    }
+    return out;
+}
+
+std::string fabric_health_from_mask(unsigned mask) {
+    // NVML's health mask: 2-bit fields (0 = not reported, 1 = true, 2 =
+    // false) at bits 0 (degraded bandwidth), 2 (route recovery in progress),
+    // 4 (route unhealthy), 6 (access timeout recovery in progress); bits 8-11
+    // the configuration (0 = not reported, 1 = correct, more = what is wrong).
+    static constexpr struct {
+        unsigned shift;
+        const char* name;
+    } kFlags[] = {{0, "Degraded Bandwidth"},
+                  {2, "Route Recovery In Progress"},
+                  {4, "Route Unhealthy"},
+                  {6, "Access Timeout Recovery In Progress"}};
+    std::string bad;
+    bool reported = false;
+    for (const auto& f : kFlags) {
+        const unsigned v = (mask >> f.shift) & 0x3u;
+        if (v != 0) reported = true;
+        if (v == 1) bad += (bad.empty() ? "" : ", ") + std::string(f.name);
+    }
+    const unsigned config = (mask >> 8) & 0xfu;
+    if (config != 0) reported = true;
+    if (config > 1) {
+        static constexpr const char* kConfig[] = {"",
+                                                  "",
+                                                  "Incorrect SysGUID",
+                                                  "Incorrect Chassis Serial Number",
+                                                  "No Partition",
+                                                  "Insufficient NVLinks",
+                                                  "Incompatible GPU Firmware",
+                                                  "Invalid Location"};
+        bad += (bad.empty() ? "" : ", ") +
+               std::string(config < 8 ? kConfig[config] : "Incorrect Configuration");
+    }
+    if (!bad.empty()) return bad;
+    return reported ? "Healthy" : "";
 }
 
 std::vector<std::string> compare_with_fabric(const RackMap& map, const std::vector<NodeFabric>& nodes) {

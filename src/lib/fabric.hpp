@@ -76,6 +76,30 @@ struct Discovery {
 // the rename pattern is bad (naming the option).
 Discovery discover_map(const std::vector<NodeFabric>& nodes, const DiscoverOptions& o);
 
+// The node-side check (plugstack check_fabric): ---------------------------
+
+// "<ClusterUUID>.<CliqueId>" with a UUID of 32 hex digits (dashes allowed)
+// and a decimal CliqueId.
+bool looks_like_fabric_key(std::string_view s);
+
+// The NVLink domain the map expects a domain's GPUs to report: its fabric:
+// key, else its name when that is a fabric key; "" = no expectation.
+std::string expected_fabric_key(const Domain& d);
+
+// One line per problem of this node's GPUs, each naming the node, the GPU
+// (its index) and the reason: a GPU that cannot be in a domain
+// (gpu_fabric_problem), or one in another domain than the map's rack
+// `rack` expects (`expected_key`, "" = not checked). Empty = all is well.
+std::vector<std::string> check_node_fabric(const std::string& node, const std::vector<GpuFabric>& gpus,
+                                           const std::string& rack, const std::string& expected_key);
+
+// NVML's numbers in nvidia-smi's words: the fabric state (0-3), the
+// ClusterUUID bytes, and the health mask ("" when no field is reported,
+// "Healthy", or the conditions found, e.g. "Degraded Bandwidth").
+std::string fabric_state_name(unsigned state);
+std::string fabric_uuid_string(const unsigned char* bytes16);
+std::string fabric_health_from_mask(unsigned mask);
+
 // A map against a discovery: nodes the fabric puts in another rack than the
 // map, racks split over fabric domains or sharing one, nodes left out or
 // missing. Empty when they agree.

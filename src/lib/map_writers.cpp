@@ -70,6 +70,7 @@ std::string write_rack_map_yaml(const RackMap& map) {
         if (d.spares != defs.spares) out += fmt::format("    spares: {}\n", d.spares);
         if (d.slice_sizes != defs.slice_sizes) out += "    slice_sizes: " + int_list(d.slice_sizes) + "\n";
         if (d.feature != d.name) out += fmt::format("    feature: {}\n", yaml_str(d.feature));
+        if (!d.fabric.empty() && d.fabric != d.name) out += fmt::format("    fabric: {}\n", yaml_str(d.fabric));
     }
     return out;
 }

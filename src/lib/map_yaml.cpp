@@ -1,5 +1,6 @@
 // Reader of nvlslice's own YAML rack map.
 #include "map_io.hpp"
+#include "fabric.hpp"
 #include "map_readers.hpp"
 
 #include <fmt/format.h>
@@ -59,7 +60,7 @@ RackMap read_rack_map_yaml(std::string_view text, const std::string& file) {
         d.pos = doc.pos(item);
         std::vector<std::string> names;
         yaml_node_t* spares_node = item;
-        doc.for_each_pair(item, {"name", "nodes", "gpus_per_node", "spares", "slice_sizes", "feature"},
+        doc.for_each_pair(item, {"name", "nodes", "gpus_per_node", "spares", "slice_sizes", "feature", "fabric"},
                           [&](const std::string& k, yaml_node_t*, yaml_node_t* val) {
                               if (k == "name") {
                                   d.name = doc.scalar(val, k);
@@ -74,6 +75,13 @@ RackMap read_rack_map_yaml(std::string_view text, const std::string& file) {
                               } else if (k == "slice_sizes") {
                                   d.slice_sizes = doc.int_list(val, k, 1, kMaxNodesPerDomain);
                                   check_slice_sizes(doc, val, d.slice_sizes);
+                              } else if (k == "fabric") {
+                                  d.fabric = doc.scalar(val, k);
+                                  if (!looks_like_fabric_key(d.fabric))
+                                      doc.fail(val, fmt::format("\"fabric\": \"{}\" is not <ClusterUUID>.<CliqueId> "
+                                                                "(as nvl-topo discover writes it, e.g. "
+                                                                "\"8f3c0d52-1c7e-4c2a-9a51-0d6f2b7e4a10.1\")",
+                                                                d.fabric));
                               } else {
                                   d.feature = doc.scalar(val, k);
                               }

@@ -31,6 +31,10 @@ struct Domain {
     int spares = 2;
     std::vector<int> slice_sizes; // allowed slice sizes; empty = any size
     std::string feature;          // Slurm node feature naming the rack
+    // The NVLink domain its GPUs report, "<ClusterUUID>.<CliqueId>" (map key
+    // fabric:, written by nvl-topo discover); "" = the name, when it has that
+    // form, else none (fabric.hpp, expected_fabric_key).
+    std::string fabric;
     SourcePos pos;                // where the domain was defined, if from a file
 
     int size() const { return int(nodes.size()); }

@@ -27,10 +27,18 @@ static int count_arg(std::string_view key, std::string_view v, int min, int max)
     return int(x);
 }
 
+static GpuCheck check_arg(std::string_view key, std::string_view v) {
+    if (v == "off") return GpuCheck::Off;
+    if (v == "warn") return GpuCheck::Warn;
+    if (v == "fail") return GpuCheck::Fail;
+    throw Error(fmt::format("plugstack.conf argument {}={}: expected off, warn or fail", key, v));
+}
+
 PluginConfig parse_plugin_args(int argc, const char* const* argv) {
     PluginConfig c;
     static constexpr const char* kKeys =
-        "map, default_slice, spares, gpus_per_node, check_gpus, placement, hwloc_xml, gate, mode";
+        "map, default_slice, spares, gpus_per_node, check_gpus, placement, hwloc_xml, check_fabric, "
+        "fabric_report, fabric_drain, gate, mode";
     for (int i = 0; i < argc; ++i) {
         std::string_view a = argv[i] ? argv[i] : "";
         size_t eq = a.find('=');
@@ -47,14 +55,19 @@ PluginConfig parse_plugin_args(int argc, const char* const* argv) {
         } else if (k == "gpus_per_node") {
             c.gpus_per_node = count_arg(k, v, 1, 1024);
         } else if (k == "check_gpus") {
-            if (v == "off")
-                c.check_gpus = GpuCheck::Off;
-            else if (v == "warn")
-                c.check_gpus = GpuCheck::Warn;
-            else if (v == "fail")
-                c.check_gpus = GpuCheck::Fail;
+            c.check_gpus = check_arg(k, v);
+        } else if (k == "check_fabric") {
+            c.check_fabric = check_arg(k, v);
+        } else if (k == "fabric_report") {
+            if (v.empty()) throw Error("plugstack.conf argument fabric_report=: give a report's path (%n = node name)");
+            c.fabric_report = std::string(v);
+        } else if (k == "fabric_drain") {
+            if (v == "yes")
+                c.fabric_drain = true;
+            else if (v == "no")
+                c.fabric_drain = false;
             else
-                throw Error(fmt::format("plugstack.conf argument check_gpus={}: expected off, warn or fail", v));
+                throw Error(fmt::format("plugstack.conf argument fabric_drain={}: expected yes or no", v));
         } else if (k == "placement") {
             if (v == "strict")
                 c.default_placement = PlacementMode::Strict;
@@ -77,6 +90,10 @@ PluginConfig parse_plugin_args(int argc, const char* const* argv) {
         }
     }
     if (c.map.empty()) throw Error("plugstack.conf: map=PATH is required (e.g. map=/etc/slurm/nvlslice.yaml)");
+    if (c.fabric_drain && c.check_fabric != GpuCheck::Fail)
+        throw Error(fmt::format("plugstack.conf: fabric_drain=yes needs check_fabric=fail (it is {}): a node is "
+                                "drained only when its steps fail",
+                                to_string(c.check_fabric)));
     return c;
 }
 

@@ -24,6 +24,11 @@ struct PluginConfig {
     GpuCheck check_gpus = GpuCheck::Warn;
     PlacementMode default_placement = PlacementMode::Strict;
     std::string hwloc_xml; // read the node topology from this XML; %n = node name
+    // The node-side NVLink fabric check (fabric.hpp): each GPU's fabric
+    // state, status and health, and the domain the map expects.
+    GpuCheck check_fabric = GpuCheck::Off;
+    std::string fabric_report; // read the GPUs from this recorded report; %n = node name
+    bool fabric_drain = false; // drain a node that fails the check (check_fabric=fail)
     // The license slice jobs wait behind (nvlsliced's gate_license).
     std::string gate = "nvlslice_gate";
     // How slice jobs are handed to Slurm (slice_job.hpp): auto = native

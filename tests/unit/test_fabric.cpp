@@ -1,5 +1,6 @@
 #include "error.hpp"
 #include "fabric.hpp"
+#include "gpu_fabric.hpp"
 #include "map_io.hpp"
 
 #include "catch.hpp"
@@ -125,4 +126,102 @@ TEST_CASE("fabric: a map whose racks disagree with the NVLink domains is reporte
     // a node line that cannot be read names file:line
     CHECK_THROWS_WITH(parse_fabric_report("nvl0001 abc, 1\n", "in.txt"), Catch::Contains("in.txt:1:1: node nvl0001"));
     CHECK_THROWS_WITH(discover_map({}, {}), Catch::Contains("no node has a usable NVLink fabric identity"));
+}
+
+TEST_CASE("fabric: the map carries each rack's NVLink domain for the node-side check", "[fabric][quick]") {
+    CHECK(looks_like_fabric_key(std::string(kU1) + ".32766"));
+    CHECK(looks_like_fabric_key("2f8c1a9e5b3d4c7e9a106d4e8b2c1f01.1"));
+    CHECK_FALSE(looks_like_fabric_key("rack001"));
+    CHECK_FALSE(looks_like_fabric_key(std::string(kU1) + ".x1"));
+    CHECK_FALSE(looks_like_fabric_key("2f8c1a9e.1"));
+
+    auto nodes = parse_fabric_report(read("cluster-36.txt"), "cluster-36.txt");
+    DiscoverOptions o;
+    o.rename = "rack{index:03}";
+    Discovery d = discover_map(nodes, o);
+    const std::string yaml = write_rack_map_yaml(d.map);
+    CHECK_THAT(yaml, Catch::Contains("  - name: rack001\n    nodes: nvl[0001-0018]\n    fabric: "
+                                     "5d0e7c2a-8b41-4f63-a9d2-1c7b3e90f4a1.32766\n"));
+    RackMap back = read_rack_map_yaml(yaml, "discovered.yaml");
+    CHECK(expected_fabric_key(back.domain(1)) == "b3a94f10-6e2d-4c87-8f15-9a0c2d7e6b34.32766");
+    CHECK(write_rack_map_yaml(back) == yaml);
+    // named <uuid>.<clique>: the name is the key, not written twice
+    Discovery plain = discover_map(nodes, {});
+    CHECK(expected_fabric_key(plain.map.domain(0)) == plain.map.domain(0).name);
+    CHECK_THAT(write_rack_map_yaml(plain.map), !Catch::Contains("fabric:"));
+    // a hand-written map without the key expects nothing
+    RackMap hand = read_rack_map_yaml("version: 1\ndomains:\n  - name: r1\n    nodes: n[1-4]\n", "m.yaml");
+    CHECK(expected_fabric_key(hand.domain(0)).empty());
+    CHECK_THROWS_WITH(
+        read_rack_map_yaml("version: 1\ndomains:\n  - name: r1\n    nodes: n[1-4]\n    fabric: rack1\n", "m.yaml"),
+        Catch::Contains("m.yaml:5") && Catch::Contains("\"fabric\": \"rack1\" is not <ClusterUUID>.<CliqueId>"));
+}
+
+TEST_CASE("fabric: the node-side check names the node, the GPU and the reason", "[fabric][quick]") {
+    auto nodes = parse_fabric_report(read("cluster-36.txt"), "cluster-36.txt");
+    const std::string k1 = "5d0e7c2a-8b41-4f63-a9d2-1c7b3e90f4a1.32766";
+    const std::string k2 = "b3a94f10-6e2d-4c87-8f15-9a0c2d7e6b34.32766";
+    const auto& good = nodes[19].gpus; // nvl0020, rack002
+    CHECK(check_node_fabric("nvl0020", good, "rack002", k2).empty());
+    CHECK(check_node_fabric("nvl0020", good, "rack002", "").empty()); // no expectation: state and health only
+
+    // the clique the map expects
+    auto wrong = check_node_fabric("nvl0020", good, "rack001", k1);
+    REQUIRE(wrong.size() == 4);
+    CHECK_THAT(wrong[0], Catch::Contains("node nvl0020 GPU 0: in NVLink domain " + k2 +
+                                         ", but the rack map puts nvl0020 in rack001 (domain " + k1 + ")"));
+    // fabric state and health
+    auto gpus = good;
+    gpus[1].state = "In Progress";
+    gpus[1].status = "N/A";
+    gpus[3].health = "Degraded Bandwidth";
+    auto bad = check_node_fabric("nvl0020", gpus, "rack002", k2);
+    REQUIRE(bad.size() == 2);
+    CHECK_THAT(bad[0], Catch::StartsWith("node nvl0020 GPU 1: fabric state In Progress (expected Completed"));
+    CHECK_THAT(bad[1], Catch::StartsWith("node nvl0020 GPU 3: fabric health Degraded Bandwidth (expected Healthy)"));
+}
+
+TEST_CASE("fabric: NVML's numbers in nvidia-smi's words", "[fabric][quick]") {
+    CHECK(fabric_state_name(3) == "Completed");
+    CHECK(fabric_state_name(2) == "In Progress");
+    CHECK(fabric_state_name(9) == "Unknown (9)");
+    const unsigned char b[16] = {0x5d, 0x0e, 0x7c, 0x2a, 0x8b, 0x41, 0x4f, 0x63,
+                                 0xa9, 0xd2, 0x1c, 0x7b, 0x3e, 0x90, 0xf4, 0xa1};
+    CHECK(fabric_uuid_string(b) == "5d0e7c2a-8b41-4f63-a9d2-1c7b3e90f4a1");
+    CHECK(fabric_health_from_mask(0).empty()); // nothing reported
+    const unsigned healthy = 2u | 2u << 2 | 2u << 4 | 2u << 6 | 1u << 8;
+    CHECK(fabric_health_from_mask(healthy) == "Healthy");
+    CHECK(fabric_health_from_mask((healthy & ~(3u << 4)) | 1u << 4) == "Route Unhealthy");
+    CHECK(fabric_health_from_mask((healthy & ~3u) | 1u | 5u << 8) == "Degraded Bandwidth, Insufficient NVLinks");
+}
+
+TEST_CASE("fabric: this node's GPUs read through NVML by dlopen, else said why not", "[fabric][quick]") {
+    LocalFabric f = read_local_fabric(NVL_FAKE_NVML);
+    REQUIRE(f.source == "NVML");
+    REQUIRE(f.gpus.size() == 4);
+    CHECK(f.gpus[0].cluster_uuid == "5d0e7c2a-8b41-4f63-a9d2-1c7b3e90f4a1");
+    CHECK(f.gpus[0].clique == "32766");
+    CHECK(f.gpus[0].state == "Completed");
+    CHECK(f.gpus[0].status == "Success");
+    CHECK(f.gpus[0].health == "Healthy");
+    auto problems = check_node_fabric("nvl0001", f.gpus, "rack001", "5d0e7c2a-8b41-4f63-a9d2-1c7b3e90f4a1.32766");
+    REQUIRE(problems.size() == 2);
+    CHECK_THAT(problems[0], Catch::StartsWith("node nvl0001 GPU 2: fabric health Degraded Bandwidth"));
+    CHECK_THAT(problems[1], Catch::StartsWith("node nvl0001 GPU 3: fabric state In Progress"));
+
+    // no NVML here and no nvidia-smi: nothing can be checked, and why
+    LocalFabric none = read_local_fabric("/nonexistent/libnvidia-ml.so.1");
+    if (none.source.empty()) {
+        CHECK(none.gpus.empty());
+        CHECK_THAT(none.why_none, Catch::Contains("NVML not loadable") && Catch::Contains("nvidia-smi"));
+    }
+
+    // a recorded report
+    LocalFabric rec = read_fabric_report(std::string(NVL_TEST_DATA) + "/fabric/cluster-36.txt", "nvl0019");
+    CHECK(rec.gpus.size() == 4);
+    CHECK(rec.gpus[0].clique == "32766");
+    CHECK_THAT(read_fabric_report(std::string(NVL_TEST_DATA) + "/fabric/cluster-36.txt", "nvl9999").why_none,
+               Catch::Contains("nvl9999 is not in"));
+    CHECK_THROWS_WITH(read_fabric_report("/nonexistent/report.txt", "nvl0001"),
+                      Catch::Contains("fabric_report=/nonexistent/report.txt: cannot read"));
 }

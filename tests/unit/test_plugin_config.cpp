@@ -49,6 +49,21 @@ TEST_CASE("plugstack arguments: bad input names the key and the fix", "[plugin][
     CHECK_THAT(err({"map=m", "verbose"}), Catch::Contains("\"verbose\": expected key=value"));
     CHECK_THAT(err({"map="}), Catch::Contains("map=: give the rack map's path"));
     CHECK_THAT(err({"map=m", "placement=x"}), Catch::Contains("placement=x: expected strict or prefer"));
+    CHECK_THAT(err({"map=m", "check_fabric=on"}), Catch::Contains("check_fabric=on: expected off, warn or fail"));
+    CHECK_THAT(err({"map=m", "fabric_drain=true"}), Catch::Contains("fabric_drain=true: expected yes or no"));
+    CHECK_THAT(err({"map=m", "check_fabric=warn", "fabric_drain=yes"}),
+               Catch::Contains("fabric_drain=yes needs check_fabric=fail (it is warn)"));
+    CHECK_THAT(err({"map=m", "fabric_report="}), Catch::Contains("fabric_report=: give a report's path"));
+}
+
+TEST_CASE("plugstack arguments: the fabric check is off unless asked for", "[plugin][fabric][quick]") {
+    PluginConfig c = parse({"map=m"});
+    CHECK(c.check_fabric == GpuCheck::Off);
+    CHECK_FALSE(c.fabric_drain);
+    PluginConfig d = parse({"map=m", "check_fabric=fail", "fabric_report=/r/%n.txt", "fabric_drain=yes"});
+    CHECK(d.check_fabric == GpuCheck::Fail);
+    CHECK(d.fabric_report == "/r/%n.txt");
+    CHECK(d.fabric_drain);
 }
 
 TEST_CASE("the GPU check speaks of the node and the fix", "[plugin][quick]") {
