@@ -21,6 +21,11 @@
 #   NVL_TOPO           nvl-topo binary (BUILD_DIR/src/tools/nvl-topo): on a
 #                      Slurm with topology/block (23.11+: the 24.11 tier, see
 #                      run.sh) it writes topology.conf from the rack map
+#   NVL_FABRIC_REPORT  a recorded NVLink fabric report (nvl-topo discover's
+#                      input): the rack map is discovered from it (racks
+#                      rack001.., each with the domain its GPUs report) and
+#                      it is copied to DIR/fabric.txt for the plugin's
+#                      fabric_report= (none: contrib/gen-map.sh writes the map)
 # Must run as root (network namespaces). Nodes are nvl0001.. with Slurm
 # feature rack001.. naming their rack; the rack map is DIR/etc/nvlslice-map.yaml.
 #   tests/cluster/cluster.sh helper   (re)start nvlsliced if it is not running
@@ -89,7 +94,15 @@ alive() {
 }
 
 write_map() {
-    "$SRC/contrib/gen-map.sh" "$RACKS" "$PER" nvl rack "$SPARES" > "$DIR/etc/nvlslice-map.yaml"
+    if [ -n "${NVL_FABRIC_REPORT:-}" ]; then
+        local topo=${NVL_TOPO:-${BUILD_DIR:-}/src/tools/nvl-topo}
+        [ -x "$topo" ] || die "NVL_FABRIC_REPORT: set NVL_TOPO (or BUILD_DIR) to nvl-topo to discover the map"
+        cp "$NVL_FABRIC_REPORT" "$DIR/fabric.txt"
+        "$topo" discover --fabric "$DIR/fabric.txt" --rename 'rack{index:03}' > "$DIR/etc/nvlslice-map.yaml" ||
+            die "nvl-topo discover --fabric $NVL_FABRIC_REPORT failed"
+    else
+        "$SRC/contrib/gen-map.sh" "$RACKS" "$PER" nvl rack "$SPARES" > "$DIR/etc/nvlslice-map.yaml"
+    fi
 }
 
 # Slurm 23.11 and later have topology/block: the racks become Slurm blocks,

@@ -54,7 +54,11 @@ export NVL_HELPER_CONF="defrag:
 # The plugin-alone tests pin and ungate jobs by hand: gate mode, on every
 # tier. The helper tests then run in the mode chosen from the running
 # Slurm (auto): gate on 22.05, native on 24.11 with topology/block.
-export NVL_PLUGIN_ARGS="check_gpus=fail hwloc_xml=$NVL_CLUSTER_DIR/hwloc/%n.xml mode=gate"
+# Simulated NVLink fabric: the rack map is discovered from a recorded report
+# of every node's GPUs (fabric identity, state, health), and the plugin's
+# fabric check reads the same report, which the tests edit to break a node.
+export NVL_FABRIC_REPORT=$HERE/../data/fabric/cluster-36.txt
+export NVL_PLUGIN_ARGS="check_gpus=fail hwloc_xml=$NVL_CLUSTER_DIR/hwloc/%n.xml check_fabric=fail fabric_report=$NVL_CLUSTER_DIR/fabric.txt fabric_drain=yes mode=gate"
 start=$(date +%s)
 "$HERE/cluster.sh" up || exit 1
 total_pass=0 total_fail=0

@@ -1,7 +1,9 @@
 #!/bin/bash
 # Cluster tests of the SPANK plugin on the real test cluster (see run.sh).
 # Expects SLURM_CONF and NVL_CLUSTER_DIR of a cluster started with the plugin,
-# check_gpus=fail and per-node hwloc fixtures (nvl0036 has 3 GPUs).
+# check_gpus=fail and per-node hwloc fixtures (nvl0036 has 3 GPUs), and
+# check_fabric=fail fabric_drain=yes over DIR/fabric.txt, the recorded
+# fabric report the rack map was discovered from.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -110,6 +112,56 @@ J=$(sbatch --parsable -N 16 --nvl-slice=16 -o "$OUT/gpu2-%j.out" --wrap 'srun ho
 scontrol update jobid="$J" ReqNodeList='nvl[0001-0016]' StartTime=now Licenses=
 wait_done "$J" 30
 expect_eq "nodes with all 4 GPUs pass the check" "COMPLETED" "$(job_field "$J" JobState)"
+
+echo "# plugin: node-side NVLink fabric check (check_fabric=fail fabric_drain=yes, recorded fabric report)"
+FAB=$NVL_CLUSTER_DIR/fabric.txt
+U1=5d0e7c2a-8b41-4f63-a9d2-1c7b3e90f4a1 U2=b3a94f10-6e2d-4c87-8f15-9a0c2d7e6b34
+check "the rack map was discovered from the fabric: rack002 carries its NVLink domain" \
+    grep -qzP "name: rack002\n    nodes: nvl\\[0019-0036\\]\n    fabric: $U2\.32766" "$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml"
+cp "$FAB" "$OUT/fabric.good"
+node_reason() { scontrol show node "$1" | sed -n 's/^ *Reason=\(.*\) \[.*/\1/p'; }
+run_on_rack002() { # run_on_rack002 NAME: a 16-node job on nvl[0019-0034], to its end
+    local j
+    j=$(sbatch --parsable -N 16 "$@" --wrap 'srun hostname')
+    scontrol update jobid="$j" ReqNodeList='nvl[0019-0034]' StartTime=now Licenses= 2>/dev/null
+    wait_done "$j" 60
+    echo "$j"
+}
+# nvl0020's GPU 3 reports a degraded NVLink bandwidth.
+sed -i "/^nvl0020 /s/Healthy\$/Degraded Bandwidth/" "$FAB"
+J=$(run_on_rack002 -o "$OUT/plain-fab-%j.out")
+expect_eq "plain Slurm: a job without --nvl-slice runs on the node all the same" "COMPLETED" "$(job_field "$J" JobState)"
+t0=$(now)
+J=$(run_on_rack002 --nvl-slice=16 -o "$OUT/fab-%j.out")
+expect_eq "a degraded fabric fails the slice job's step" "FAILED" "$(job_field "$J" JobState)"
+echo "# fabric check: degraded node -> job FAILED in $(secs "$t0" "$(now)") s"
+expect_match "the user is told the node, the GPU and the reason" \
+    'nvlslice: NVLink fabric check: node nvl0020 GPU 3: fabric health Degraded Bandwidth \(expected Healthy\)' \
+    "$(cat "$OUT"/fab-"$J".out)"
+wait_for 10 bash -c '[ -n "$(scontrol show node nvl0020 | grep -o "Reason=nvlslice fabric check")" ]'
+expect_match "fabric_drain=yes drained the node with the reason (the helper's repair matches it)" \
+    '^nvlslice fabric check: node nvl0020 GPU 3: fabric health Degraded Bandwidth' "$(node_reason nvl0020)"
+expect_match "nvl0020 is draining or drained" 'DRAIN' "$(scontrol show node nvl0020 | sed -n 's/^ *State=\([^ ]*\).*/\1/p')"
+check "the other nodes of the job are not drained" bash -c '[ -z "$(sinfo -h -N -n nvl[0019,0021-0034] -t drain,drained,draining -o %N)" ]'
+cp "$OUT/fabric.good" "$FAB"
+scontrol update nodename=nvl0020 state=resume
+# nvl0021 reports rack001's NVLink domain; nvl0022's GPU 0 is still joining.
+sed -i -e "/^nvl0021 /s/$U2/$U1/g" -e "/^nvl0022 /s/Completed, Success, Healthy/In Progress, N\/A, N\/A/" "$FAB"
+J=$(run_on_rack002 --nvl-slice=16 -o "$OUT/fab2-%j.out")
+expect_eq "a node in another clique than the map's fails the step" "FAILED" "$(job_field "$J" JobState)"
+expect_match "the wrong clique is named, with the rack the map expects" \
+    "nvlslice: NVLink fabric check: node nvl0021 GPU 0: in NVLink domain $U1\.32766, but the rack map puts nvl0021 in rack002 \(domain $U2\.32766\)" \
+    "$(cat "$OUT"/fab2-"$J".out)"
+expect_match "a GPU still joining its domain is named" \
+    'nvlslice: NVLink fabric check: node nvl0022 GPU 0: fabric state In Progress \(expected Completed' "$(cat "$OUT"/fab2-"$J".out)"
+wait_for 10 bash -c '[ "$(sinfo -h -N -n nvl[0021-0022] -t drain,drained,draining -o %N | sort -u | wc -l)" = 2 ]'
+expect_match "both nodes are drained, each with its reason" \
+    'nvl0021: nvlslice fabric check: node nvl0021 GPU 0: in NVLink domain.*nvl0022: nvlslice fabric check: node nvl0022 GPU 0: fabric state In Progress' \
+    "nvl0021: $(node_reason nvl0021) nvl0022: $(node_reason nvl0022)"
+cp "$OUT/fabric.good" "$FAB"
+scontrol update nodename=nvl[0021-0022] state=resume
+J=$(run_on_rack002 --nvl-slice=16 -o "$OUT/fab3-%j.out")
+expect_eq "with the fabric healthy again the same slice job completes" "COMPLETED" "$(job_field "$J" JobState)"
 
 rm -rf "$OUT"
 summary "plugin"
