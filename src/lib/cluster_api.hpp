@@ -20,6 +20,7 @@ struct SlurmNode {
     std::string reason;                   // admin's drain/down reason
     std::string features;
     uint32_t weight = 0; // Slurm's scheduling weight; 0 = not reported
+    bool not_responding = false; // NOT_RESPONDING: slurmctld's pings go unanswered
 };
 
 enum class JobState { Pending, Running, Suspended, Completing, Finished };
@@ -100,6 +101,9 @@ class ClusterApi {
     // Sets Slurm's scheduling weight of the nodes (a hostlist): Slurm gives
     // a job the lowest-weight nodes that fit.
     virtual void set_node_weight(const std::string& nodes, uint32_t weight) = 0;
+    // Marks a node DOWN with a reason, as slurmctld does with one that stops
+    // answering (its jobs are let go of, requeued if they may be).
+    virtual void set_node_down(const std::string& node, const std::string& reason) = 0;
 };
 
 } // namespace nvl

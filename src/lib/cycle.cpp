@@ -25,6 +25,58 @@ void Cycle::build_snapshot() {
         failed_[*id] = n.failed || ((st == NodeState::Draining || st == NodeState::Drained) &&
                                     (!drain_re_ || std::regex_search(n.reason, *drain_re_)));
     }
+    judge_racks();
+}
+
+void Cycle::judge_racks() {
+    mark_degraded_racks(snap_, node_reasons(map_, nodes_), rack_re_);
+    const size_t nd = map_.domains().size();
+    if (mem_.degraded.size() != nd) mem_.degraded.assign(nd, std::string());
+    for (DomainId d = 0; d < nd; ++d) {
+        const std::string& why = snap_.degraded_why(d);
+        const std::string& name = map_.domain(d).name;
+        out_.stats.rack_degraded[name] = why.empty() ? 0 : 1;
+        if (why == mem_.degraded[d]) continue;
+        if (!why.empty())
+            log(fmt::format("rack {} degraded: {}: no new slice is placed there, its slice jobs move to healthy "
+                            "racks (checkpointable first)",
+                            name, why));
+        else
+            log(fmt::format("rack {} recovered: slices are placed there again", name));
+        mem_.degraded[d] = why;
+    }
+}
+
+void Cycle::not_responding() {
+    if (cfg_.repair_not_responding_after_s <= 0) {
+        mem_.not_responding_since.clear();
+        return;
+    }
+    std::unordered_map<std::string, int64_t> still;
+    for (const auto& n : nodes_) {
+        if (!n.not_responding || n.failed) continue; // answering, or Slurm has marked it DOWN already
+        auto id = map_.find_node(n.name);
+        if (!id) continue;
+        auto it = mem_.not_responding_since.find(n.name);
+        const int64_t since = it == mem_.not_responding_since.end() ? now_ : it->second;
+        still.emplace(n.name, since);
+        const NodeStatus& st = snap_.node(*id);
+        if (now_ - since < cfg_.repair_not_responding_after_s || st.job_id == 0) continue;
+        const bool slice_job_runs = std::any_of(slice_jobs_.begin(), slice_jobs_.end(), [&](const SliceJob& sj) {
+            return sj.job->id == st.job_id && sj.job->state == JobState::Running;
+        });
+        if (!slice_job_runs) continue; // only slice jobs are the helper's to repair
+        // a node of a running slice job, silent long enough
+        const std::string reason = fmt::format(
+            "Not responding: no answer to slurmctld for {} s (nvlsliced repair_not_responding_after={}): slice job {} "
+            "moves to a spare",
+            now_ - since, cfg_.repair_not_responding_after_s, st.job_id);
+        Action a{ActionKind::NodeDown, 0, n.name};
+        a.reason = reason;
+        act(std::move(a));
+        log(fmt::format("node {}: {}; marked DOWN", n.name, reason));
+    }
+    mem_.not_responding_since.swap(still);
 }
 
 // Why a tag does not describe its job ("" when it does). The comment is
@@ -108,7 +160,7 @@ std::string Cycle::all_but(const std::vector<NodeId>& ids) const {
 }
 
 bool Cycle::needs_repair(NodeId id) const {
-    return failed_[id] != 0;
+    return failed_[id] != 0 || snap_.degraded(map_.domain_of(id));
 }
 
 Placement Cycle::placement_of(const SliceJob& sj, const std::vector<std::string>& nodes) const {
@@ -177,6 +229,7 @@ bool Cycle::backing_off(const SliceJob& sj) {
 CycleOutput Cycle::run() {
     build_snapshot();
     collect_slice_jobs();
+    not_responding();
     // forget the failures and log lines of jobs that are gone
     if (!mem_.backoff.empty() || !mem_.said.empty() || !mem_.blocked_since.empty()) {
         std::unordered_set<JobId> present;
@@ -203,6 +256,7 @@ CycleOutput Cycle::run() {
             log(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
         }
     }
+    evacuate();
     // Jobs that yielded their nodes to defragmentation come last, so the
     // job they yielded to gets the freed rack first.
     for (int yielded = 0; yielded < 2; ++yielded)

@@ -14,6 +14,7 @@
 #include "defrag.hpp"
 #include "hostlist.hpp"
 #include "placement.hpp"
+#include "rack_health.hpp"
 #include "repair.hpp"
 #include "report.hpp"
 #include "slice_job.hpp"
@@ -50,12 +51,23 @@ class Cycle {
         if (!cfg.repair_drain_reasons.empty())
             drain_re_.emplace(cfg.repair_drain_reasons,
                               std::regex::ECMAScript | std::regex::icase | std::regex::nosubs);
+        rack_re_ = rack_scope_regex(cfg.rack_failure_reasons, "rack_failure_reasons");
     }
 
     CycleOutput run();
 
   private:
     void build_snapshot();
+    // Rack-level failures (rack_health.hpp): marks degraded racks in the
+    // snapshot, logs each change once, fills the per-rack stats.
+    void judge_racks();
+    // Nodes of running slice jobs that Slurm has flagged NOT_RESPONDING for
+    // repair_not_responding_after: marked DOWN, so that Slurm lets go of
+    // their jobs now and the repair of a DOWN node follows.
+    void not_responding();
+    // Running slice jobs in degraded racks with none of their own nodes
+    // failed: moved to healthy racks, checkpointable jobs first.
+    void evacuate();
     void collect_slice_jobs();
     bool needs_repair(NodeId id) const;
     Placement placement_of(const SliceJob& sj, const std::vector<std::string>& nodes) const;
@@ -188,6 +200,8 @@ class Cycle {
     Snapshot snap_;
     std::vector<char> failed_; // per node: needs a repair if a slice uses it
     std::optional<std::regex> drain_re_;
+    std::optional<std::regex> rack_re_;
+    std::vector<SliceJob> evacuees_;
     std::vector<SliceJob> slice_jobs_;
     std::vector<char> reserved_; // per node: in the spare reservation as Slurm reports it
     std::unordered_set<JobId> settled_; // jobs pass 1 has dealt with: not placed again in pass 2

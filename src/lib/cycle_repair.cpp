@@ -32,6 +32,14 @@ void Cycle::handle_running(const SliceJob& started) {
         }
         return;
     }
+    bool own_failure = false; // a node of its own failed, not only its rack
+    for (NodeId id : failed) own_failure = own_failure || failed_[id];
+    if (!own_failure) {
+        // Its rack is degraded: moved out after this pass, checkpointable
+        // jobs first (evacuate()).
+        evacuees_.push_back(sj);
+        return;
+    }
     const std::string failed_hl = hl(failed);
     if (!j.requeue || !j.batch) {
         // Slurm requeues only batch jobs that allow it: an interactive
@@ -64,6 +72,55 @@ void Cycle::handle_running(const SliceJob& started) {
     }
     begin_repair(sj, plan, rec, true, "");
     pin_and_release(sj, plan.placement, rec, true);
+}
+
+void Cycle::evacuate() {
+    // checkpointable jobs first (they lose least), then Slurm's order
+    std::stable_partition(evacuees_.begin(), evacuees_.end(),
+                          [](const SliceJob& sj) { return sj.tag.checkpointable; });
+    for (const SliceJob& sj : evacuees_) {
+        const SlurmJob& j = *sj.job;
+        try {
+            std::vector<NodeId> out;
+            std::string racks;
+            for (const auto& n : j.nodes)
+                if (auto id = map_.find_node(n); id && snap_.degraded(map_.domain_of(*id))) {
+                    out.push_back(*id);
+                    const std::string& r = map_.domain(map_.domain_of(*id)).name;
+                    if (racks.find(r) == std::string::npos) racks += (racks.empty() ? "" : ", ") + r;
+                }
+            PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
+            if (!j.requeue || !j.batch) {
+                const std::string why =
+                    fmt::format("not moved: rack {} is degraded, but {}", racks,
+                                j.batch ? "the job was submitted --no-requeue" : "an interactive allocation cannot be "
+                                                                                 "requeued");
+                if (rec.reason != why) {
+                    rec.reason = why;
+                    record(sj, rec);
+                    log(fmt::format("job {}: {}", j.id, why));
+                }
+                continue;
+            }
+            RepairPlan plan = plan_repair(snap_, placement_of(sj, j.nodes), out);
+            if (!plan.feasible) {
+                // keeps running where it is until a healthy rack has room
+                const std::string why = "move waits: " + plan.reason;
+                if (rec.reason != why) {
+                    rec.reason = why;
+                    record(sj, rec);
+                    log(fmt::format("job {}: rack {} degraded; {}", j.id, racks, plan.reason));
+                }
+                continue;
+            }
+            ++out_.stats.evacuations;
+            begin_repair(sj, plan, rec, true, sj.tag.checkpointable ? " (rack degraded, checkpointable)"
+                                                                    : " (rack degraded)");
+            pin_and_release(sj, plan.placement, rec, true);
+        } catch (const Error& e) {
+            log(fmt::format("job {}: skipped this cycle: {}", j.id, e.what()));
+        }
+    }
 }
 
 PlacementRecord Cycle::record_where_running(const SliceJob& sj, PlacementRecord r, bool& whole) const {

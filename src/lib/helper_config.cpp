@@ -18,7 +18,7 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
     doc.for_each_pair(
         root,
         {"map", "spares", "gpus_per_node", "default_slice", "cycle_ms", "metrics_listen", "lock_file", "reservation",
-         "repair_drain_reasons", "prefer_wait", "replace_after", "lend_spares", "steer_weights", "gate_license", "gate_reservation", "protect", "protect_reservation",
+         "repair_drain_reasons", "rack_failure_reasons", "repair_not_responding_after", "prefer_wait", "replace_after", "lend_spares", "steer_weights", "gate_license", "gate_reservation", "protect", "protect_reservation",
          "mode", "defrag"},
         [&](const std::string& k, yaml_node_t*, yaml_node_t* v) {
             if (k == "map")
@@ -45,7 +45,17 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
                     doc.fail(v,
                              fmt::format("\"repair_drain_reasons\" is not a valid regular expression: {}", e.what()));
                 }
-            } else if (k == "prefer_wait")
+            } else if (k == "rack_failure_reasons") {
+                s.reconcile.rack_failure_reasons = doc.scalar(v, k);
+                try {
+                    std::regex re(s.reconcile.rack_failure_reasons, std::regex::ECMAScript | std::regex::icase);
+                } catch (const std::regex_error& e) {
+                    doc.fail(v,
+                             fmt::format("\"rack_failure_reasons\" is not a valid regular expression: {}", e.what()));
+                }
+            } else if (k == "repair_not_responding_after")
+                s.reconcile.repair_not_responding_after_s = int(doc.integer(v, k, 0, 86400));
+            else if (k == "prefer_wait")
                 s.reconcile.prefer_wait_s = int(doc.integer(v, k, 0, 30 * 86400));
             else if (k == "replace_after")
                 s.reconcile.replace_after_s = int(doc.integer(v, k, 1, 86400));

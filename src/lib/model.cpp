@@ -148,7 +148,8 @@ std::optional<NodeState> parse_node_state(std::string_view s) {
     return std::nullopt;
 }
 
-Snapshot::Snapshot(const RackMap& map) : map_(&map), nodes_(map.node_count()), counts_(map.domains().size()) {
+Snapshot::Snapshot(const RackMap& map)
+    : map_(&map), nodes_(map.node_count()), counts_(map.domains().size()), degraded_why_(map.domains().size()) {
     for (DomainId d = 0; d < counts_.size(); ++d) {
         counts_[d].free = map.domain(d).size();
         counts_[d].healthy = map.domain(d).size();
@@ -173,6 +174,11 @@ void Snapshot::set_state(NodeId n, NodeState s) {
     NodeStatus st = nodes_[n];
     st.state = s;
     set(n, st);
+}
+
+void Snapshot::set_degraded(DomainId d, std::string why) {
+    counts_[d].degraded = !why.empty();
+    degraded_why_[d] = std::move(why);
 }
 
 int Snapshot::total_free() const {

@@ -131,6 +131,9 @@ struct DomainCounts {
     int free = 0;        // idle + spare-reserved
     int healthy = 0;     // is_healthy()
     int preemptible = 0; // healthy nodes running preemptible single-node work
+    // Out of service as a whole (rack_health.hpp): no new slice, no repair
+    // inside it; its slice jobs move out.
+    bool degraded = false;
 };
 
 // The spares are a domain's failure budget: a domain with f failed nodes
@@ -148,6 +151,7 @@ inline int kept_spares(const Domain& dom, const DomainCounts& c) {
 // keeps, where nodes lent to preemptible work count as kept spares (a repair
 // takes them back). With `use_spares`, every free node.
 inline int domain_room(const Domain& dom, const DomainCounts& c, bool use_spares) {
+    if (c.degraded) return 0;
     if (use_spares) return c.free;
     const int kept = kept_spares(dom, c);
     return c.free + (c.preemptible < kept ? c.preemptible : kept) - kept;
@@ -166,6 +170,10 @@ class Snapshot {
     const std::vector<DomainCounts>& all_counts() const { return counts_; }
     int total_free() const;
     int total_healthy() const;
+    // A degraded domain, and why ("" = not degraded). See rack_health.hpp.
+    void set_degraded(DomainId d, std::string why);
+    bool degraded(DomainId d) const { return counts_[d].degraded; }
+    const std::string& degraded_why(DomainId d) const { return degraded_why_[d]; }
 
   private:
     void account(DomainId d, const NodeStatus& st, int sign);
@@ -173,6 +181,7 @@ class Snapshot {
     const RackMap* map_;
     std::vector<NodeStatus> nodes_;
     std::vector<DomainCounts> counts_;
+    std::vector<std::string> degraded_why_;
 };
 
 } // namespace nvl

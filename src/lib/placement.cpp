@@ -182,6 +182,10 @@ PlacementResult explain(const Snapshot& snap, const SliceRequest& req, const Sha
         const Domain& dom = map.domain(d);
         largest = std::max(largest, dom.capacity());
         if (!dom.allows_slice(s.k)) continue;
+        if (snap.counts(d).degraded) { // a rack-level failure: out of service
+            ++degraded;
+            continue;
+        }
         const int kept = req.use_spares ? 0 : kept_spares(dom, snap.counts(d));
         int cap = healthy[d] - kept;
         if (cap >= s.k)
@@ -207,7 +211,8 @@ PlacementResult explain(const Snapshot& snap, const SliceRequest& req, const Sha
         return fail(
             Reason::NoDomainLargeEnough,
             fmt::format(
-                "no domain large enough: healthy domains hold {} of {} {}-node slices ({} degraded by failed nodes)",
+                "no domain large enough: healthy domains hold {} of {} {}-node slices ({} degraded by failed nodes "
+                "or a rack-level failure)",
                 ever, s.c, s.k, degraded));
     if (with_spares >= s.c)
         return fail(Reason::WouldConsumeSpares,
@@ -400,7 +405,9 @@ PlacementResult place_naive(const Snapshot& snap, const SliceRequest& req) {
         lent_n[d] += st.preemptible && is_healthy(st.state) && !is_free(st.state);
     }
     for (DomainId d = 0; d < nd; ++d)
-        room[d] = domain_room(map.domain(d), DomainCounts{free_n[d], healthy_n[d], lent_n[d]}, req.use_spares);
+        room[d] = domain_room(map.domain(d),
+                              DomainCounts{free_n[d], healthy_n[d], lent_n[d], snap.counts(d).degraded},
+                              req.use_spares);
     res.placement.job_id = req.job_id;
     res.placement.slice_size = s.k;
     std::vector<char> taken(map.node_count(), 0);

@@ -24,6 +24,7 @@ const char* to_string(ActionKind k) {
     case ActionKind::SetLicenses: return "licenses";
     case ActionKind::Protect: return "protect";
     case ActionKind::Gate: return "gate";
+    case ActionKind::NodeDown: return "node-down";
     }
     return "?";
 }
@@ -55,6 +56,7 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
             case ActionKind::SetLicenses: api.set_licenses(a.job, a.arg); break;
             case ActionKind::Protect: api.set_reservation(cfg.protect_reservation, a.arg, a.start_at, a.end_at); break;
             case ActionKind::Gate: api.ensure_gate(cfg.gate_reservation, cfg.gate_license); break;
+            case ActionKind::NodeDown: api.set_node_down(a.arg, a.reason); break;
             }
         } catch (const std::exception& e) {
             failures.push_back({a.job, a.kind,

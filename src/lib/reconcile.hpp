@@ -68,6 +68,14 @@ struct HelperConfig {
     // in the reason, case-insensitive);
     // empty = every drain. DOWN/FAIL always trigger one.
     std::string repair_drain_reasons;
+    // A failed node whose reason matches this (same syntax) takes its whole
+    // rack out of service (rack_health.hpp); empty = only the rule that a
+    // rack whose failed nodes outnumber its spares is degraded.
+    std::string rack_failure_reasons;
+    // A node of a running slice job that Slurm flags NOT_RESPONDING this
+    // many seconds is drained by the helper and repaired, before Slurm
+    // marks it DOWN (SlurmdTimeout). 0 = off: wait for Slurm.
+    int repair_not_responding_after_s = 0;
     int prefer_wait_s = 300;  // prefer mode: wait this long for whole slices
     int replace_after_s = 60; // placed but not started while others hold the nodes
     bool defrag = true;
@@ -96,7 +104,7 @@ struct HelperConfig {
 // SetLicenses: the job's whole license request (the gate on or off);
 // SetReservation: the spare reservation; Protect: the protection
 // reservation (arg nodes, "" = none; start_at, end_at); Gate: create the
-// gate reservation.
+// gate reservation; NodeDown: mark the node (arg) DOWN with `reason`.
 enum class ActionKind {
     Hold,
     Pin,
@@ -110,7 +118,8 @@ enum class ActionKind {
     SetLicenses,
     Protect,
     Gate,
-    Exclude
+    Exclude,
+    NodeDown
 };
 const char* to_string(ActionKind k);
 
@@ -121,6 +130,7 @@ struct Action {
     int64_t start_at = 0; // Pin: StartTime; Protect: its start (epoch seconds)
     uint32_t weight = 0;  // SetWeight
     int64_t end_at = 0;   // Protect: its end
+    std::string reason{}; // NodeDown: the node's reason, for Slurm and the admin
 };
 
 struct CycleStats {
@@ -130,6 +140,8 @@ struct CycleStats {
     int defrag_preemptions = 0;
     int unrepairable = 0; // --no-requeue jobs that lost a node
     std::map<std::string, int> pending_by_reason;
+    std::map<std::string, int> rack_degraded; // per rack: 1 = degraded (rack_health.hpp)
+    int evacuations = 0;                      // jobs moved out of degraded racks
 };
 
 struct CycleOutput {
@@ -159,6 +171,10 @@ struct HelperMemory {
     // or an allocation still completing): since when, to wait a while
     // before placing afresh.
     std::unordered_map<JobId, int64_t> blocked_since;
+    // Per rack: why it is degraded ("" = it is not), as last logged.
+    std::vector<std::string> degraded;
+    // Nodes Slurm flags NOT_RESPONDING (and not DOWN yet): since when.
+    std::unordered_map<std::string, int64_t> not_responding_since;
 };
 
 // An action Slurm refused, and why.

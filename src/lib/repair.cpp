@@ -58,6 +58,7 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
     auto no_room_in = [&](DomainId d, int lost, int usable) {
         if (d == kNoDomain) return std::string("its slice spans domains");
         const Domain& dom = map.domain(d);
+        if (snap.counts(d).degraded) return fmt::format("{} is degraded ({})", dom.name, snap.degraded_why(d));
         return fmt::format("{} has {} usable free node(s) for {} ({} spare(s), {} failed node(s))", dom.name,
                            usable, lost, dom.spares, dom.size() - snap.counts(d).healthy);
     };
@@ -78,7 +79,7 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
 
         // 1. the same domain
         int usable_here = 0;
-        if (slice.domain != kNoDomain) {
+        if (slice.domain != kNoDomain && !snap.counts(slice.domain).degraded) {
             candidates(snap, slice.domain, taken, cand, true);
             usable_here = int(cand.size());
             if (int(cand.size()) >= lost) {
@@ -108,7 +109,7 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
         DomainId best = kNoDomain;
         int best_room = 0;
         for (DomainId d = 0; d < map.domains().size(); ++d) {
-            if (d == slice.domain || !map.domain(d).allows_slice(k)) continue;
+            if (d == slice.domain || !map.domain(d).allows_slice(k) || snap.counts(d).degraded) continue;
             int free_n = 0;
             for (NodeId id : map.domain(d).nodes)
                 if (is_free(snap.node(id).state) && !contains(taken, id)) ++free_n;
@@ -129,8 +130,11 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
             rep.added.assign(cand.begin(), cand.begin() + k);
             std::sort(rep.added.begin(), rep.added.end());
             taken.insert(taken.end(), rep.added.begin(), rep.added.end());
-            rep.detail = fmt::format("slice {}: {} failed node(s), {}; moved to {}", slice.index, lost,
-                                     no_room_in(slice.domain, lost, usable_here), map.domain(best).name);
+            rep.detail = slice.domain != kNoDomain && snap.counts(slice.domain).degraded
+                             ? fmt::format("slice {}: {}; moved to {}", slice.index,
+                                           no_room_in(slice.domain, lost, usable_here), map.domain(best).name)
+                             : fmt::format("slice {}: {} failed node(s), {}; moved to {}", slice.index, lost,
+                                           no_room_in(slice.domain, lost, usable_here), map.domain(best).name);
             slice.nodes = rep.added;
             slice.domain = best;
             ++plan.moved;
@@ -140,8 +144,11 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
 
         // 3. wait
         rep.action = RepairAction::Wait;
-        rep.detail = fmt::format("slice {}: {} failed node(s), {} and no other domain has room for {} nodes",
-                                 slice.index, lost, no_room_in(slice.domain, lost, usable_here), k);
+        rep.detail = slice.domain != kNoDomain && snap.counts(slice.domain).degraded
+                         ? fmt::format("slice {}: {} and no other domain has room for {} nodes", slice.index,
+                                       no_room_in(slice.domain, lost, usable_here), k)
+                         : fmt::format("slice {}: {} failed node(s), {} and no other domain has room for {} nodes",
+                                       slice.index, lost, no_room_in(slice.domain, lost, usable_here), k);
         if (plan.feasible) plan.reason = rep.detail;
         plan.feasible = false;
         plan.slices.push_back(std::move(rep));

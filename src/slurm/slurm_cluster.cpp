@@ -25,11 +25,12 @@ namespace {
     throw Error(fmt::format("{}: {}", what, slurm_strerror(e)));
 }
 
-NodeState decode_node(uint32_t s, bool& failed, bool& completing) {
+NodeState decode_node(uint32_t s, bool& failed, bool& completing, bool& not_responding) {
     const uint32_t base = s & NODE_STATE_BASE;
     const bool drain = s & NODE_STATE_DRAIN;
     failed = base == NODE_STATE_DOWN || (s & NODE_STATE_FAIL);
     completing = s & NODE_STATE_COMPLETING;
+    not_responding = s & NODE_STATE_NO_RESPOND;
     switch (base) {
     case NODE_STATE_IDLE:
         if (drain) return NodeState::Drained;
@@ -115,7 +116,7 @@ std::vector<SlurmNode> SlurmCluster::load_nodes() {
         if (!n.name) continue;
         SlurmNode r;
         r.name = n.name;
-        r.state = decode_node(n.node_state, r.failed, r.completing);
+        r.state = decode_node(n.node_state, r.failed, r.completing, r.not_responding);
         r.reason = str(n.reason);
         r.features = str(n.features);
         r.weight = n.weight;
@@ -289,6 +290,16 @@ void SlurmCluster::set_node_weight(const std::string& nodes, uint32_t weight) {
     m.node_names = const_cast<char*>(nodes.c_str());
     m.weight = weight;
     if (slurm_update_node(&m) != SLURM_SUCCESS) fail(fmt::format("setting weight {} on {}", weight, nodes));
+}
+
+void SlurmCluster::set_node_down(const std::string& node, const std::string& reason) {
+    update_node_msg_t m;
+    slurm_init_update_node_msg(&m);
+    m.node_names = const_cast<char*>(node.c_str());
+    m.node_state = NODE_STATE_DOWN;
+    m.reason = const_cast<char*>(reason.c_str());
+    m.reason_uid = getuid();
+    if (slurm_update_node(&m) != SLURM_SUCCESS) fail(fmt::format("marking {} DOWN", node));
 }
 
 void SlurmCluster::ensure_gate(const std::string& reservation, const std::string& license) {

@@ -66,6 +66,16 @@ class FakeCluster final : public ClusterApi {
         call("gate", fmt::format(" {} {}", reservation, license));
     }
     void set_node_weight(const std::string& n, uint32_t w) override { call(fmt::format("weight {}", w), " " + n); }
+    void set_node_down(const std::string& n, const std::string& reason) override {
+        call("down " + n, " \"" + reason + "\"");
+        for (auto& x : nodes)
+            if (x.name == n) {
+                x.state = NodeState::Down;
+                x.failed = true;
+                x.not_responding = true;
+                x.reason = reason;
+            }
+    }
 
   private:
     // Records the call, then fails it if a fault names it (as Slurm would:

@@ -317,7 +317,7 @@ TEST_CASE("spare rule: failed nodes count against the spares", "[placement][spar
         auto p = place(s, slices(16, 1));
         CHECK_FALSE(p.ok);
         CHECK(p.reason == Reason::NoDomainLargeEnough);
-        CHECK_THAT(p.detail, Catch::Contains("(2 degraded by failed nodes)"));
+        CHECK_THAT(p.detail, Catch::Contains("(2 degraded by failed nodes or a rack-level failure)"));
         auto small = place(s, slices(15, 1));
         REQUIRE(small.ok); // no node kept: the budget is spent
         CHECK(names(m, small.placement.nodes()) == "n[004-018]");

@@ -1,5 +1,6 @@
 #include "fake_cluster.hpp"
 #include "fixtures.hpp"
+#include "rack_health.hpp"
 #include "reconcile.hpp"
 #include "slice_job.hpp"
 
@@ -290,8 +291,10 @@ TEST_CASE("spares gone: the slice moves to the other rack; no room: it keeps run
     w.resv = Reservation{"nvlslice_spares", "n[035-036,053-054]"};
     auto wait = w.cycle();
     CHECK(kinds(wait) == "record");
-    CHECK_THAT(wait.actions[0].arg, Catch::Contains("reason=repair waits: slice 0: 3 failed node(s), r1 has 2 "
-                                                    "usable free node(s) for 3 (2 spare(s), 3 failed node(s))"));
+    // r1 lost more nodes than its spares: degraded, no repair inside it
+    CHECK_THAT(wait.actions[0].arg,
+               Catch::Contains("reason=repair waits: slice 0: r1 is degraded (3 failed node(s) (n[001-003]), more "
+                               "than its 2 spare(s)) and no other domain has room for 16 nodes"));
 }
 
 TEST_CASE("a job Slurm requeued after a node went down is repaired before it runs again", "[reconcile][quick]") {
@@ -775,4 +778,131 @@ TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares;
     blocker.end_time = p.now + 600;
     add_native_job(p, 6, 16, 2);
     CHECK_FALSE(find(p.cycle(), ActionKind::Protect));
+}
+
+TEST_CASE("rack health: failed nodes beyond the spares, or a rack-scope reason, degrade a rack", "[rack][quick]") {
+    RackMap map = make_map(2, 18);
+    Snapshot snap(map);
+    std::vector<std::string> reasons(map.node_count());
+    auto id = [&](const char* n) { return *map.find_node(n); };
+    for (const char* n : {"n001", "n002"}) snap.set_state(id(n), NodeState::Drained);
+    CHECK(rack_degraded_why(snap, 0, reasons, std::nullopt).empty()); // 2 failed: within its 2 spares
+    snap.set_state(id("n003"), NodeState::Down);
+    CHECK(rack_degraded_why(snap, 0, reasons, std::nullopt) ==
+          "3 failed node(s) (n[001-003]), more than its 2 spare(s)");
+    // one node whose reason names a rack-level failure
+    snap.set_state(id("n020"), NodeState::Drained);
+    reasons[id("n020")] = "Xid 145: NVLink contained error";
+    auto scope = rack_scope_regex("contained|nvswitch", "rack_failure_reasons");
+    CHECK(rack_degraded_why(snap, 1, reasons, std::nullopt).empty());
+    CHECK(rack_degraded_why(snap, 1, reasons, scope) ==
+          "n020 is out with a rack-level failure: \"Xid 145: NVLink contained error\"");
+    // a healthy node's old reason does not count
+    snap.set_state(id("n020"), NodeState::Idle);
+    CHECK(rack_degraded_why(snap, 1, reasons, scope).empty());
+    CHECK(mark_degraded_racks(snap, reasons, scope) == 1);
+    CHECK(snap.degraded(0));
+    CHECK_FALSE(snap.degraded(1));
+    CHECK(domain_room(map.domain(0), snap.counts(0), true) == 0); // nothing new, even on spares
+    CHECK_THROWS_WITH(rack_scope_regex("(", "rack_failure_reasons"),
+                      Catch::Contains("rack_failure_reasons: \"(\" is not a valid regular expression"));
+}
+
+TEST_CASE("a degraded rack: its slice jobs move out, checkpointable first; no new slice goes there until it "
+          "recovers",
+          "[reconcile][rack][quick]") {
+    World w(3);
+    w.cfg.rack_failure_reasons = "contained";
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036,053-054]"};
+    // r1 runs two 8-node slice jobs: A (plain) first in priority, B checkpointable
+    SlurmJob& a = w.add_slice_job(7, 8, 1);
+    w.run_on(a, "n[001-008]");
+    a.admin_comment = "nvlslice/1 placed slice=8 slices=n[001-008] repairs=0 moves=0";
+    a.requeue = a.batch = true;
+    a.priority = 2000;
+    SlurmJob& b = w.add_slice_job(8, 8, 1, true, /*ckpt=*/true);
+    w.run_on(b, "n[009-016]");
+    b.admin_comment = "nvlslice/1 placed slice=8 slices=n[009-016] repairs=0 moves=0";
+    b.requeue = b.batch = true;
+    // r2 is full; r3 has room for one 8-node slice (16 free, 2 kept as spares, 6 busy)
+    for (int i = 19; i <= 34; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Allocated;
+    for (int i = 37; i <= 44; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Allocated;
+    // one node of r1, not one of theirs, drains with a contained error
+    w.node("n018").state = NodeState::Drained;
+    w.node("n018").reason = "Xid 145: NVLink contained error";
+    auto out = w.cycle();
+    CHECK(out.stats.rack_degraded.at("r1") == 1);
+    CHECK(out.stats.rack_degraded.at("r3") == 0);
+    CHECK(out.stats.evacuations == 1);
+    // B (checkpointable) gets the room, though A comes first in priority
+    const Action* pin = find(out, ActionKind::PinOnly);
+    REQUIRE(pin);
+    CHECK(pin->job == 8);
+    CHECK(pin->arg == "n[045-052]");
+    bool requeued_a = false;
+    for (const auto& x : out.actions) requeued_a = requeued_a || (x.job == 7 && x.kind == ActionKind::RequeueHold);
+    CHECK_FALSE(requeued_a); // A keeps running until a healthy rack has room
+    bool said = false, waits = false;
+    for (const auto& l : out.log) {
+        said = said || l.find("rack r1 degraded: n018 is out with a rack-level failure") != std::string::npos;
+        waits = waits || l.find("job 7: rack r1 degraded; slice 0: r1 is degraded") != std::string::npos;
+    }
+    CHECK(said);
+    CHECK(waits);
+
+    // a new slice job is not placed in r1, though 16 of its nodes would be free
+    w.jobs.erase(w.jobs.begin(), w.jobs.begin() + 2);
+    for (int i = 1; i <= 16; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Idle;
+    w.add_slice_job(9, 16, 1);
+    auto next = w.cycle();
+    CHECK_FALSE(find(next, ActionKind::Pin));
+    CHECK(next.stats.pending_by_reason.count("busy") == 1); // r2 and r3 are busy; r1 does not count
+
+    // resumed: r1 recovers, the job is placed there
+    w.node("n018").state = NodeState::Idle;
+    auto back = w.cycle();
+    REQUIRE(find(back, ActionKind::Pin));
+    CHECK(find(back, ActionKind::Pin)->arg == "n[001-016]");
+    CHECK(back.stats.rack_degraded.at("r1") == 0);
+    bool recovered = false;
+    for (const auto& l : back.log) recovered = recovered || l == "rack r1 recovered: slices are placed there again";
+    CHECK(recovered);
+}
+
+TEST_CASE("repair_not_responding_after: a silent node of a running slice job is marked DOWN; a blip is left "
+          "alone",
+          "[reconcile][rack][quick]") {
+    World w(2);
+    w.cfg.repair_not_responding_after_s = 20;
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = w.add_slice_job(7, 16, 1);
+    w.run_on(j, "n[001-016]");
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    j.requeue = j.batch = true;
+    w.node("n005").not_responding = true;
+    CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown)); // first seen
+    w.now += 10;
+    CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown));
+    // it answers again: forgotten
+    w.node("n005").not_responding = false;
+    w.now += 5;
+    w.cycle();
+    CHECK(w.mem.not_responding_since.empty());
+    w.node("n005").not_responding = true;
+    w.now += 15;
+    CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown)); // the count starts again
+    w.now += 20;
+    auto out = w.cycle();
+    const Action* down = find(out, ActionKind::NodeDown);
+    REQUIRE(down);
+    CHECK(down->arg == "n005");
+    CHECK_THAT(down->reason, Catch::StartsWith("Not responding: no answer to slurmctld for 20 s (nvlsliced "
+                                               "repair_not_responding_after=20): slice job 7"));
+    // a node without a slice job is Slurm's business
+    w.node("n020").not_responding = true;
+    w.now += 60;
+    for (const auto& a : w.cycle().actions) CHECK_FALSE((a.kind == ActionKind::NodeDown && a.arg == "n020"));
+    // off: nothing
+    w.cfg.repair_not_responding_after_s = 0;
+    CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown));
 }

@@ -1,0 +1,42 @@
+// nvlslice — rack-level failures. One node's contained error can take its
+// whole NVLink domain down, and a rack that lost more nodes than it keeps
+// spares can no longer repair its slices in place. Such a rack is
+// *degraded*, as a whole:
+//   - its failed nodes (draining, drained, down) outnumber its spares, or
+//   - a failed node's Slurm reason matches the rack-scope pattern
+//     (nvlsliced's rack_failure_reasons, e.g. "contained|NVLink fabric").
+// A degraded rack takes no new slice and repairs no slice inside it
+// (domain_room() is 0, plan_repair() looks elsewhere); the helper moves its
+// slice jobs to healthy racks, checkpointable jobs first, and places there
+// again once the rack recovers (its nodes resumed).
+#pragma once
+
+#include "cluster_api.hpp"
+#include "model.hpp"
+
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace nvl {
+
+// Why a rack is degraded ("" = it is not). `reasons`: each node's Slurm
+// reason by NodeId ("" = none); `rack_scope`: the pattern, or none.
+std::string rack_degraded_why(const Snapshot& snap, DomainId d, const std::vector<std::string>& reasons,
+                              const std::optional<std::regex>& rack_scope);
+
+// Judges every rack and marks the degraded ones in `snap`
+// (Snapshot::set_degraded). Returns how many are degraded.
+int mark_degraded_racks(Snapshot& snap, const std::vector<std::string>& reasons,
+                        const std::optional<std::regex>& rack_scope);
+
+// Each map node's Slurm reason, by NodeId.
+std::vector<std::string> node_reasons(const RackMap& map, const std::vector<SlurmNode>& nodes);
+
+// The rack-scope pattern as the helper compiles it (ECMAScript,
+// case-insensitive, searched in the reason); none when `pattern` is empty.
+// Throws nvl::Error naming `origin` on a bad pattern.
+std::optional<std::regex> rack_scope_regex(const std::string& pattern, const std::string& origin);
+
+} // namespace nvl
