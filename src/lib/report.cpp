@@ -132,6 +132,20 @@ Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& n
 
 namespace {
 
+// A JSON string literal.
+std::string json_str(const std::string& v) {
+    std::string o = "\"";
+    for (char c : v) {
+        if (c == '"' || c == '\\')
+            o += {'\\', c};
+        else if (static_cast<unsigned char>(c) < 0x20)
+            o += fmt::format("\\u{:04x}", int(c));
+        else
+            o += c;
+    }
+    return o + "\"";
+}
+
 struct RackSummary {
     int nodes = 0, free = 0, spares = 0, allocated = 0, draining = 0, drained = 0, down = 0, unknown = 0;
     std::map<std::pair<JobId, int>, std::vector<NodeId>> slices; // (job, slice) -> nodes
@@ -192,7 +206,7 @@ std::string render_show(const Snapshot& snap, const std::vector<std::string>& ra
     }
     std::string out;
     RackSummary total;
-    int whole = 0, slices = 0;
+    int whole = 0, slices = 0, degraded = 0;
     std::string items;
     for (DomainId d : which) {
         const Domain& dom = map.domain(d);
@@ -206,6 +220,7 @@ std::string render_show(const Snapshot& snap, const std::vector<std::string>& ra
         total.down += s.down;
         slices += int(s.slices.size());
         whole += s.free + s.spares == s.nodes;
+        degraded += snap.degraded(d);
         const int room = std::max(0, domain_room(dom, snap.counts(d), false));
         if (json) {
             std::string sl;
@@ -215,9 +230,10 @@ std::string render_show(const Snapshot& snap, const std::vector<std::string>& ra
             const std::string prot = protected_in(d);
             items += fmt::format("{}{{\"rack\":\"{}\",\"nodes\":\"{}\",\"count\":{},\"gpus_per_node\":{},"
                                  "\"spares_wanted\":{},\"free\":{},\"spare\":{},\"allocated\":{},\"draining\":{},"
-                                 "\"drained\":{},\"down\":{},\"room\":{},\"slices\":[{}]{}}}",
+                                 "\"drained\":{},\"down\":{},\"room\":{},\"degraded\":{},\"slices\":[{}]{}}}",
                                  items.empty() ? "" : ",", dom.name, map.domain_hostlist(d), s.nodes, dom.gpus_per_node,
-                                 dom.spares, s.free, s.spares, s.allocated, s.draining, s.drained, s.down, room, sl,
+                                 dom.spares, s.free, s.spares, s.allocated, s.draining, s.drained, s.down, room,
+                                 snap.degraded(d) ? json_str(snap.degraded_why(d)) : "false", sl,
                                  prot.empty() ? ""
                                               : fmt::format(",\"protected\":{{\"nodes\":\"{}\",\"from\":\"{}\"}}",
                                                             prot, from));
@@ -227,6 +243,9 @@ std::string render_show(const Snapshot& snap, const std::vector<std::string>& ra
                            map.domain_hostlist(d), s.nodes, dom.gpus_per_node, dom.spares);
         out += fmt::format("   Free={} Spare={} Allocated={} Draining={} Drained={} Down={} SliceRoom={}\n", s.free,
                            s.spares, s.allocated, s.draining, s.drained, s.down, room);
+        if (snap.degraded(d))
+            out += fmt::format("   Degraded: {} (no new slices; its slice jobs move to healthy racks)\n",
+                               snap.degraded_why(d));
         for (const auto& [key, ids] : s.slices)
             out += fmt::format("   Slice JobId={} Index={} Nodes={}\n", key.first, key.second,
                                hostlist_compress(map.node_names(ids)));
@@ -237,14 +256,14 @@ std::string render_show(const Snapshot& snap, const std::vector<std::string>& ra
     if (json)
         return fmt::format("{{\"racks\":[{}],\"summary\":{{\"racks\":{},\"nodes\":{},\"free\":{},\"spare\":{},"
                            "\"allocated\":{},\"draining\":{},\"drained\":{},\"down\":{},\"slices\":{},"
-                           "\"whole_free_racks\":{}{}}}}}\n",
+                           "\"whole_free_racks\":{},\"degraded_racks\":{}{}}}}}\n",
                            items, which.size(), total.nodes, total.free, total.spares, total.allocated, total.draining,
-                           total.drained, total.down, slices, whole,
+                           total.drained, total.down, slices, whole, degraded,
                            mode.empty() ? "" : fmt::format(",\"mode\":\"{}\"", mode));
     out += fmt::format("Cluster Racks={} Nodes={} Free={} Spare={} Allocated={} Draining={} Drained={} Down={} "
-                       "Slices={} WholeFreeRacks={}{}\n",
+                       "Slices={} WholeFreeRacks={} DegradedRacks={}{}\n",
                        which.size(), total.nodes, total.free, total.spares, total.allocated, total.draining,
-                       total.drained, total.down, slices, whole, mode.empty() ? "" : " Mode=" + mode);
+                       total.drained, total.down, slices, whole, degraded, mode.empty() ? "" : " Mode=" + mode);
     return out;
 }
 
@@ -309,7 +328,7 @@ std::string render_map_text(const Snapshot& snap, bool color) {
         }
         if (color) out += "\x1b[0m";
         const DomainCounts& k = snap.counts(d);
-        out += fmt::format("  {:>3} free\n", k.free);
+        out += fmt::format("  {:>3} free{}\n", k.free, k.degraded ? "  DEGRADED: " + snap.degraded_why(d) : "");
     }
     return out;
 }

@@ -26,6 +26,8 @@ void Metrics::add_cycle(const CycleStats& s, double seconds, bool failed, const 
     repairs_ += s.repairs_in_rack;
     moves_ += s.moves;
     preemptions_ += s.defrag_preemptions;
+    evacuations_ += s.evacuations;
+    if (!s.rack_degraded.empty()) rack_degraded_ = s.rack_degraded;
     unrepairable_ = s.unrepairable;
     errors_ += failed;
     cycles_ += 1;
@@ -45,10 +47,18 @@ std::string Metrics::render() const {
     counter("nvlslice_repairs_from_spares_total", "Slices repaired inside their own rack.", repairs_);
     counter("nvlslice_cross_rack_moves_total", "Slices moved to another rack by a repair.", moves_);
     counter("nvlslice_defrag_preemptions_total", "Checkpointable jobs requeued to free a rack.", preemptions_);
+    counter("nvlslice_rack_evacuations_total", "Slice jobs moved out of degraded racks.", evacuations_);
     counter("nvlslice_cycle_errors_total", "Cycles whose actions failed part way.", errors_);
     o += "# HELP nvlslice_unrepairable_jobs Running --no-requeue slice jobs that lost a node.\n"
          "# TYPE nvlslice_unrepairable_jobs gauge\n";
     o += fmt::format("nvlslice_unrepairable_jobs {}\n", unrepairable_);
+    o += "# HELP nvlslice_rack_degraded 1 when the rack is degraded (failed nodes beyond its spares, or a "
+         "rack-level failure): no new slices, its slice jobs move out.\n# TYPE nvlslice_rack_degraded gauge\n";
+    for (const auto& [rack, v] : rack_degraded_) {
+        std::string label; // a label value escapes \\, " and newlines
+        for (char c : rack) label += c == '\\' ? std::string("\\\\") : c == '"' ? std::string("\\\"") : c == '\n' ? std::string("\\n") : std::string(1, c);
+        o += fmt::format("nvlslice_rack_degraded{{rack=\"{}\"}} {}\n", label, v);
+    }
     o += "# HELP nvlslice_pending_slice_jobs Slice jobs waiting for a placement, by reason.\n"
          "# TYPE nvlslice_pending_slice_jobs gauge\n";
     for (const char* r : {"slice_too_large", "no_domain_large_enough", "would_consume_spares", "fragmented", "busy"}) {

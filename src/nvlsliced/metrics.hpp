@@ -25,6 +25,8 @@ class Metrics {
   private:
     mutable std::mutex mu_;
     double placements_ = 0, repairs_ = 0, moves_ = 0, preemptions_ = 0, unrepairable_ = 0, errors_ = 0;
+    double evacuations_ = 0;
+    std::map<std::string, int> rack_degraded_;
     double cycles_ = 0, cycle_sum_ = 0, cycle_last_ = 0, cycle_max_ = 0;
     CyclePhases phase_sum_;
     std::map<std::string, int> pending_;

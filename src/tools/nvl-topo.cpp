@@ -6,6 +6,7 @@
 #include "fabric.hpp"
 #include "gpu_count.hpp"
 #include "map_io.hpp"
+#include "rack_health.hpp"
 #include "report.hpp"
 #include "slurm_cluster.hpp"
 #include "slurm_features.hpp"
@@ -44,6 +45,9 @@ static const char* kUsage = R"(usage: nvl-topo COMMAND --map FILE [options]
   --snapshot FILE     read the state from a snapshot file instead of live Slurm
   --reservation NAME  the spare reservation (default nvlslice_spares)
   --protect-reservation NAME  racks kept for the top slice job (nvlslice_protect)
+  --rack-failure-reasons RE  show, map: the helper's rack_failure_reasons, so that racks
+                      degraded by a failed node's reason are shown as it judges them (racks
+                      whose failed nodes outnumber their spares are shown degraded anyway)
   --gpus-per-node G   every rack's GPUs per node (default: the map's; 4 for Slurm files)
   --spares S          every rack's spares (default: the map's; 2 for Slurm files)
   --color / --no-color  ANSI colours for map (default: when stdout is a terminal)
@@ -118,6 +122,7 @@ int main(int argc, char** argv) {
                         {"live", true},
                         {"rename", true},
                         {"default-slice", true},
+                        {"rack-failure-reasons", true},
                         {"help", false}});
         if (o.has("help")) {
             std::fputs(kUsage, stdout);
@@ -182,6 +187,7 @@ int main(int argc, char** argv) {
         Snapshot snap(map);
         std::optional<Reservation> protection;
         std::string mode;
+        std::vector<std::string> reasons; // the nodes' Slurm reasons (none from a snapshot file)
         if (o.has("snapshot")) {
             if (cmd == "snapshot") throw Error("snapshot reads live Slurm; --snapshot is for show and map");
             snap = read_snapshot(map, read_file(o.str("snapshot")), o.str("snapshot"));
@@ -189,7 +195,9 @@ int main(int argc, char** argv) {
             SlurmCluster slurm;
             auto resvs = slurm.load_reservations(
                 {o.str("reservation", "nvlslice_spares"), o.str("protect-reservation", "nvlslice_protect")});
-            snap = snapshot_from_slurm(map, slurm.load_nodes(), slurm.load_jobs(), resvs[0]);
+            const std::vector<SlurmNode> nodes = slurm.load_nodes();
+            snap = snapshot_from_slurm(map, nodes, slurm.load_jobs(), resvs[0]);
+            reasons = node_reasons(map, nodes);
             protection = resvs[1];
             // the mode nvlslice's auto chooses on this Slurm (plugstack mode=
             // and the helper's mode: may override it)
@@ -197,6 +205,9 @@ int main(int argc, char** argv) {
             mode = fmt::format("{} (auto on Slurm {}, {})", to_string(choose_hand_off(HandOff::Auto, f)), f.version,
                                f.topology_plugin.empty() ? "no topology plugin" : f.topology_plugin);
         }
+        // degraded racks as nvlsliced judges them (rack_health.hpp)
+        mark_degraded_racks(snap, reasons,
+                            rack_scope_regex(o.str("rack-failure-reasons"), "--rack-failure-reasons"));
         if (cmd == "snapshot") {
             std::fputs(write_snapshot(snap).c_str(), stdout);
         } else if (cmd == "show") {

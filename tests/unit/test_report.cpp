@@ -1,5 +1,6 @@
 #include "fixtures.hpp"
 #include "map_io.hpp"
+#include "rack_health.hpp"
 #include "report.hpp"
 #include "yaml_doc.hpp"
 
@@ -66,6 +67,29 @@ TEST_CASE("the live snapshot takes spares from the reservation and slices from t
     std::string svg = render_map_svg(s);
     CHECK_THAT(svg, Catch::StartsWith("<svg") && Catch::Contains("<title>n005 drained</title>") &&
                         Catch::EndsWith("</svg>\n"));
+}
+
+TEST_CASE("show and map name a degraded rack and why", "[report][rack][quick]") {
+    RackMap m = make_map(2, 18);
+    std::vector<SlurmNode> nodes;
+    for (NodeId i = 0; i < m.node_count(); ++i)
+        nodes.push_back({m.node_name(i), NodeState::Idle, false, false, "", ""});
+    nodes[20].state = NodeState::Drained;
+    nodes[20].reason = "NVLink contained error";
+    Snapshot s = snapshot_from_slurm(m, nodes, {}, std::nullopt);
+    CHECK(mark_degraded_racks(s, node_reasons(m, nodes), std::nullopt) == 0);
+    CHECK(mark_degraded_racks(s, node_reasons(m, nodes), rack_scope_regex("contained", "--rack-failure-reasons")) == 1);
+    const std::string show = render_show(s, {}, false);
+    CHECK_THAT(show, Catch::Contains("RackName=r2") &&
+                         Catch::Contains("   Degraded: n021 is out with a rack-level failure: \"NVLink contained "
+                                         "error\" (no new slices") &&
+                         Catch::Contains("DegradedRacks=1"));
+    CHECK_THAT(render_show(s, {}, true), Catch::Contains("\"degraded\":\"n021 is out with a rack-level failure: "
+                                                         "\\\"NVLink contained error\\\"\"") &&
+                                             Catch::Contains("\"degraded\":false") &&
+                                             Catch::Contains("\"degraded_racks\":1"));
+    CHECK_THAT(render_map_text(s, false), Catch::Contains("  18 free\nr2 ") &&
+                                              Catch::Contains("17 free  DEGRADED: n021 is out with a rack-level"));
 }
 
 TEST_CASE("check: missing and extra nodes, rack features", "[report][quick]") {
