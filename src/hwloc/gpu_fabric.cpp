@@ -75,9 +75,7 @@ bool read_nvml(const std::string& library, LocalFabric& out, std::string& why) {
         why = fmt::format("{} has no nvmlDeviceGetGpuFabricInfoV (driver older than the NVLink fabric API)", library);
         return false;
     }
-    auto err = [&](int rc) {
-        return error_string ? std::string(error_string(rc)) : fmt::format("NVML error {}", rc);
-    };
+    auto err = [&](int rc) { return error_string ? std::string(error_string(rc)) : fmt::format("NVML error {}", rc); };
     if (int rc = init(); rc != kNvmlSuccess) {
         why = fmt::format("nvmlInit: {}", err(rc));
         return false;

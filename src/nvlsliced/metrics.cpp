@@ -56,7 +56,14 @@ std::string Metrics::render() const {
          "rack-level failure): no new slices, its slice jobs move out.\n# TYPE nvlslice_rack_degraded gauge\n";
     for (const auto& [rack, v] : rack_degraded_) {
         std::string label; // a label value escapes \\, " and newlines
-        for (char c : rack) label += c == '\\' ? std::string("\\\\") : c == '"' ? std::string("\\\"") : c == '\n' ? std::string("\\n") : std::string(1, c);
+        for (char c : rack) {
+            if (c == '\\' || c == '"')
+                label += {'\\', c};
+            else if (c == '\n')
+                label += "\\n";
+            else
+                label += c;
+        }
         o += fmt::format("nvlslice_rack_degraded{{rack=\"{}\"}} {}\n", label, v);
     }
     o += "# HELP nvlslice_pending_slice_jobs Slice jobs waiting for a placement, by reason.\n"

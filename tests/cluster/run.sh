@@ -47,7 +47,8 @@ for i in $(seq 1 36); do
 done
 export NVL_PLUGIN=$PLUGIN
 export BUILD_DIR=$BUILD
-export NVL_HELPER_CONF="defrag:
+export NVL_HELPER_CONF="rack_failure_reasons: contained
+defrag:
   enabled: true
   after: 3
   interval: 10"

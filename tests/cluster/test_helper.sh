@@ -135,7 +135,7 @@ if wait_for 20 running_on "$J" 'nvl[0019-0034]'; then ok "3 failed nodes: moved 
 expect_match "the record counts the move" 'repairs=1 moves=1' "$(record "$J")"
 scontrol update nodename=nvl[0020-0022] state=drain reason="nvlink down"
 wait_for 10 bash -c "scontrol show job $J | grep -q 'reason=repair waits'"
-expect_match "no rack has room: it keeps running and says why" 'reason=repair waits: slice 0: 3 failed node\(s\), rack002 has 2 usable free node\(s\) for 3 \(2 spare\(s\), 3 failed node\(s\)\) and no other domain has room for 16 nodes' "$(record "$J")"
+expect_match "no rack has room: it keeps running and says why" 'reason=repair waits: slice 0: rack002 is degraded \(3 failed node\(s\) \(nvl\[0020-0022\]\), more than its 2 spare\(s\)\) and no other domain has room for 16 nodes' "$(record "$J")"
 expect_eq "still running on its nodes" "RUNNING" "$(squeue -h -j "$J" -o %T)"
 
 echo "# helper: a node's slurmd killed (node goes DOWN) -> the same repair once Slurm marks it DOWN"
@@ -147,12 +147,58 @@ t0=$(now)
 "$CL" kill-node 7
 if wait_for 150 running_on "$J" 'nvl[0001-0006,0008-0017]'; then
     t1=$(now); ok "running again on the spare after nvl0007 went DOWN ($(secs "$t0" "$t1") s after the kill)"
-    echo "# measured: slurmd killed -> running again: $(secs "$t0" "$t1") s (Slurm: DOWN after SlurmdTimeout, then completing)"
+    T_DOWN=$(secs "$t0" "$t1")
+    echo "# measured: slurmd killed -> running again: $T_DOWN s (Slurm: DOWN after SlurmdTimeout, then completing)"
 else
     not_ok "repair after DOWN: $(squeue -h -j "$J" -o '%T %N %r') $(record "$J") $(sinfo -h -n nvl0007 -o %T)"
 fi
 "$CL" start-node 7
 wait_for 20 bash -c '[ "$(sinfo -h -n nvl0007 -o %T)" != "down" ] && [ "$(sinfo -h -n nvl0007 -o %T)" != "down*" ]'
+
+echo "# helper: a degraded rack (rack_failure_reasons: contained) is emptied of slice jobs, checkpointable first"
+cleanup; resume_all
+sleep 1
+# the rack of every node of a job: rack001, rack002, or "both"
+rack_of() {
+    local n r=""
+    for n in $(scontrol show hostnames "$(nodes_of "$1")"); do
+        n=$((10#${n#nvl}))
+        if [ "$n" -le 18 ]; then n=rack001; else n=rack002; fi
+        [ -z "$r" ] || [ "$r" = "$n" ] || { echo both; return; }
+        r=$n
+    done
+    echo "$r"
+}
+runs_in() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ] && [ "$(rack_of "$1")" = "$2" ]; }
+A=$(sbatch --parsable -N 8 --nvl-slice=8 -w 'nvl[0001-0008]' --requeue -J sliceA --wrap 'sleep 300')
+wait_for 15 runs_in "$A" rack001 || not_ok "slice job A on rack001: $(nodes_of "$A")"
+C=$(sbatch --parsable -N 8 --nvl-slice=8 -w 'nvl[0009-0016]' --requeue --nvl-checkpointable -J ckptC --wrap 'sleep 300')
+wait_for 15 runs_in "$C" rack001 || not_ok "checkpointable slice job C on rack001: $(nodes_of "$C")"
+A_NODES=$(nodes_of "$A")
+# rack002 keeps room for one 8-node slice: a plain job holds 8 of its nodes
+F=$(sbatch --parsable -N 8 -w 'nvl[0019-0026]' -J filler --wrap 'sleep 300')
+wait_for 15 running_on "$F" 'nvl[0019-0026]' || not_ok "filler on rack002: $(nodes_of "$F")"
+# a node of rack001 that runs no job drains with a contained NVLink error
+BAD=$(comm -23 <(scontrol show hostnames 'nvl[0001-0018]' | sort) \
+    <(scontrol show hostnames "$(nodes_of "$A"),$(nodes_of "$C")" | sort) | head -1)
+scontrol update nodename="$BAD" state=drain reason="Xid 145: NVLink contained error"
+if wait_for 20 runs_in "$C" rack002; then ok "the checkpointable job moved first, to rack002's room ($(nodes_of "$C"))"; else not_ok "C moved: $(squeue -h -j "$C" -o '%T %N') $(record "$C")"; fi
+expect_eq "the other job keeps running on the degraded rack until there is room" "RUNNING $A_NODES" "$(squeue -h -j "$A" -o '%T %N')"
+wait_for 10 bash -c "scontrol show job $A | grep -q 'reason=move waits'"
+expect_match "and says why" "reason=move waits: slice 0: rack001 is degraded \\($BAD is out with a rack-level failure: \"Xid 145: NVLink contained error\"\\)" "$(record "$A")"
+expect_match "the log names the degraded rack and why" "rack rack001 degraded: $BAD is out with a rack-level failure: \"Xid 145: NVLink contained error\": no new slice is placed there" "$(cat "$LOG")"
+expect_match "nvl-topo show names it" "Degraded: $BAD is out with a rack-level failure" \
+    "$("$BUILD_DIR/src/tools/nvl-topo" show --map "$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml" --rack-failure-reasons contained rack001)"
+expect_match "the metrics show it" 'nvlslice_rack_degraded\{rack="rack001"\} 1' "$(exec 3<>/dev/tcp/127.0.0.1/9817; printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3; cat <&3)"
+scancel "$F"
+if wait_for 30 runs_in "$A" rack002; then ok "room on rack002: the other job moved too ($(nodes_of "$A"))"; else not_ok "A moved: $(squeue -h -j "$A" -o '%T %N') $(record "$A")"; fi
+expect_eq "rack001 is emptied of slice jobs" "rack002 rack002" "$(rack_of "$A") $(rack_of "$C")"
+D=$(sbatch --parsable -N 16 --nvl-slice=16 -J sliceD --wrap 'sleep 300')
+sleep 3
+expect_eq "no new slice goes to the degraded rack, though 17 of its nodes are free" "PENDING" "$(squeue -h -j "$D" -o %T)"
+scontrol update nodename="$BAD" state=resume
+if wait_for 20 runs_in "$D" rack001; then ok "resumed: the rack recovered, the waiting slice job runs there"; else not_ok "D after recovery: $(squeue -h -j "$D" -o '%T %N') $(record "$D")"; fi
+expect_match "the log says it recovered" 'rack rack001 recovered: slices are placed there again' "$(cat "$LOG")"
 
 echo "# helper: defragmentation frees a rack only from checkpointable jobs"
 cleanup; resume_all
@@ -284,5 +330,54 @@ err=$(timeout 10 "$BUILD_DIR/src/nvlsliced/nvlsliced" --config "$NVL_CLUSTER_DIR
 expect_match "second nvlsliced exits with the lock named" "rc=1 .*another nvlsliced is running \(it holds $NVL_CLUSTER_DIR/run/nvlsliced.lock\)" "rc=$rc $err"
 
 cleanup; resume_all
+echo "# helper: repair_not_responding_after: 5 -> the same repair before Slurm marks the node DOWN"
+# The same job and the same kill as the DOWN path above, with the helper
+# restarted on the opt-in setting (its state lives in Slurm). SlurmdTimeout
+# is 10 s here.
+NR_CONF="${NVL_HELPER_CONF:-}"$'\n'"repair_not_responding_after: 5"
+"$CL" kill-helper
+NVL_HELPER_CONF="$NR_CONF" "$CL" helper || not_ok "nvlsliced restarted with repair_not_responding_after"
+cleanup; resume_all
+sleep 1
+J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --requeue --wrap 'sleep 600')
+wait_for 15 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ]" || not_ok "16-node job placed: $(nodes_of "$J")"
+mapfile -t JN < <(scontrol show hostnames "$(nodes_of "$J")")
+VICTIM=${JN[6]} BLIP=${JN[8]}
+num() { echo $((10#${1#nvl})); }
+# a blip: slurmd gone just long enough for slurmctld to flag it, then back
+"$CL" kill-node "$(num "$BLIP")"
+if wait_for 20 bash -c "[[ \"\$(sinfo -h -n $BLIP -o %T)\" == *'*' ]]"; then
+    "$CL" start-node "$(num "$BLIP")"
+    wait_for 10 bash -c "[[ \"\$(sinfo -h -n $BLIP -o %T)\" != *'*' ]]"
+    sleep 6 # past the threshold: it must have been forgotten
+    expect_eq "a blip ($BLIP NOT_RESPONDING, answering again within 5 s) is left alone" "RUNNING $(nodes_of "$J")" \
+        "$(squeue -h -j "$J" -o '%T %N')"
+    expect_eq "and its node is not marked down" "" "$(sinfo -h -n "$BLIP" -t down -o %N)"
+else
+    not_ok "slurmctld flagged the killed slurmd NOT_RESPONDING: $(sinfo -h -n "$BLIP" -o %T)"
+    "$CL" start-node "$(num "$BLIP")"
+fi
+t0=$(now)
+"$CL" kill-node "$(num "$VICTIM")"
+moved() { [ "$(squeue -h -j "$J" -o %T)" = RUNNING ] && ! scontrol show hostnames "$(nodes_of "$J")" | grep -qx "$VICTIM"; }
+if wait_for 150 moved; then
+    t1=$(now); T_NR=$(secs "$t0" "$t1")
+    ok "running again without $VICTIM $T_NR s after the kill (DOWN path above: ${T_DOWN:-?} s), on $(nodes_of "$J")"
+    echo "# measured: slurmd killed -> running again: $T_NR s with repair_not_responding_after=5 vs ${T_DOWN:-?} s waiting for Slurm's DOWN"
+    check "the NOT_RESPONDING path is faster than the DOWN path ($T_NR s < ${T_DOWN:-?} s)" \
+        awk -v a="$T_NR" -v b="${T_DOWN:-0}" 'BEGIN { exit !(a < b) }'
+else
+    not_ok "repair after NOT_RESPONDING: $(squeue -h -j "$J" -o '%T %N %r') $(record "$J") $(sinfo -h -n "$VICTIM" -o '%T %E')"
+fi
+expect_match "the helper marked the node down with the reason, for Slurm and the admin" \
+    '^Not responding: no answer to slurmctld for [0-9]+ s \(nvlsliced repair_not_responding_after=5\): slice job '"$J"' moves to a spare' \
+    "$(sinfo -h -n "$VICTIM" -o %E)"
+expect_match "and logged it" "node $VICTIM: Not responding: no answer to slurmctld for [0-9]+ s .*marked DOWN" "$(cat "$LOG")"
+"$CL" start-node "$(num "$VICTIM")"
+scontrol update nodename="$VICTIM" state=resume 2>/dev/null
+cleanup; resume_all
+"$CL" kill-helper
+"$CL" helper || not_ok "nvlsliced restarted with the tests' configuration"
+
 rm -rf "$OUT"
 summary "helper"
