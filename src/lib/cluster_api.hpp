@@ -101,8 +101,9 @@ class ClusterApi {
     // Sets Slurm's scheduling weight of the nodes (a hostlist): Slurm gives
     // a job the lowest-weight nodes that fit.
     virtual void set_node_weight(const std::string& nodes, uint32_t weight) = 0;
-    // Marks a node DOWN with a reason, as slurmctld does with one that stops
-    // answering (its jobs are let go of, requeued if they may be).
+    // Drains a node and marks it DOWN, with a reason: Slurm lets go of its
+    // jobs at once (requeued if they may be), as for a node it marks DOWN
+    // itself, and the node stays out until an admin resumes it.
     virtual void set_node_down(const std::string& node, const std::string& reason) = 0;
 };
 

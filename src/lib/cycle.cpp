@@ -67,14 +67,14 @@ void Cycle::not_responding() {
         });
         if (!slice_job_runs) continue; // only slice jobs are the helper's to repair
         // a node of a running slice job, silent long enough
-        const std::string reason = fmt::format(
-            "Not responding: no answer to slurmctld for {} s (nvlsliced repair_not_responding_after={}): slice job {} "
-            "moves to a spare",
-            now_ - since, cfg_.repair_not_responding_after_s, st.job_id);
+        const std::string reason =
+            fmt::format("nvlsliced: not responding to slurmctld for {} s (repair_not_responding_after={}); slice job "
+                        "{} repaired on a spare",
+                        now_ - since, cfg_.repair_not_responding_after_s, st.job_id);
         Action a{ActionKind::NodeDown, 0, n.name};
         a.reason = reason;
         act(std::move(a));
-        log(fmt::format("node {}: {}; marked DOWN", n.name, reason));
+        log(fmt::format("node {}: drained and marked DOWN: {}", n.name, reason));
     }
     mem_.not_responding_since.swap(still);
 }

@@ -62,8 +62,8 @@ class Cycle {
     // snapshot, logs each change once, fills the per-rack stats.
     void judge_racks();
     // Nodes of running slice jobs that Slurm has flagged NOT_RESPONDING for
-    // repair_not_responding_after: marked DOWN, so that Slurm lets go of
-    // their jobs now and the repair of a DOWN node follows.
+    // repair_not_responding_after: drained and marked DOWN, so that Slurm
+    // lets go of their jobs now and the repair of a DOWN node follows.
     void not_responding();
     // Running slice jobs in degraded racks with none of their own nodes
     // failed: moved to healthy racks, checkpointable jobs first.

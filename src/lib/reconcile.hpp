@@ -73,8 +73,8 @@ struct HelperConfig {
     // rack whose failed nodes outnumber its spares is degraded.
     std::string rack_failure_reasons;
     // A node of a running slice job that Slurm flags NOT_RESPONDING this
-    // many seconds is drained by the helper and repaired, before Slurm
-    // marks it DOWN (SlurmdTimeout). 0 = off: wait for Slurm.
+    // many seconds is drained and marked DOWN by the helper and repaired,
+    // before Slurm marks it DOWN (SlurmdTimeout). 0 = off: wait for Slurm.
     int repair_not_responding_after_s = 0;
     int prefer_wait_s = 300;  // prefer mode: wait this long for whole slices
     int replace_after_s = 60; // placed but not started while others hold the nodes
@@ -104,7 +104,8 @@ struct HelperConfig {
 // SetLicenses: the job's whole license request (the gate on or off);
 // SetReservation: the spare reservation; Protect: the protection
 // reservation (arg nodes, "" = none; start_at, end_at); Gate: create the
-// gate reservation; NodeDown: mark the node (arg) DOWN with `reason`.
+// gate reservation; NodeDown: drain the node (arg) and mark it DOWN, with
+// `reason`.
 enum class ActionKind {
     Hold,
     Pin,

@@ -293,13 +293,19 @@ void SlurmCluster::set_node_weight(const std::string& nodes, uint32_t weight) {
 }
 
 void SlurmCluster::set_node_down(const std::string& node, const std::string& reason) {
-    update_node_msg_t m;
-    slurm_init_update_node_msg(&m);
-    m.node_names = const_cast<char*>(node.c_str());
-    m.node_state = NODE_STATE_DOWN;
-    m.reason = const_cast<char*>(reason.c_str());
-    m.reason_uid = getuid();
-    if (slurm_update_node(&m) != SLURM_SUCCESS) fail(fmt::format("marking {} DOWN", node));
+    // DRAIN first, then DOWN, which keeps the drain flag: Slurm lets go of
+    // the node's jobs now (as for a DOWN node) and the node stays out until
+    // an admin resumes it, with the reason on it.
+    for (uint32_t state : {uint32_t(NODE_STATE_DRAIN), uint32_t(NODE_STATE_DOWN)}) {
+        update_node_msg_t m;
+        slurm_init_update_node_msg(&m);
+        m.node_names = const_cast<char*>(node.c_str());
+        m.node_state = state;
+        m.reason = const_cast<char*>(reason.c_str());
+        m.reason_uid = getuid();
+        if (slurm_update_node(&m) != SLURM_SUCCESS)
+            fail(fmt::format("marking {} {}", node, state == NODE_STATE_DRAIN ? "DRAIN" : "DOWN"));
+    }
 }
 
 void SlurmCluster::ensure_gate(const std::string& reservation, const std::string& license) {

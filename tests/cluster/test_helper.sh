@@ -369,10 +369,11 @@ if wait_for 150 moved; then
 else
     not_ok "repair after NOT_RESPONDING: $(squeue -h -j "$J" -o '%T %N %r') $(record "$J") $(sinfo -h -n "$VICTIM" -o '%T %E')"
 fi
-expect_match "the helper marked the node down with the reason, for Slurm and the admin" \
-    '^Not responding: no answer to slurmctld for [0-9]+ s \(nvlsliced repair_not_responding_after=5\): slice job '"$J"' moves to a spare' \
+expect_match "the helper drained it and marked it down, with the reason, for Slurm and the admin" \
+    '^nvlsliced: not responding to slurmctld for [0-9]+ s \(repair_not_responding_after=5\); slice job '"$J"' repaired on a spare' \
     "$(sinfo -h -n "$VICTIM" -o %E)"
-expect_match "and logged it" "node $VICTIM: Not responding: no answer to slurmctld for [0-9]+ s .*marked DOWN" "$(cat "$LOG")"
+expect_match "its state: drained (DOWN with the drain flag: it stays out until resumed)" 'drain' "$(sinfo -h -n "$VICTIM" -o %T)"
+expect_match "and logged it" "node $VICTIM: drained and marked DOWN: nvlsliced: not responding to slurmctld for [0-9]+ s" "$(cat "$LOG")"
 "$CL" start-node "$(num "$VICTIM")"
 scontrol update nodename="$VICTIM" state=resume 2>/dev/null
 cleanup; resume_all

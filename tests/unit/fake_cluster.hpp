@@ -70,7 +70,7 @@ class FakeCluster final : public ClusterApi {
         call("down " + n, " \"" + reason + "\"");
         for (auto& x : nodes)
             if (x.name == n) {
-                x.state = NodeState::Down;
+                x.state = NodeState::Drained; // DOWN + DRAIN: shown drained
                 x.failed = true;
                 x.not_responding = true;
                 x.reason = reason;
