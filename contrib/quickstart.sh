@@ -128,6 +128,20 @@ demo() {
     "$BUILD/src/tools/nvl-bench" --decisions 5000 --baseline-decisions 500 --runs 3 --cycles 1
 }
 
+# promtool, from Debian's prometheus package unpacked (not installed: no
+# service starts), checks nvlsliced's metrics in the cluster tests. Prints
+# its path, or nothing when it cannot be had.
+fetch_promtool() {
+    local dir=/var/cache/nvlslice/promtool
+    if [ ! -x "$dir/usr/bin/promtool" ]; then
+        as_root mkdir -p "$dir"
+        (cd "$dir" && { as_root apt-get download -qq prometheus >/dev/null 2>&1 ||
+            { as_root apt-get update -qq && as_root apt-get download -qq prometheus >/dev/null 2>&1; }; }) &&
+            as_root sh -c "dpkg-deb -x $dir/prometheus_*.deb $dir && rm -f $dir/prometheus_*.deb" || true
+    fi
+    if [ -x "$dir/usr/bin/promtool" ]; then echo "$dir/usr/bin/promtool"; fi
+}
+
 test_suite() {
     echo "==> unit tests (make check)"
     make -C "$BUILD" -s -j"$JOBS" check || { cat "$BUILD"/tests/unit/*.log 2>/dev/null | tail -50; exit 1; }
@@ -138,13 +152,15 @@ test_suite() {
     # 24.11 with topology/block (native mode) from a Debian 13 root that the
     # tier builds once and caches (tests/cluster/debian13-root.sh).
     # NVL_TIERS=22.05 runs the first only.
-    local tiers=${NVL_TIERS:-22.05 24.11} tier out rc=0 trc cp cf tp=0 tf=0
+    local tiers=${NVL_TIERS:-22.05 24.11} tier out rc=0 trc cp cf tp=0 tf=0 promtool
+    promtool=$(fetch_promtool)
     for tier in $tiers; do
         echo "==> cluster tests on Slurm $tier (real slurmctld + slurmd in network namespaces)"
         out=$(mktemp)
         set +e
         if [ "$tier" = 22.05 ]; then
-            { as_root "$SRC/tests/cluster/run.sh" "$BUILD"; echo $? > "$out.rc"; } 2>&1 | tee "$out"
+            { as_root env NVL_PROMTOOL="$promtool" "$SRC/tests/cluster/run.sh" "$BUILD"; echo $? > "$out.rc"; } 2>&1 |
+                tee "$out"
         else
             { as_root env NVL_SLURM="$tier" "$SRC/tests/cluster/run.sh"; echo $? > "$out.rc"; } 2>&1 | tee "$out"
         fi

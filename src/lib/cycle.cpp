@@ -32,13 +32,24 @@ void Cycle::judge_racks() {
     mark_degraded_racks(snap_, node_reasons(map_, nodes_), rack_re_);
     const size_t nd = map_.domains().size();
     if (mem_.degraded.size() != nd) mem_.degraded.assign(nd, std::string());
+    out_.stats.racks.resize(nd);
     for (DomainId d = 0; d < nd; ++d) {
         const std::string& why = snap_.degraded_why(d);
         const std::string& name = map_.domain(d).name;
-        out_.stats.rack_degraded[name] = why.empty() ? 0 : 1;
+        CycleStats::Rack& r = out_.stats.racks[d];
+        for (NodeId id : map_.domain(d).nodes) {
+            const NodeStatus& st = snap_.node(id);
+            r.free += st.state == NodeState::Idle;
+            r.spare += st.state == NodeState::SpareReserved;
+            r.failed += !is_healthy(st.state);
+            r.lent += st.preemptible && is_healthy(st.state) && !is_free(st.state);
+            r.slice_nodes += st.slice >= 0 && st.job_id != 0;
+        }
+        r.room = std::max(0, domain_room(map_.domain(d), snap_.counts(d), false));
+        r.degraded = !why.empty();
         if (why == mem_.degraded[d]) continue;
         if (!why.empty())
-            log(fmt::format("rack {} degraded: {}: no new slice is placed there, its slice jobs move to healthy "
+            warn(fmt::format("rack {} degraded: {}: no new slice is placed there, its slice jobs move to healthy "
                             "racks (checkpointable first)",
                             name, why));
         else
@@ -74,7 +85,7 @@ void Cycle::not_responding() {
         Action a{ActionKind::NodeDown, 0, n.name};
         a.reason = reason;
         act(std::move(a));
-        log(fmt::format("node {}: drained and marked DOWN: {}", n.name, reason));
+        warn(fmt::format("node {}: drained and marked DOWN: {}", n.name, reason));
     }
     mem_.not_responding_since.swap(still);
 }
@@ -220,7 +231,7 @@ bool Cycle::backing_off(const SliceJob& sj) {
         rec.reason = fmt::format("nvlsliced could not act on this job ({} time(s)): {}; next try in {} s", b.failures,
                                  b.error, b.until - now_);
         record(sj, rec);
-        log(fmt::format("job {}: left alone for {} s after a refused action: {}", sj.job->id, b.until - now_,
+        warn(fmt::format("job {}: left alone for {} s after a refused action: {}", sj.job->id, b.until - now_,
                         b.error));
     }
     return true;
@@ -253,7 +264,7 @@ CycleOutput Cycle::run() {
             else if (sj.job->state == JobState::Pending)
                 finish_placed(sj);
         } catch (const Error& e) {
-            log(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
+            warn(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
         }
     }
     evacuate();
@@ -265,7 +276,7 @@ CycleOutput Cycle::run() {
             try {
                 if (sj.job->state == JobState::Pending) place_waiting(sj);
             } catch (const Error& e) {
-                log(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
+                warn(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
             }
         }
     // Native mode: Slurm's backfill protects its top job and the block

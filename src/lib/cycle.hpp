@@ -173,6 +173,8 @@ class Cycle {
     void pin_and_release(const SliceJob& sj, const Placement& p, PlacementRecord r, bool requeue_first);
     std::string hl(const std::vector<NodeId>& ids) const { return hostlist_compress(map_.node_names(ids)); }
     void log(const std::string& s) { out_.log.push_back(s); }
+    // A line an operator should look at (nvlsliced logs it as a warning).
+    void warn(const std::string& s) { out_.log.push_back(std::string(kWarning) + s); }
     void say_once(JobId job, const std::string& s) {
         std::string& last = mem_.said[job];
         if (last != s) log(last = s);

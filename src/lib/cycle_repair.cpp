@@ -54,7 +54,7 @@ void Cycle::handle_running(const SliceJob& started) {
                                                "cannot be requeued: end it and submit again",
                                                failed_hl);
             record(sj, rec);
-            log(fmt::format("job {}: node(s) {} failed; {}, so it is left to Slurm and its owner", j.id, failed_hl,
+            warn(fmt::format("job {}: node(s) {} failed; {}, so it is left to Slurm and its owner", j.id, failed_hl,
                             j.batch ? "submitted with --no-requeue" : "an interactive allocation"));
         }
         return;
@@ -118,7 +118,7 @@ void Cycle::evacuate() {
                                                                     : " (rack degraded)");
             pin_and_release(sj, plan.placement, rec, true);
         } catch (const Error& e) {
-            log(fmt::format("job {}: skipped this cycle: {}", j.id, e.what()));
+            warn(fmt::format("job {}: skipped this cycle: {}", j.id, e.what()));
         }
     }
 }

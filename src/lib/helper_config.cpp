@@ -17,7 +17,7 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
     doc.expect_mapping(root, "the nvlsliced configuration");
     doc.for_each_pair(
         root,
-        {"map", "spares", "gpus_per_node", "default_slice", "cycle_ms", "metrics_listen", "lock_file", "reservation",
+        {"map", "spares", "gpus_per_node", "default_slice", "cycle_ms", "metrics_listen", "lock_file", "log", "reservation",
          "repair_drain_reasons", "rack_failure_reasons", "repair_not_responding_after", "prefer_wait", "replace_after", "lend_spares", "steer_weights", "gate_license", "gate_reservation", "protect", "protect_reservation",
          "mode", "defrag"},
         [&](const std::string& k, yaml_node_t*, yaml_node_t* v) {
@@ -35,6 +35,11 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
                 s.metrics_listen = doc.scalar(v, k);
             else if (k == "lock_file")
                 s.lock_file = doc.scalar(v, k);
+            else if (k == "log") {
+                s.log = doc.scalar(v, k);
+                if (s.log != "auto" && s.log != "stderr" && s.log != "syslog")
+                    doc.fail(v, fmt::format("\"log\": \"{}\": expected auto, stderr or syslog", s.log));
+            }
             else if (k == "reservation")
                 s.reconcile.reservation = doc.scalar(v, k);
             else if (k == "repair_drain_reasons") {

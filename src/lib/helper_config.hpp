@@ -17,6 +17,10 @@ struct HelperSettings {
     int cycle_ms = 1000;                           // reconcile period
     std::string metrics_listen = "127.0.0.1:9817"; // "" = no metrics endpoint
     std::string lock_file = "/run/nvlsliced.lock";
+    // Where the log goes: auto = the journal (with each line's level) when
+    // standard error is journald's stream, else standard error; stderr;
+    // syslog (daemon facility, with levels).
+    std::string log = "auto";
     HelperConfig reconcile;
 };
 

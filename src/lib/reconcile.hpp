@@ -141,9 +141,25 @@ struct CycleStats {
     int defrag_preemptions = 0;
     int unrepairable = 0; // --no-requeue jobs that lost a node
     std::map<std::string, int> pending_by_reason;
-    std::map<std::string, int> rack_degraded; // per rack: 1 = degraded (rack_health.hpp)
-    int evacuations = 0;                      // jobs moved out of degraded racks
+    // Per rack, in map order, as the cycle found it: what an operator
+    // watches (nvlsliced's per-rack gauges).
+    struct Rack {
+        int free = 0;        // idle, outside the spare reservation
+        int spare = 0;       // in the spare reservation, idle
+        int lent = 0;        // running preemptible work that a repair takes back
+        int slice_nodes = 0; // running a slice job
+        int failed = 0;      // draining, drained, down
+        int room = 0;        // free nodes a new slice may take (spares kept)
+        bool degraded = false;
+    };
+    std::vector<Rack> racks;
+    int evacuations = 0; // jobs moved out of degraded racks
 };
+
+// A log line that starts with this wants an operator's eye (a degraded
+// rack, a job that cannot be repaired, a refused action): nvlsliced logs it
+// at warning level, without the prefix.
+inline constexpr const char* kWarning = "warning: ";
 
 struct CycleOutput {
     std::vector<Action> actions;

@@ -4,6 +4,7 @@
 #include "helper_config.hpp"
 #include "map_io.hpp"
 #include "metrics.hpp"
+#include "rack_health.hpp"
 #include "reconcile.hpp"
 #include "slurm_cluster.hpp"
 #include "slurm_features.hpp"
@@ -12,6 +13,8 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -20,12 +23,14 @@
 #include <cstdio>
 #include <ctime>
 #include <thread>
+#include <tuple>
 
 using namespace nvl;
 
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
+volatile std::sig_atomic_t g_reload = 0;
 
 // Crash injection for the restart tests: NVLSLICED_TEST_KILL_AFTER=<action>
 // (e.g. requeue-hold) makes the helper SIGKILL itself right after applying
@@ -41,27 +46,90 @@ void maybe_die(const Action& a) {
 void on_signal(int) {
     g_stop = 1;
 }
-
-void say(const std::string& msg) {
-    char ts[32];
-    std::time_t t = std::time(nullptr);
-    std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
-    std::fprintf(stderr, "%s nvlsliced: %s\n", ts, msg.c_str());
-    std::fflush(stderr);
+void on_hup(int) {
+    g_reload = 1;
 }
 
-const char* kUsage = R"(usage: nvlsliced [--config FILE] [--once] [--dry-run]
+// The log: standard error with a timestamp, the journal (standard error
+// when it is journald's stream: "<N>" prefixes carry the level), or syslog.
+enum class Sink { Stderr, Journal, Syslog };
+Sink g_sink = Sink::Stderr;
+
+bool stderr_is_journal() {
+    const char* js = std::getenv("JOURNAL_STREAM"); // "DEVICE:INODE" of the stream journald gave us
+    struct stat st {};
+    if (!js || fstat(STDERR_FILENO, &st) != 0) return false;
+    unsigned long long dev = 0, ino = 0;
+    return std::sscanf(js, "%llu:%llu", &dev, &ino) == 2 && dev == st.st_dev && ino == st.st_ino;
+}
+
+void set_sink(const std::string& log) {
+    const Sink want = log == "syslog"                         ? Sink::Syslog
+                      : log == "auto" && stderr_is_journal() ? Sink::Journal
+                                                              : Sink::Stderr;
+    if (want == Sink::Syslog && g_sink != Sink::Syslog) openlog("nvlsliced", LOG_PID, LOG_DAEMON);
+    if (want != Sink::Syslog && g_sink == Sink::Syslog) closelog();
+    g_sink = want;
+}
+
+// `level`: LOG_ERR, LOG_WARNING, LOG_INFO
+void say(int level, const std::string& msg) {
+    switch (g_sink) {
+    case Sink::Syslog: syslog(level, "%s", msg.c_str()); return;
+    case Sink::Journal: std::fprintf(stderr, "<%d>%s\n", level, msg.c_str()); break;
+    case Sink::Stderr: {
+        char ts[32];
+        std::time_t t = std::time(nullptr);
+        std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
+        std::fprintf(stderr, "%s nvlsliced: %s%s\n", ts,
+                     level <= LOG_ERR ? "error: " : level == LOG_WARNING ? "warning: " : "", msg.c_str());
+        break;
+    }
+    }
+    std::fflush(stderr);
+}
+void say(const std::string& msg) {
+    say(LOG_INFO, msg);
+}
+// A line of the core's: warning level when it starts with kWarning.
+void say_core(const std::string& line) {
+    const size_t n = std::char_traits<char>::length(kWarning);
+    if (line.compare(0, n, kWarning) == 0)
+        say(LOG_WARNING, line.substr(n));
+    else
+        say(LOG_INFO, line);
+}
+
+// The configuration and the map it names, checked as a whole: a bad file
+// is refused before anything of it is used (start, --check-config, reload).
+struct Loaded {
+    HelperSettings s;
+    RackMap map;
+};
+Loaded load_all(const std::string& config) {
+    HelperSettings s = load_helper_config(config);
+    RackMap map = load_map(s.map, s.overrides, config + " (map: " + s.map + ")");
+    (void)rack_scope_regex(s.reconcile.rack_failure_reasons, config + ": rack_failure_reasons");
+    return {std::move(s), std::move(map)};
+}
+
+const char* kUsage = R"(usage: nvlsliced [--config FILE] [--once] [--dry-run] [--check-config]
 
   --config FILE   configuration (default /etc/slurm/nvlslice.yaml)
   --once          run one reconcile cycle and exit
   --dry-run       decide and log, change nothing in Slurm
+  --check-config  read and check the configuration and the rack map, then exit
+                  (0: valid; 1: the error, with file:line)
+
+SIGHUP (systemctl reload nvlsliced) re-reads the configuration and the map;
+a bad new one is refused and the running one kept. SIGTERM stops it.
 )";
 
 } // namespace
 
 int main(int argc, char** argv) {
     std::string config = "/etc/slurm/nvlslice.yaml";
-    bool once = false, dry = false;
+    bool once = false, dry = false, check = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--config" && i + 1 < argc)
@@ -72,6 +140,8 @@ int main(int argc, char** argv) {
             once = true;
         else if (a == "--dry-run")
             dry = true;
+        else if (a == "--check-config")
+            check = true;
         else if (a == "--help" || a == "-h") {
             std::fputs(kUsage, stdout);
             return 0;
@@ -81,8 +151,19 @@ int main(int argc, char** argv) {
         }
     }
     try {
-        HelperSettings s = load_helper_config(config);
-        RackMap map = load_map(s.map, s.overrides, config + " (map: " + s.map + ")");
+        Loaded loaded = load_all(config);
+        if (check) {
+            std::printf("nvlsliced: %s is valid: map %s (%zu racks, %zu nodes), mode %s, cycle %d ms, reservation "
+                        "%s, metrics %s\n",
+                        config.c_str(), loaded.s.map.c_str(), loaded.map.domains().size(), loaded.map.node_count(),
+                        to_string(loaded.s.reconcile.hand_off), loaded.s.cycle_ms,
+                        loaded.s.reconcile.reservation.empty() ? "(none)" : loaded.s.reconcile.reservation.c_str(),
+                        loaded.s.metrics_listen.empty() ? "(off)" : loaded.s.metrics_listen.c_str());
+            return 0;
+        }
+        HelperSettings s = std::move(loaded.s);
+        RackMap map = std::move(loaded.map);
+        set_sink(s.log);
 
         // One instance only: the lock is held for the life of the process
         // and released by the kernel however it ends (kill -9 included).
@@ -97,7 +178,14 @@ int main(int argc, char** argv) {
         g_kill_after = std::getenv("NVLSLICED_TEST_KILL_AFTER");
         std::signal(SIGTERM, on_signal);
         std::signal(SIGINT, on_signal);
+        std::signal(SIGHUP, on_hup);
         Metrics metrics;
+        auto rack_names = [](const RackMap& m) {
+            std::vector<std::string> names;
+            for (const auto& d : m.domains()) names.push_back(d.name);
+            return names;
+        };
+        metrics.set_racks(rack_names(map));
         std::unique_ptr<MetricsServer> server;
         if (!s.metrics_listen.empty() && !once) server = std::make_unique<MetricsServer>(metrics, s.metrics_listen);
         SlurmCluster slurm;
@@ -119,6 +207,36 @@ int main(int argc, char** argv) {
 
         HelperMemory mem;
         while (!g_stop) {
+            if (g_reload) {
+                // Re-read both files; the state lives in Slurm and in `mem`
+                // (per job and per node name), so nothing is lost.
+                g_reload = 0;
+                try {
+                    Loaded next = load_all(config);
+                    const HandOff mode = choose_hand_off(next.s.reconcile.hand_off, features);
+                    if (mode == HandOff::Native && !features.segments)
+                        throw Error("mode: native, but this nvlsliced was built against a Slurm without --segment");
+                    for (auto [key, old_v, new_v] :
+                         {std::tuple{"lock_file", s.lock_file, next.s.lock_file},
+                          std::tuple{"metrics_listen", s.metrics_listen, next.s.metrics_listen}})
+                        if (old_v != new_v)
+                            say(LOG_WARNING, fmt::format("reload: {} changed ({} -> {}): takes effect at the next "
+                                                         "start; {} kept",
+                                                         key, old_v, new_v, old_v));
+                    next.s.lock_file = s.lock_file;
+                    next.s.metrics_listen = s.metrics_listen;
+                    next.s.reconcile.hand_off = mode;
+                    s = std::move(next.s);
+                    map = std::move(next.map);
+                    metrics.set_racks(rack_names(map));
+                    set_sink(s.log);
+                    say(fmt::format("reloaded {}: map {} ({} racks, {} nodes), mode {}, cycle {} ms", config, s.map,
+                                    map.domains().size(), map.node_count(), to_string(s.reconcile.hand_off),
+                                    s.cycle_ms));
+                } catch (const std::exception& e) {
+                    say(LOG_ERR, fmt::format("reload refused, the running configuration is kept: {}", e.what()));
+                }
+            }
             auto t0 = std::chrono::steady_clock::now();
             bool failed = false;
             CycleStats stats;
@@ -137,14 +255,14 @@ int main(int argc, char** argv) {
                 CycleOutput out = reconcile(map, {nodes, jobs, resvs[0], resvs[1], resvs[2]}, s.reconcile,
                                             std::time(nullptr), mem);
                 phases.decide = since(t1);
-                for (const auto& line : out.log) say(line);
+                for (const auto& line : out.log) say_core(line);
                 auto t2 = std::chrono::steady_clock::now();
                 phases.actions = out.actions.size();
                 if (!dry) {
                     const int64_t now = std::time(nullptr);
                     auto failures = apply(slurm, s.reconcile, out.actions, maybe_die);
                     for (const auto& f : failures)
-                        say(f.job ? fmt::format("job {}: {} (this job waits; the others go on)", f.job, f.error)
+                        say(LOG_WARNING, f.job ? fmt::format("job {}: {} (this job waits; the others go on)", f.job, f.error)
                                   : fmt::format("{} (retried next cycle)", f.error));
                     note_applied(mem, out.actions, failures, now);
                     failed = !failures.empty();
@@ -153,7 +271,7 @@ int main(int argc, char** argv) {
                 stats = out.stats;
             } catch (const std::exception& e) {
                 failed = true;
-                say(fmt::format("cycle failed, retrying next cycle: {}", e.what()));
+                say(LOG_ERR, fmt::format("cycle failed, retrying next cycle: {}", e.what()));
             }
             double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             metrics.add_cycle(stats, secs, failed, phases);
@@ -165,7 +283,8 @@ int main(int argc, char** argv) {
         say("stopped");
         return 0;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "nvlsliced: %s\n", e.what());
+        if (g_sink == Sink::Stderr) std::fprintf(stderr, "nvlsliced: %s\n", e.what());
+        else say(LOG_ERR, e.what());
         return 1;
     }
 }

@@ -27,7 +27,7 @@ void Metrics::add_cycle(const CycleStats& s, double seconds, bool failed, const 
     moves_ += s.moves;
     preemptions_ += s.defrag_preemptions;
     evacuations_ += s.evacuations;
-    if (!s.rack_degraded.empty()) rack_degraded_ = s.rack_degraded;
+    if (!s.racks.empty()) racks_ = s.racks; // a failed cycle keeps the last figures
     unrepairable_ = s.unrepairable;
     errors_ += failed;
     cycles_ += 1;
@@ -35,6 +35,12 @@ void Metrics::add_cycle(const CycleStats& s, double seconds, bool failed, const 
     cycle_last_ = seconds;
     cycle_max_ = std::max(cycle_max_, seconds);
     pending_ = s.pending_by_reason;
+}
+
+void Metrics::set_racks(std::vector<std::string> names) {
+    std::lock_guard<std::mutex> g(mu_);
+    rack_names_ = std::move(names);
+    racks_.clear();
 }
 
 std::string Metrics::render() const {
@@ -52,9 +58,9 @@ std::string Metrics::render() const {
     o += "# HELP nvlslice_unrepairable_jobs Running --no-requeue slice jobs that lost a node.\n"
          "# TYPE nvlslice_unrepairable_jobs gauge\n";
     o += fmt::format("nvlslice_unrepairable_jobs {}\n", unrepairable_);
-    o += "# HELP nvlslice_rack_degraded 1 when the rack is degraded (failed nodes beyond its spares, or a "
-         "rack-level failure): no new slices, its slice jobs move out.\n# TYPE nvlslice_rack_degraded gauge\n";
-    for (const auto& [rack, v] : rack_degraded_) {
+    // Per rack: one gauge family per figure, labelled rack="NAME".
+    std::vector<std::string> labels;
+    for (const auto& rack : rack_names_) {
         std::string label; // a label value escapes \\, " and newlines
         for (char c : rack) {
             if (c == '\\' || c == '"')
@@ -64,8 +70,30 @@ std::string Metrics::render() const {
             else
                 label += c;
         }
-        o += fmt::format("nvlslice_rack_degraded{{rack=\"{}\"}} {}\n", label, v);
+        labels.push_back(std::move(label));
     }
+    auto per_rack = [&](const char* name, const char* help, auto value) {
+        o += fmt::format("# HELP {0} {1}\n# TYPE {0} gauge\n", name, help);
+        for (size_t i = 0; i < racks_.size() && i < labels.size(); ++i)
+            o += fmt::format("{}{{rack=\"{}\"}} {}\n", name, labels[i], value(racks_[i]));
+    };
+    using R = CycleStats::Rack;
+    per_rack("nvlslice_rack_free_nodes", "Idle nodes of the rack outside the spare reservation.",
+             [](const R& r) { return r.free; });
+    per_rack("nvlslice_rack_spare_nodes", "Idle nodes of the rack in the spare reservation.",
+             [](const R& r) { return r.spare; });
+    per_rack("nvlslice_rack_lent_nodes", "Nodes of the rack lent to preemptible work that a repair takes back.",
+             [](const R& r) { return r.lent; });
+    per_rack("nvlslice_rack_slice_nodes", "Nodes of the rack running slice jobs.",
+             [](const R& r) { return r.slice_nodes; });
+    per_rack("nvlslice_rack_failed_nodes", "Nodes of the rack draining, drained or down.",
+             [](const R& r) { return r.failed; });
+    per_rack("nvlslice_rack_slice_room_nodes", "Free nodes a new slice may take in the rack (its spares kept).",
+             [](const R& r) { return r.room; });
+    per_rack("nvlslice_rack_degraded",
+             "1 when the rack is degraded (failed nodes beyond its spares, or a rack-level failure): no new slices, "
+             "its slice jobs move out.",
+             [](const R& r) { return r.degraded ? 1 : 0; });
     o += "# HELP nvlslice_pending_slice_jobs Slice jobs waiting for a placement, by reason.\n"
          "# TYPE nvlslice_pending_slice_jobs gauge\n";
     for (const char* r : {"slice_too_large", "no_domain_large_enough", "would_consume_spares", "fragmented", "busy"}) {
@@ -75,7 +103,9 @@ std::string Metrics::render() const {
     o += "# HELP nvlslice_cycle_seconds Duration of reconcile cycles (load, decide, apply).\n"
          "# TYPE nvlslice_cycle_seconds summary\n";
     o += fmt::format("nvlslice_cycle_seconds_sum {:.6f}\nnvlslice_cycle_seconds_count {}\n", cycle_sum_, cycles_);
-    o += fmt::format("# TYPE nvlslice_cycle_last_seconds gauge\nnvlslice_cycle_last_seconds {:.6f}\n", cycle_last_);
+    o += fmt::format("# HELP nvlslice_cycle_last_seconds Duration of the last reconcile cycle.\n"
+                     "# TYPE nvlslice_cycle_last_seconds gauge\nnvlslice_cycle_last_seconds {:.6f}\n",
+                     cycle_last_);
     o += "# HELP nvlslice_cycle_phase_seconds_total Time spent per phase of the cycles: reading Slurm, deciding, "
          "applying actions.\n# TYPE nvlslice_cycle_phase_seconds_total counter\n";
     o += fmt::format("nvlslice_cycle_phase_seconds_total{{phase=\"load\"}} {:.6f}\n"
@@ -84,7 +114,9 @@ std::string Metrics::render() const {
                      phase_sum_.load, phase_sum_.decide, phase_sum_.apply);
     counter("nvlslice_actions_total", "Requests made to slurmctld (holds, pins, releases, records, ...).",
             double(phase_sum_.actions));
-    o += fmt::format("# TYPE nvlslice_cycle_max_seconds gauge\nnvlslice_cycle_max_seconds {:.6f}\n", cycle_max_);
+    o += fmt::format("# HELP nvlslice_cycle_max_seconds Duration of the longest reconcile cycle since the start.\n"
+                     "# TYPE nvlslice_cycle_max_seconds gauge\nnvlslice_cycle_max_seconds {:.6f}\n",
+                     cycle_max_);
     return o;
 }
 

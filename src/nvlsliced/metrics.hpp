@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace nvl {
 
@@ -20,13 +21,16 @@ struct CyclePhases {
 class Metrics {
   public:
     void add_cycle(const CycleStats& s, double seconds, bool failed, const CyclePhases& phases = {});
+    // The racks' names, in map order (at start and after a reload).
+    void set_racks(std::vector<std::string> names);
     std::string render() const;
 
   private:
     mutable std::mutex mu_;
     double placements_ = 0, repairs_ = 0, moves_ = 0, preemptions_ = 0, unrepairable_ = 0, errors_ = 0;
     double evacuations_ = 0;
-    std::map<std::string, int> rack_degraded_;
+    std::vector<std::string> rack_names_;
+    std::vector<CycleStats::Rack> racks_;
     double cycles_ = 0, cycle_sum_ = 0, cycle_last_ = 0, cycle_max_ = 0;
     CyclePhases phase_sum_;
     std::map<std::string, int> pending_;

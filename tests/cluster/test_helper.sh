@@ -200,6 +200,29 @@ scontrol update nodename="$BAD" state=resume
 if wait_for 20 runs_in "$D" rack001; then ok "resumed: the rack recovered, the waiting slice job runs there"; else not_ok "D after recovery: $(squeue -h -j "$D" -o '%T %N') $(record "$D")"; fi
 expect_match "the log says it recovered" 'rack rack001 recovered: slices are placed there again' "$(cat "$LOG")"
 
+echo "# helper: a rack beyond its spares (3 failed nodes, 2 spares) is emptied of slice jobs"
+scancel "$D"
+wait_for 20 bash -c "[ -z \"\$(squeue -h -j $D)\" ] && [ -z \"\$(sinfo -h -t completing -o %N)\" ]"
+# rack002 runs A and C on 16 nodes; its 2 other nodes and one of C's fail
+OTHERS=$(comm -23 <(scontrol show hostnames 'nvl[0019-0036]' | sort) \
+    <(scontrol show hostnames "$(nodes_of "$A"),$(nodes_of "$C")" | sort) | paste -sd,)
+C1=$(scontrol show hostnames "$(nodes_of "$C")" | head -1)
+A_BEFORE=$(nodes_of "$A")
+scontrol update nodename="$OTHERS,$C1" state=drain reason="gpu xid 79"
+both_in_rack001() { runs_in "$A" rack001 && runs_in "$C" rack001; }
+if wait_for 30 both_in_rack001; then
+    ok "both slice jobs left rack002 for rack001: A $(nodes_of "$A") (none of its nodes failed), C $(nodes_of "$C")"
+else
+    not_ok "rack002 emptied: A $(squeue -h -j "$A" -o '%T %N') $(record "$A"); C $(squeue -h -j "$C" -o '%T %N') $(record "$C")"
+fi
+expect_match "the log: rack002 degraded, 3 failed nodes beyond its 2 spares" \
+    'rack rack002 degraded: 3 failed node\(s\) \(nvl\[[0-9,-]+\]\), more than its 2 spare\(s\)' "$(cat "$LOG")"
+expect_match "A was moved for its rack, not for a node of its own" \
+    "job $A: repair \(rack degraded\): slice 0: rack002 is degraded \(3 failed node\(s\)" "$(cat "$LOG")"
+expect_eq "no slice job is left on rack002" "" \
+    "$(squeue -h -t R -o '%i %N' | grep -E "^($A|$C) " | grep -E 'nvl00(19|2[0-9]|3[0-6])|nvl\[00(19|2|3)')"
+scontrol update nodename="$OTHERS,$C1" state=resume
+
 echo "# helper: defragmentation frees a rack only from checkpointable jobs"
 cleanup; resume_all
 sleep 1
@@ -265,6 +288,21 @@ expect_match "defrag preemptions counted" 'nvlslice_defrag_preemptions_total [1-
 expect_match "cycle latency exported" 'nvlslice_cycle_seconds_count [1-9]' "$m"
 cyc=$(printf '%s\n' "$m" | awk '/^nvlslice_cycle_seconds_sum/ {s=$2} /^nvlslice_cycle_seconds_count/ {c=$2} END { if (c) printf "%.2f", 1000*s/c }')
 echo "# measured: helper cycle (load nodes+jobs+reservation, decide, apply): mean $cyc ms"
+expect_match "per-rack gauges: free, spare, lent, slice nodes, failed, room, degraded" \
+    'nvlslice_rack_free_nodes\{rack="rack001"\} [0-9]+.*nvlslice_rack_spare_nodes\{rack="rack002"\} [0-9]+.*nvlslice_rack_lent_nodes\{rack="rack001"\} [0-9]+.*nvlslice_rack_slice_nodes\{rack="rack002"\} [0-9]+.*nvlslice_rack_failed_nodes\{rack="rack001"\} [0-9]+.*nvlslice_rack_slice_room_nodes\{rack="rack002"\} [0-9]+.*nvlslice_rack_degraded\{rack="rack001"\} 0' \
+    "$(tr '\n' ' ' <<< "$m")"
+body=$(printf '%s\n' "$m" | sed '1,/^\r\?$/d')
+missing=""
+for name in $(grep -o 'nvlslice_[a-z_]*' "$HERE/../../contrib/grafana/nvlslice.json" | sort -u); do
+    grep -qE "^$name(\{| )" <<< "$body" || missing+=" $name"
+done
+expect_eq "every metric the Grafana dashboard uses is exported" "" "$missing"
+if [ -n "${NVL_PROMTOOL:-}" ]; then
+    out=$("$NVL_PROMTOOL" check metrics <<< "$body" 2>&1); rc=$?
+    expect_eq "promtool check metrics: clean" "rc=0 " "rc=$rc $out"
+else
+    echo "# promtool check metrics: not run (NVL_PROMTOOL unset; contrib/quickstart.sh test sets it on Debian 12)"
+fi
 
 if scontrol show config | grep -qE '^TopologyPlugin *= *topology/block'; then
     echo "# helper: weights: skipped on topology/block (Slurm's block plugin packs plain jobs into blocks itself)"
@@ -330,6 +368,37 @@ err=$(timeout 10 "$BUILD_DIR/src/nvlsliced/nvlsliced" --config "$NVL_CLUSTER_DIR
 expect_match "second nvlsliced exits with the lock named" "rc=1 .*another nvlsliced is running \(it holds $NVL_CLUSTER_DIR/run/nvlsliced.lock\)" "rc=$rc $err"
 
 cleanup; resume_all
+echo "# helper: --check-config, and SIGHUP re-reads the configuration without losing state"
+HCONF=$NVL_CLUSTER_DIR/etc/nvlslice.yaml
+cp "$HCONF" "$OUT/nvlslice.yaml.good"
+expect_match "--check-config: a valid configuration" "is valid: map $NVL_CLUSTER_DIR/etc/nvlslice-map.yaml \\(2 racks, 36 nodes\\)" \
+    "$("$NVL_HELPER" --check-config --config "$HCONF" 2>&1)"
+printf 'map: %s\ncycle_ms: fast\n' "$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml" > "$OUT/bad.yaml"
+out=$("$NVL_HELPER" --check-config --config "$OUT/bad.yaml" 2>&1); rc=$?
+expect_match "--check-config: a bad one is refused with file:line (exit $rc)" "rc=1 .*bad.yaml:2:11: .*cycle_ms" "rc=$rc $out"
+HPID=$(cat "$NVL_CLUSTER_DIR/run/nvlsliced.pid")
+J=$(sbatch --parsable -N 16 --nvl-slice=16 --requeue --wrap 'sleep 300')
+wait_for 15 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ]" || not_ok "slice job before the reload: $(record "$J")"
+sed -i 's/^cycle_ms: .*/cycle_ms: 400/' "$HCONF"
+kill -HUP "$HPID"
+wait_for 10 bash -c "grep -q 'reloaded $HCONF: map .* cycle 400 ms' '$LOG'"
+expect_match "SIGHUP: the new configuration is read" "reloaded $HCONF: map .*\\(2 racks, 36 nodes\\), mode $MODE, cycle 400 ms" "$(cat "$LOG")"
+cp "$OUT/bad.yaml" "$HCONF"
+kill -HUP "$HPID"
+wait_for 10 bash -c "grep -q 'reload refused' '$LOG'"
+expect_match "a bad new configuration is refused, the running one kept" \
+    "error: reload refused, the running configuration is kept: .*nvlslice.yaml:2:11: .*cycle_ms" "$(cat "$LOG")"
+check "the helper still runs (pid $HPID)" kill -0 "$HPID"
+cp "$OUT/nvlslice.yaml.good" "$HCONF"
+kill -HUP "$HPID"
+N1=$(scontrol show hostnames "$(nodes_of "$J")" | sed -n 3p)
+scontrol update nodename="$N1" state=drain reason="gpu xid 79"
+moved_off() { [ "$(squeue -h -j "$J" -o %T)" = RUNNING ] && ! scontrol show hostnames "$(nodes_of "$J")" | grep -qx "$N1"; }
+if wait_for 20 moved_off; then ok "after the reloads the job placed before them is still repaired ($(nodes_of "$J"))"; else not_ok "repair after reload: $(squeue -h -j "$J" -o '%T %N') $(record "$J")"; fi
+expect_match "its record kept its history" 'repairs=1 ' "$(record "$J")"
+scontrol update nodename="$N1" state=resume
+cleanup; resume_all
+
 echo "# helper: repair_not_responding_after: 5 -> the same repair before Slurm marks the node DOWN"
 # The same job and the same kill as the DOWN path above, with the helper
 # restarted on the opt-in setting (its state lives in Slurm). SlurmdTimeout

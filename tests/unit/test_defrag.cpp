@@ -76,3 +76,22 @@ TEST_CASE("nvlsliced's mode: auto by default; a bad value names file:line", "[na
     CHECK_THROWS_WITH(read_helper_config("map: m.yaml\nmode: blocks\n", "h.yaml"),
                       Catch::Contains("h.yaml:2:7") && Catch::Contains("expected auto, gate or native"));
 }
+
+TEST_CASE("helper configuration: rack-level failures, silent nodes and the log", "[config][rack][quick]") {
+    auto d = read_helper_config("map: m.yaml\n", "h.yaml");
+    CHECK(d.reconcile.rack_failure_reasons.empty());
+    CHECK(d.reconcile.repair_not_responding_after_s == 0);
+    CHECK(d.log == "auto");
+    auto s = read_helper_config(
+        "map: m.yaml\nrack_failure_reasons: \"contained|nvswitch\"\nrepair_not_responding_after: 20\nlog: syslog\n",
+        "h.yaml");
+    CHECK(s.reconcile.rack_failure_reasons == "contained|nvswitch");
+    CHECK(s.reconcile.repair_not_responding_after_s == 20);
+    CHECK(s.log == "syslog");
+    CHECK_THROWS_WITH(read_helper_config("map: m.yaml\nrack_failure_reasons: \"(\"\n", "h.yaml"),
+                      Catch::Contains("h.yaml:2") && Catch::Contains("\"rack_failure_reasons\" is not a valid"));
+    CHECK_THROWS_WITH(read_helper_config("map: m.yaml\nrepair_not_responding_after: -1\n", "h.yaml"),
+                      Catch::Contains("h.yaml:2"));
+    CHECK_THROWS_WITH(read_helper_config("map: m.yaml\nlog: journal\n", "h.yaml"),
+                      Catch::Contains("\"log\": \"journal\": expected auto, stderr or syslog"));
+}

@@ -831,8 +831,17 @@ TEST_CASE("a degraded rack: its slice jobs move out, checkpointable first; no ne
     w.node("n018").state = NodeState::Drained;
     w.node("n018").reason = "Xid 145: NVLink contained error";
     auto out = w.cycle();
-    CHECK(out.stats.rack_degraded.at("r1") == 1);
-    CHECK(out.stats.rack_degraded.at("r3") == 0);
+    REQUIRE(out.stats.racks.size() == 3);
+    CHECK(out.stats.racks[0].degraded);
+    CHECK_FALSE(out.stats.racks[2].degraded);
+    // what the per-rack gauges show: r1 as the cycle found it
+    CHECK(out.stats.racks[0].slice_nodes == 16);
+    CHECK(out.stats.racks[0].failed == 1);
+    CHECK(out.stats.racks[0].spare == 1); // n017 (n018 drained)
+    CHECK(out.stats.racks[0].room == 0);  // degraded: no room for a new slice
+    CHECK(out.stats.racks[2].free == 8);  // n[045-052]; n[053-054] are spares
+    CHECK(out.stats.racks[2].spare == 2);
+    CHECK(out.stats.racks[2].room == 8);
     CHECK(out.stats.evacuations == 1);
     // B (checkpointable) gets the room, though A comes first in priority
     const Action* pin = find(out, ActionKind::PinOnly);
@@ -863,7 +872,7 @@ TEST_CASE("a degraded rack: its slice jobs move out, checkpointable first; no ne
     auto back = w.cycle();
     REQUIRE(find(back, ActionKind::Pin));
     CHECK(find(back, ActionKind::Pin)->arg == "n[001-016]");
-    CHECK(back.stats.rack_degraded.at("r1") == 0);
+    CHECK_FALSE(back.stats.racks[0].degraded);
     bool recovered = false;
     for (const auto& l : back.log) recovered = recovered || l == "rack r1 recovered: slices are placed there again";
     CHECK(recovered);
