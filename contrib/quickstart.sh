@@ -128,18 +128,20 @@ demo() {
     "$BUILD/src/tools/nvl-bench" --decisions 5000 --baseline-decisions 500 --runs 3 --cycles 1
 }
 
-# promtool, from Debian's prometheus package unpacked (not installed: no
-# service starts), checks nvlsliced's metrics in the cluster tests. Prints
-# its path, or nothing when it cannot be had.
-fetch_promtool() {
-    local dir=/var/cache/nvlslice/promtool
-    if [ ! -x "$dir/usr/bin/promtool" ]; then
+# Tools the tests use from Debian packages that are unpacked, not installed
+# (no service starts, no dependencies pulled in): promtool from prometheus
+# checks nvlsliced's metrics, hardening-check (a perl script) from
+# devscripts checks the built binaries. Prints the tool's path, or nothing
+# when it cannot be had.
+fetch_tool() { # fetch_tool PACKAGE PATH-IN-PACKAGE
+    local dir=/var/cache/nvlslice/$1
+    if [ ! -x "$dir/$2" ]; then
         as_root mkdir -p "$dir"
-        (cd "$dir" && { as_root apt-get download -qq prometheus >/dev/null 2>&1 ||
-            { as_root apt-get update -qq && as_root apt-get download -qq prometheus >/dev/null 2>&1; }; }) &&
-            as_root sh -c "dpkg-deb -x $dir/prometheus_*.deb $dir && rm -f $dir/prometheus_*.deb" || true
+        (cd "$dir" && { as_root apt-get download -qq "$1" >/dev/null 2>&1 ||
+            { as_root apt-get update -qq && as_root apt-get download -qq "$1" >/dev/null 2>&1; }; }) &&
+            as_root sh -c "dpkg-deb -x $dir/$1_*.deb $dir && rm -f $dir/$1_*.deb" || true
     fi
-    if [ -x "$dir/usr/bin/promtool" ]; then echo "$dir/usr/bin/promtool"; fi
+    if [ -x "$dir/$2" ]; then echo "$dir/$2"; fi
 }
 
 test_suite() {
@@ -148,12 +150,25 @@ test_suite() {
     local n
     n=$(sed -n 's/^All tests passed ([0-9]* assertions* in \([0-9]*\) test cases*).*/\1/p' "$BUILD"/tests/unit/nvl-unit.log)
     echo "unit: ${n:-0} passed, 0 failed"
+    echo "==> hardened build (hardening-check, exported symbols)"
+    local hc hp=0 hf=1
+    hc=$(fetch_tool devscripts usr/bin/hardening-check)
+    if [ -n "$hc" ]; then
+        local out
+        out=$(mktemp)
+        "$SRC/tests/hardening.sh" "$hc" "$BUILD" | tee "$out" || true
+        hp=$(sed -nE 's/^hardening: ([0-9]+) passed, ([0-9]+) failed$/\1/p' "$out")
+        hf=$(sed -nE 's/^hardening: ([0-9]+) passed, ([0-9]+) failed$/\2/p' "$out")
+        rm -f "$out"
+    else
+        echo "not ok - hardening-check (Debian's devscripts) could not be downloaded"
+    fi
     # Real-cluster tiers: Debian 12's Slurm 22.05 (gate mode), then Slurm
     # 24.11 with topology/block (native mode) from a Debian 13 root that the
     # tier builds once and caches (tests/cluster/debian13-root.sh).
     # NVL_TIERS=22.05 runs the first only.
-    local tiers=${NVL_TIERS:-22.05 24.11} tier out rc=0 trc cp cf tp=0 tf=0 promtool
-    promtool=$(fetch_promtool)
+    local tiers=${NVL_TIERS:-22.05 24.11} tier out rc=0 trc cp cf tp=${hp:-0} tf=${hf:-1} promtool
+    promtool=$(fetch_tool prometheus usr/bin/promtool)
     for tier in $tiers; do
         echo "==> cluster tests on Slurm $tier (real slurmctld + slurmd in network namespaces)"
         out=$(mktemp)
@@ -173,7 +188,8 @@ test_suite() {
         tp=$((tp + ${cp:-0})); tf=$((tf + ${cf:-1}))
         [ "$trc" -eq 0 ] || rc=$trc
     done
-    # One closing line for the whole run: test cases and cluster checks.
+    [ "${hf:-1}" -eq 0 ] || rc=1
+    # One closing line for the whole run: test cases, build and cluster checks.
     echo "tests: $(( ${n:-0} + tp )) passed, $tf failed"
     return "$rc"
 }
