@@ -33,6 +33,7 @@ void Cycle::judge_racks() {
     const size_t nd = map_.domains().size();
     if (mem_.degraded.size() != nd) mem_.degraded.assign(nd, std::string());
     out_.stats.racks.resize(nd);
+    std::vector<NodeId> out_of_service;
     for (DomainId d = 0; d < nd; ++d) {
         const std::string& why = snap_.degraded_why(d);
         const std::string& name = map_.domain(d).name;
@@ -47,6 +48,8 @@ void Cycle::judge_racks() {
         }
         r.room = std::max(0, domain_room(map_.domain(d), snap_.counts(d), false));
         r.degraded = !why.empty();
+        if (r.degraded)
+            out_of_service.insert(out_of_service.end(), map_.domain(d).nodes.begin(), map_.domain(d).nodes.end());
         if (why == mem_.degraded[d]) continue;
         if (!why.empty())
             warn(fmt::format("rack {} degraded: {}: no new slice is placed there, its slice jobs move to healthy "
@@ -56,6 +59,8 @@ void Cycle::judge_racks() {
             log(fmt::format("rack {} recovered: slices are placed there again", name));
         mem_.degraded[d] = why;
     }
+    std::sort(out_of_service.begin(), out_of_service.end());
+    degraded_nodes_ = out_of_service.empty() ? std::string() : hl(out_of_service);
 }
 
 void Cycle::not_responding() {

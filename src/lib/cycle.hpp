@@ -81,6 +81,12 @@ class Cycle {
     void finish_placed(const SliceJob& sj);
     // Pass 2: pending jobs without a usable placement: place them.
     void place_waiting(const SliceJob& sj);
+    // Native mode: Slurm places a waiting job itself, so degraded racks are
+    // kept from it by its exclusion (every node of them); the record's
+    // offdegraded=1 says the helper set it, to lift it when they recover
+    // (a restart included). A user's own --exclude is left alone while no
+    // rack is degraded. Returns the job with its record as it will be.
+    SliceJob keep_off_degraded(const SliceJob& sj);
     bool place_job(const SliceJob& sj);
     // The top-priority waiting job gets racks kept for it.
     void protect_top();
@@ -204,6 +210,8 @@ class Cycle {
     std::optional<std::regex> drain_re_;
     std::optional<std::regex> rack_re_;
     std::vector<SliceJob> evacuees_;
+    std::string degraded_nodes_; // every node of the degraded racks, a hostlist
+    std::unordered_map<JobId, std::string> exclusion_; // native jobs: the exclusion set this cycle
     std::vector<SliceJob> slice_jobs_;
     std::vector<char> reserved_; // per node: in the spare reservation as Slurm reports it
     std::unordered_set<JobId> settled_; // jobs pass 1 has dealt with: not placed again in pass 2

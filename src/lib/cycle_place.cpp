@@ -53,6 +53,35 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
     take(p.nodes(), id);
 }
 
+SliceJob Cycle::keep_off_degraded(const SliceJob& sj) {
+    const SlurmJob& j = *sj.job;
+    const bool was = sj.rec && sj.rec->off_degraded;
+    if (degraded_nodes_.empty() && !was) return sj;
+    SliceJob out = sj;
+    PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
+    if (!sj.rec) {
+        rec.state = RecordState::Waiting;
+        rec.slice = sj.tag.slice;
+    }
+    rec.off_degraded = !degraded_nodes_.empty();
+    out.rec = rec;
+    auto same = [](const std::string& a, const std::string& b) {
+        if (a == b) return true;
+        auto x = hostlist_expand(a), y = hostlist_expand(b);
+        std::sort(x.begin(), x.end());
+        std::sort(y.begin(), y.end());
+        return x == y;
+    };
+    if (!same(j.exc_nodes, degraded_nodes_)) {
+        act({ActionKind::Exclude, j.id, degraded_nodes_});
+        exclusion_[j.id] = degraded_nodes_;
+        log(degraded_nodes_.empty()
+                ? fmt::format("job {}: the racks recovered: its exclusion is lifted, Slurm may place it anywhere", j.id)
+                : fmt::format("job {}: kept off degraded racks: ExcNodeList={}", j.id, degraded_nodes_));
+    }
+    return out;
+}
+
 void Cycle::place_waiting(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
     if (settled_.count(j.id) || pinned_now(j.id)) return;
@@ -60,6 +89,13 @@ void Cycle::place_waiting(const SliceJob& sj) {
     const bool open = !j.held && !gated(j);
     // placed, waiting for Slurm to start it
     if (open && has_placement(sj) && !(native(sj) ? j.exc_nodes.empty() : j.req_nodes.empty())) return;
+    if (native(sj) && !has_placement(sj)) {
+        const SliceJob kept = keep_off_degraded(sj);
+        place_job(kept);
+        const bool flag_changed = (sj.rec && sj.rec->off_degraded) != (kept.rec && kept.rec->off_degraded);
+        if (flag_changed && !did(j.id, ActionKind::SetRecord)) record(kept, *kept.rec);
+        return;
+    }
     if (place_job(sj) || !open || native(sj)) return;
     // Requeued (it yielded its nodes) or its owner took the gate off, and no
     // room now: Slurm would start it rack-blind. Gate it again.
@@ -152,7 +188,8 @@ bool Cycle::place_job(const SliceJob& sj) {
             // Requeued (defragmentation, a user): Slurm would hold it back
             // for its credential lifetime (2 min by default); the next
             // second is enough, as in gate mode. Its exclusion stays.
-            Action a{ActionKind::Exclude, j.id, j.exc_nodes};
+            auto set = exclusion_.find(j.id);
+            Action a{ActionKind::Exclude, j.id, set != exclusion_.end() ? set->second : j.exc_nodes};
             a.start_at = start_time(j);
             act(std::move(a));
         }

@@ -199,6 +199,7 @@ std::string PlacementRecord::str() const {
     if (split) s += " split=1";
     if (lent) s += " lent=1";
     if (hold) s += " hold=1";
+    if (off_degraded) s += " offdegraded=1";
     if (!reason.empty()) s += " reason=" + reason; // free text, always last
     return s;
 }
@@ -241,6 +242,8 @@ std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
             r.lent = to_int(k, v) != 0;
         else if (k == "hold")
             r.hold = to_int(k, v) != 0;
+        else if (k == "offdegraded")
+            r.off_degraded = to_int(k, v) != 0;
         else if (k == "slices") {
             while (!v.empty()) {
                 size_t sc = v.find(';');

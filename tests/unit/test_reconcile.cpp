@@ -915,3 +915,46 @@ TEST_CASE("repair_not_responding_after: a silent node of a running slice job is 
     w.cfg.repair_not_responding_after_s = 0;
     CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown));
 }
+
+TEST_CASE("native mode: a waiting segment job is kept off degraded racks by its exclusion, lifted on recovery",
+          "[reconcile][rack][native][quick]") {
+    World w(2);
+    w.cfg.hand_off = HandOff::Native;
+    w.cfg.rack_failure_reasons = "contained";
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = add_native_job(w, 7, 16, 1);
+    w.node("n005").state = NodeState::Drained;
+    w.node("n005").reason = "NVLink contained error";
+    auto out = w.cycle();
+    const Action* exc = find(out, ActionKind::Exclude);
+    REQUIRE(exc);
+    CHECK(exc->job == 7);
+    CHECK(exc->arg == "n[001-018]");
+    const Action* rec = find(out, ActionKind::SetRecord);
+    REQUIRE(rec);
+    CHECK_THAT(rec->arg, Catch::Contains("waiting") && Catch::Contains("offdegraded=1"));
+    CHECK(PlacementRecord::parse(rec->arg)->off_degraded); // survives a restart: it lives in Slurm
+    // as Slurm shows it now: nothing more to do while the rack stays degraded
+    j.exc_nodes = "n[001-018]";
+    j.admin_comment = rec->arg;
+    auto again = w.cycle();
+    CHECK_FALSE(find(again, ActionKind::Exclude));
+    // a user's own --exclude on another job is not touched while no rack is degraded
+    SlurmJob& u = add_native_job(w, 8, 16, 1);
+    u.exc_nodes = "n020";
+    // recovered: the exclusion the helper set is lifted, the user's stays
+    w.node("n005").state = NodeState::Idle;
+    auto back = w.cycle();
+    bool lifted = false, user_touched = false;
+    for (const auto& a : back.actions) {
+        lifted = lifted || (a.kind == ActionKind::Exclude && a.job == 7 && a.arg.empty());
+        user_touched = user_touched || (a.kind == ActionKind::Exclude && a.job == 8);
+    }
+    CHECK(lifted);
+    CHECK_FALSE(user_touched);
+    bool flag_cleared = false;
+    for (const auto& a : back.actions)
+        flag_cleared = flag_cleared || (a.kind == ActionKind::SetRecord && a.job == 7 &&
+                                        a.arg.find("offdegraded") == std::string::npos);
+    CHECK(flag_cleared);
+}
