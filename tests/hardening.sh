@@ -27,5 +27,24 @@ if [ "$exported" = "plugin_name plugin_type plugin_version slurm_spank_exit slur
 else
     not_ok "the plugin exports more than the plugin symbols: $exported"
 fi
+# The systemd unit, pointed at this build's nvlsliced and man page.
+if command -v systemd-analyze >/dev/null; then
+    SRC=$(cd "$(dirname "$0")/.." && pwd)
+    T=$(mktemp -d)
+    mkdir -p "$T/man/man8"
+    cp "$SRC/src/nvlsliced/nvlsliced.8" "$T/man/man8/"
+    sed "s|/usr/sbin/nvlsliced|$B/src/nvlsliced/nvlsliced|g" "$SRC/contrib/systemd/nvlsliced.service" > "$T/nvlsliced.service"
+    if out=$(MANPATH="$T/man" systemd-analyze verify "$T/nvlsliced.service" 2>&1) && [ -z "$out" ]; then
+        ok "systemd-analyze verify nvlsliced.service: clean"
+    else
+        not_ok "systemd-analyze verify nvlsliced.service: $out"
+    fi
+    for key in NoNewPrivileges=true ProtectSystem=strict ProtectHome=true PrivateTmp=true RuntimeDirectory=nvlsliced; do
+        grep -qx "$key" "$T/nvlsliced.service" && ok "the unit has $key" || not_ok "the unit lacks $key"
+    done
+    rm -rf "$T"
+else
+    not_ok "systemd-analyze (systemd) is not installed"
+fi
 echo "hardening: $PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -19,7 +19,9 @@
 
 #include <chrono>
 #include <csignal>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <cstdio>
 #include <ctime>
 #include <thread>
@@ -168,7 +170,13 @@ int main(int argc, char** argv) {
         // One instance only: the lock is held for the life of the process
         // and released by the kernel however it ends (kill -9 included).
         int lock = open(s.lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (lock < 0) throw Error(fmt::format("lock_file {}: cannot open", s.lock_file));
+        if (lock < 0 && errno == ENOENT) {
+            // its directory (the unit's RuntimeDirectory; by hand, made here)
+            const std::string dir = s.lock_file.substr(0, s.lock_file.rfind('/'));
+            if (!dir.empty() && mkdir(dir.c_str(), 0755) == 0)
+                lock = open(s.lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        }
+        if (lock < 0) throw Error(fmt::format("lock_file {}: cannot open: {}", s.lock_file, std::strerror(errno)));
         if (flock(lock, LOCK_EX | LOCK_NB) != 0)
             throw Error(fmt::format("another nvlsliced is running (it holds {})", s.lock_file));
         (void)!ftruncate(lock, 0);
