@@ -19,9 +19,12 @@ order_case() { # order_case plain|slice: prints the job that started first (A or
     local opts="" a b first
     [ "$1" = slice ] && opts="--nvl-slice=16"
     cleanup
-    # rack002 busy for the whole case; rack001 busy for 8 s: room for one job, later
+    # rack002 busy for the whole case; rack001 busy until B has been raised:
+    # then room for one job (ended by hand, so that a slow submission cannot
+    # let A start before the raise)
+    local busy1
     sbatch --parsable -w nvl[0019-0034] -J busy2 --wrap 'sleep 120' >/dev/null
-    sbatch --parsable -w nvl[0001-0016] -J busy1 -t 1 --wrap 'sleep 8' >/dev/null
+    busy1=$(sbatch --parsable -w nvl[0001-0016] -J busy1 -t 1 --wrap 'sleep 120')
     wait_for 10 bash -c '[ "$(squeue -h -n busy1,busy2 -t R | wc -l)" -eq 2 ]'
     a=$(sbatch --parsable -N 16 $opts -J A --wrap 'sleep 60')
     sleep 1
@@ -29,6 +32,8 @@ order_case() { # order_case plain|slice: prints the job that started first (A or
     sleep 1
     local err
     err=$(scontrol update jobid="$b" priority=1000000 2>&1) || echo "# $1: the priority update was refused: $err" >&2
+    sleep 1
+    scancel "$busy1"
     wait_for 30 bash -c "[ -n \"\$(squeue -h -j $a,$b -t R -o %j)\" ]"
     first=$(squeue -h -j "$a,$b" -t R -o %j | head -1)
     echo "${first:-none} $(job_field "$b" Priority)"
