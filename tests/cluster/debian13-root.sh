@@ -12,6 +12,10 @@
 #
 # Settings (environment):
 #   NVL_DEBIAN13_ROOT   where the root lives (/var/cache/nvlslice/debian13-root)
+#   NVL_ROOT_SUITE      the Debian release (trixie); the packages' tier uses a
+#                       bookworm root of its own (run.sh, NVL_SLURM=installed)
+#   NVL_ROOT_PACKAGES   the packages to install in it (default: Slurm 24.11's
+#                       daemons and clients, and what building nvlslice needs)
 #   NVL_DEBIAN_MIRROR   Debian mirror for debootstrap (default: the host's own
 #                       apt sources, so the root uses whatever mirror the host can
 #                       reach)
@@ -28,13 +32,16 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 ROOT=${NVL_DEBIAN13_ROOT:-/var/cache/nvlslice/debian13-root}
 SELF=$HERE/$(basename "$0")
-SUITE=trixie
+SUITE=${NVL_ROOT_SUITE:-trixie}
 PACKAGES=(
     slurmctld slurmd slurm-client munge libslurm-dev
     g++ make autoconf automake libtool pkg-config
     libhwloc-dev libyaml-dev libfmt-dev catch2
     iproute2 procps ca-certificates
 )
+if [ -n "${NVL_ROOT_PACKAGES:-}" ]; then
+    read -r -a PACKAGES <<< "$NVL_ROOT_PACKAGES"
+fi
 # A sane PATH inside the root whatever the caller's PATH is.
 ROOT_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
@@ -204,7 +211,7 @@ versions() {
     slurm=$(in_root nosrc slurmctld -V 2>&1) || slurm="slurmctld -V failed: $slurm"
     echo "  slurm:  $slurm"
     # shellcheck disable=SC2016 # dpkg-query's own ${field} syntax
-    in_root nosrc dpkg-query -W -f='  ${Package}: ${Version}\n' catch2 libfmt-dev libslurm-dev munge
+    in_root nosrc dpkg-query -W -f='  ${Package}: ${Version}\n' catch2 libfmt-dev libslurm-dev munge 2>/dev/null || true
 }
 
 ensure() {

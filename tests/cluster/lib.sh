@@ -2,6 +2,10 @@
 # Every test prints "ok - name" or "not ok - name" with what was seen.
 PASS=${PASS:-0}
 FAIL=${FAIL:-0}
+# The programs under test: the build tree's (BUILD_DIR), or as installed
+# from the packages (run.sh with NVL_INSTALLED=1 sets them).
+NVL_TOPO=${NVL_TOPO:-${BUILD_DIR:-}/src/tools/nvl-topo}
+NVL_HELPER=${NVL_HELPER:-${BUILD_DIR:-}/src/nvlsliced/nvlsliced}
 
 ok() { PASS=$((PASS + 1)); echo "ok - $*"; }
 not_ok() { FAIL=$((FAIL + 1)); echo "not ok - $*"; }
@@ -74,6 +78,12 @@ cleanup() {
     wait_for 60 bash -c '[ -z "$(squeue -h -o %i)" ] && [ -z "$(sinfo -h -t completing -o %N)" ]'
 }
 resume_all() { scontrol update nodename=nvl[0001-0036] state=resume 2>/dev/null; true; }
+# Every node up and answering (after a killed slurmd came back, 24.11 takes
+# a few seconds to register it): no down, drained, failing, unknown or
+# not-responding node left.
+all_up() {
+    [ -z "$(sinfo -h -N -t down,drain,drained,draining,fail,unk,no_respond -o %N 2>/dev/null)" ]
+}
 # refuse NAME REGEX sbatch-args...: the submission must fail, saying REGEX
 refuse() {
     local name=$1 re=$2; shift 2

@@ -31,11 +31,47 @@ if [ "${NVL_SLURM:-}" = 24.11 ] && [ -z "${NVL_IN_ROOT:-}" ]; then
     exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_SLURM=24.11 NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" \
         $src/tests/cluster/run.sh "$inner"
 fi
-BUILD=$(cd "${1:?usage: run.sh BUILD_DIR}" && pwd)
+# The packages' tier: `NVL_SLURM=installed tests/cluster/run.sh BUILD_DIR`
+# builds the Debian packages (make deb in BUILD_DIR), installs them with apt
+# in a fresh Debian 12 root of their own (debian13-root.sh with
+# NVL_ROOT_SUITE=bookworm: Debian's Slurm 22.05 and nothing of the build
+# tree) and runs the same tests there against the installed files.
+if [ "${NVL_SLURM:-}" = installed ] && [ -z "${NVL_IN_ROOT:-}" ]; then
+    B=$(cd "${1:?usage: NVL_SLURM=installed run.sh BUILD_DIR}" && pwd)
+    ROOTSH=$HERE/debian13-root.sh
+    echo "# the packages' tier: make deb"
+    make -C "$B" -s deb > "$B/deb.log" 2>&1 || { tail -20 "$B/deb.log"; echo "run.sh: make deb failed" >&2; exit 1; }
+    export NVL_ROOT_SUITE=bookworm NVL_DEBIAN13_ROOT=/var/cache/nvlslice/debian12-root \
+        NVL_ROOT_PACKAGES="slurmctld slurmd slurm-client munge iproute2 procps ca-certificates"
+    "$ROOTSH" ensure || exit 1
+    root=$("$ROOTSH" path)
+    rm -rf "$root/var/tmp/nvlslice-debs" && mkdir -p "$root/var/tmp/nvlslice-debs"
+    for p in nvlslice-spank nvlsliced nvlslice-tools; do cp "$B"/deb/"$p"_*.deb "$root/var/tmp/nvlslice-debs/"; done
+    echo "# the packages' tier: apt install $(cd "$root/var/tmp/nvlslice-debs" && echo *.deb) in a Debian 12 root"
+    "$ROOTSH" shell env DEBIAN_FRONTEND=noninteractive sh -c \
+        'apt-get purge -y -q nvlslice-spank nvlsliced nvlslice-tools >/dev/null 2>&1;
+         apt-get install -y -q --no-install-recommends /var/tmp/nvlslice-debs/*.deb >/var/tmp/nvlslice-debs/apt.log 2>&1 ||
+             { tail -20 /var/tmp/nvlslice-debs/apt.log; exit 1; }
+         dpkg-query -W -f="#   \${Package} \${Version}\n" nvlslice-spank nvlsliced nvlslice-tools' ||
+        { echo "run.sh: installing the packages in the root failed" >&2; exit 1; }
+    exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_INSTALLED=1 NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" \
+        /src/tests/cluster/run.sh
+fi
 export NVL_CLUSTER_DIR=${NVL_CLUSTER_DIR:-/tmp/nvlslice-cluster}
 export SLURM_CONF=$NVL_CLUSTER_DIR/etc/slurm.conf
+if [ -n "${NVL_INSTALLED:-}" ]; then
+    # the installed files, not the build tree
+    BUILD=
+    PLUGIN=$(ls /usr/lib/*/nvlslice/spank_nvlslice.so 2>/dev/null | head -1)
+    export NVL_TOPO=/usr/bin/nvl-topo
+    [ -n "$PLUGIN" ] && [ -x /usr/sbin/nvlsliced ] && [ -x "$NVL_TOPO" ] ||
+        { echo "run.sh: NVL_INSTALLED: the packages' files are missing" >&2; exit 1; }
+    echo "# installed: $PLUGIN /usr/sbin/nvlsliced $NVL_TOPO"
+else
+BUILD=$(cd "${1:?usage: run.sh BUILD_DIR}" && pwd)
 PLUGIN=$BUILD/plugins/spank/.libs/spank_nvlslice.so
 [ -f "$PLUGIN" ] || { echo "run.sh: $PLUGIN not built" >&2; exit 1; }
+fi
 
 # Simulated GPUs: every node has 4 in its hwloc fixture except nvl0036 (3),
 # for the plugin's GPU check test.
@@ -87,7 +123,7 @@ run_test "$HERE/test_plugin.sh"
 # The helper tests use every node: from here on nvl0036 has its 4 GPUs.
 cp "$HERE/../data/hwloc/node-4gpu.xml" "$NVL_CLUSTER_DIR/hwloc/nvl0036.xml"
 sed -i 's/ mode=gate$/ mode=auto/' "$NVL_CLUSTER_DIR/etc/plugstack.conf"
-export NVL_HELPER=$BUILD/src/nvlsliced/nvlsliced
+if [ -n "${NVL_INSTALLED:-}" ]; then export NVL_HELPER=/usr/sbin/nvlsliced; else export NVL_HELPER=$BUILD/src/nvlsliced/nvlsliced; fi
 "$HERE/cluster.sh" helper || exit 1
 . "$HERE/lib.sh"
 wait_for 10 bash -c '[ -n "$(sed -n "s/.*started: .*, mode \([a-z]*\) (.*/\1/p" "$NVL_CLUSTER_DIR/log/nvlsliced.log")" ]'

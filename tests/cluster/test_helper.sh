@@ -17,7 +17,7 @@ running_on() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ] && [ "$(no
 MODE=$(nvl_mode)
 echo "# helper: mode $MODE (nvlsliced's log: $(grep -o 'mode [a-z]* ([^)]*)' "$LOG" | tail -1))"
 check "nvlsliced names its mode in its log" [ -n "$MODE" ]
-expect_match "nvl-topo show names it too" "Mode=$MODE " "$("$BUILD_DIR/src/tools/nvl-topo" show --map "$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml" 2>&1 | tail -1)"
+expect_match "nvl-topo show names it too" "Mode=$MODE " "$("$NVL_TOPO" show --map "$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml" 2>&1 | tail -1)"
 
 echo "# helper: the spare reservation"
 wait_for 10 bash -c "[ \"\$(scontrol show reservation nvlslice_spares 2>/dev/null | sed -n 's/^ *Nodes=\([^ ]*\).*/\1/p')\" = 'nvl[0017-0018,0035-0036]' ]"
@@ -157,6 +157,7 @@ wait_for 20 bash -c '[ "$(sinfo -h -n nvl0007 -o %T)" != "down" ] && [ "$(sinfo 
 
 echo "# helper: a degraded rack (rack_failure_reasons: contained) is emptied of slice jobs, checkpointable first"
 cleanup; resume_all
+wait_for 60 all_up || not_ok "all nodes up before the case: $(sinfo -h -N -t down,drain,drained,draining,fail,unk,no_respond -o '%N %T')"
 sleep 1
 # the rack of every node of a job: rack001, rack002, or "both"
 rack_of() {
@@ -188,7 +189,7 @@ wait_for 10 bash -c "scontrol show job $A | grep -q 'reason=move waits'"
 expect_match "and says why" "reason=move waits: slice 0: rack001 is degraded \\($BAD is out with a rack-level failure: \"Xid 145: NVLink contained error\"\\)" "$(record "$A")"
 expect_match "the log names the degraded rack and why" "rack rack001 degraded: $BAD is out with a rack-level failure: \"Xid 145: NVLink contained error\": no new slice is placed there" "$(cat "$LOG")"
 expect_match "nvl-topo show names it" "Degraded: $BAD is out with a rack-level failure" \
-    "$("$BUILD_DIR/src/tools/nvl-topo" show --map "$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml" --rack-failure-reasons contained rack001)"
+    "$("$NVL_TOPO" show --map "$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml" --rack-failure-reasons contained rack001)"
 expect_match "the metrics show it" 'nvlslice_rack_degraded\{rack="rack001"\} 1' "$(exec 3<>/dev/tcp/127.0.0.1/9817; printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3; cat <&3)"
 scancel "$F"
 if wait_for 30 runs_in "$A" rack002; then ok "room on rack002: the other job moved too ($(nodes_of "$A"))"; else not_ok "A moved: $(squeue -h -j "$A" -o '%T %N') $(record "$A")"; fi
@@ -257,7 +258,7 @@ expect_eq "the non-checkpointable job still runs where it was" "RUNNING nvl0019"
 expect_match "the preemption was logged with its reason" "job $B: defragmentation: requeued checkpointable job\(s\) $C to free rack001" "$(cat "$LOG")"
 
 echo "# nvl-topo on the live cluster"
-TOPO="$BUILD_DIR/src/tools/nvl-topo"
+TOPO="$NVL_TOPO"
 MAPF=$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml
 live=$("$TOPO" show --map "$MAPF")
 expect_match "show: the slice of job $B with its index" "Slice JobId=$B Index=0 Nodes=nvl\[" "$live"
@@ -358,13 +359,13 @@ fi
 if scontrol show config | grep -qE '^TopologyPlugin *= *topology/block'; then
     echo "# topology/block: Slurm's blocks are the racks of nvl-topo show"
     blocks=$(scontrol show topology | sed -n 's/.*BlockName=\([^ ]*\).*Nodes=\([^ ]*\).*/\1 \2/p' | sort)
-    racks=$("$BUILD_DIR/src/tools/nvl-topo" show --map "$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml" |
+    racks=$("$NVL_TOPO" show --map "$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml" |
         sed -n 's/^RackName=\([^ ]*\) Nodes=\([^ ]*\).*/\1 \2/p' | sort)
     expect_eq "scontrol show topology lists the racks as blocks" "$racks" "$blocks"
 fi
 
 echo "# helper: a second instance refuses to start"
-err=$(timeout 10 "$BUILD_DIR/src/nvlsliced/nvlsliced" --config "$NVL_CLUSTER_DIR/etc/nvlslice.yaml" 2>&1); rc=$?
+err=$(timeout 10 "$NVL_HELPER" --config "$NVL_CLUSTER_DIR/etc/nvlslice.yaml" 2>&1); rc=$?
 expect_match "second nvlsliced exits with the lock named" "rc=1 .*another nvlsliced is running \(it holds $NVL_CLUSTER_DIR/run/nvlsliced.lock\)" "rc=$rc $err"
 
 cleanup; resume_all
@@ -407,6 +408,7 @@ NR_CONF="${NVL_HELPER_CONF:-}"$'\n'"repair_not_responding_after: 5"
 "$CL" kill-helper
 NVL_HELPER_CONF="$NR_CONF" "$CL" helper || not_ok "nvlsliced restarted with repair_not_responding_after"
 cleanup; resume_all
+wait_for 60 all_up || not_ok "all nodes up before the case: $(sinfo -h -N -t down,drain,drained,draining,fail,unk,no_respond -o '%N %T')"
 sleep 1
 J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --requeue --wrap 'sleep 600')
 wait_for 15 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ]" || not_ok "16-node job placed: $(nodes_of "$J")"

@@ -60,7 +60,7 @@ stream_case() { # stream_case plain|slice: prints the seconds until the 32-node 
     # while it waits: is the protection there (sinfo -T, nvl-topo show)?
     started() {
         sinfo -T -h | grep nvlslice_protect >> "$OUT/protect-$1.txt"
-        "$BUILD_DIR/src/tools/nvl-topo" show --map "$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml" 2>/dev/null |
+        "$NVL_TOPO" show --map "$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml" 2>/dev/null |
             grep 'Protected Nodes=' >> "$OUT/protect-$1.txt"
         [ "$(squeue -h -j "$big" -o %T)" = RUNNING ]
     }
