@@ -26,6 +26,9 @@ cat <<HDR
 #                  "feature" says otherwise)
 #   nodes          a Slurm hostlist, in the order slices are cut
 #   gpus_per_node, spares, slice_sizes, feature: per-domain overrides
+#   fabric         optional: the NVLink domain its GPUs report,
+#                  <ClusterUUID>.<CliqueId> (nvl-topo discover writes it); the
+#                  plugin's check_fabric compares each node's GPUs with it
 version: 1
 defaults:
   gpus_per_node: 4

@@ -16,6 +16,7 @@
 #                       bookworm root of its own (run.sh, NVL_SLURM=installed)
 #   NVL_ROOT_PACKAGES   the packages to install in it (default: Slurm 24.11's
 #                       daemons and clients, and what building nvlslice needs)
+#   NVL_ROOT_CGROUP     1: `shell` also binds the host's /sys/fs/cgroup tree
 #   NVL_DEBIAN_MIRROR   Debian mirror for debootstrap (default: the host's own
 #                       apt sources, so the root uses whatever mirror the host can
 #                       reach)
@@ -110,6 +111,11 @@ inside() {
     mnt "$ROOT" --bind "$ROOT"
     mnt "$ROOT/proc" -t proc proc
     mnt "$ROOT/sys" -t sysfs sysfs
+    # NVL_ROOT_CGROUP=1: the host's cgroup hierarchy, which Slurm 22.05's
+    # slurmd needs (the packages' tier; 24.11 runs with CgroupPlugin=disabled)
+    if [ -n "${NVL_ROOT_CGROUP:-}" ] && mountpoint -q /sys/fs/cgroup; then
+        mnt "$ROOT/sys/fs/cgroup" --rbind /sys/fs/cgroup
+    fi
     # /dev by bind (real device nodes, the host's ptys); its sub-mounts are
     # bound on their own so that they can be unmounted one by one.
     mnt "$ROOT/dev" --bind /dev

@@ -39,9 +39,11 @@ fi
 if [ "${NVL_SLURM:-}" = installed ] && [ -z "${NVL_IN_ROOT:-}" ]; then
     B=$(cd "${1:?usage: NVL_SLURM=installed run.sh BUILD_DIR}" && pwd)
     ROOTSH=$HERE/debian13-root.sh
-    echo "# the packages' tier: make deb"
-    make -C "$B" -s deb > "$B/deb.log" 2>&1 || { tail -20 "$B/deb.log"; echo "run.sh: make deb failed" >&2; exit 1; }
-    export NVL_ROOT_SUITE=bookworm NVL_DEBIAN13_ROOT=/var/cache/nvlslice/debian12-root \
+    if [ -z "${NVL_DEBS_READY:-}" ]; then # set when BUILD_DIR/deb was just built (tests/packages.sh)
+        echo "# the packages' tier: make deb"
+        make -C "$B" -s deb > "$B/deb.log" 2>&1 || { tail -20 "$B/deb.log"; echo "run.sh: make deb failed" >&2; exit 1; }
+    fi
+    export NVL_ROOT_SUITE=bookworm NVL_DEBIAN13_ROOT=/var/cache/nvlslice/debian12-root NVL_ROOT_CGROUP=1 \
         NVL_ROOT_PACKAGES="slurmctld slurmd slurm-client munge iproute2 procps ca-certificates"
     "$ROOTSH" ensure || exit 1
     root=$("$ROOTSH" path)

@@ -377,6 +377,13 @@ expect_match "--check-config: a valid configuration" "is valid: map $NVL_CLUSTER
 printf 'map: %s\ncycle_ms: fast\n' "$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml" > "$OUT/bad.yaml"
 out=$("$NVL_HELPER" --check-config --config "$OUT/bad.yaml" 2>&1); rc=$?
 expect_match "--check-config: a bad one is refused with file:line (exit $rc)" "rc=1 .*bad.yaml:2:11: .*cycle_ms" "rc=$rc $out"
+# The log as journald takes it: standard error is the journal's stream
+# (JOURNAL_STREAM names it), so each line carries its level, no timestamp.
+sed -e "s|^lock_file: .*|lock_file: $OUT/once.lock|" -e 's|^metrics_listen: .*|metrics_listen: ""|' "$HCONF" > "$OUT/once.yaml"
+: > "$OUT/journal"
+JOURNAL_STREAM=$(stat -c '%d:%i' "$OUT/journal") "$NVL_HELPER" --once --dry-run --config "$OUT/once.yaml" 2>> "$OUT/journal"
+expect_match "under journald each line carries its level: <6> for info" '^<6>started: map ' "$(head -1 "$OUT/journal")"
+expect_eq "and no timestamp of its own" "" "$(grep -E '^[0-9]{4}-' "$OUT/journal")"
 HPID=$(cat "$NVL_CLUSTER_DIR/run/nvlsliced.pid")
 J=$(sbatch --parsable -N 16 --nvl-slice=16 --requeue --wrap 'sleep 300')
 wait_for 15 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ]" || not_ok "slice job before the reload: $(record "$J")"
