@@ -15,6 +15,17 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
     yaml_node_t* root = doc.root();
     if (!root) throw ParseError({file, 1, 1}, "the configuration is empty (at least \"map: PATH\" is needed)");
     doc.expect_mapping(root, "the nvlsliced configuration");
+    // A drain-reason pattern (ECMAScript, case-insensitive), refused at its
+    // file:line when it does not compile.
+    auto reason_pattern = [&](const std::string& k, yaml_node_t* v) {
+        std::string p = doc.scalar(v, k);
+        try {
+            std::regex re(p, std::regex::ECMAScript | std::regex::icase);
+        } catch (const std::regex_error& e) {
+            doc.fail(v, fmt::format("\"{}\" is not a valid regular expression: {}", k, e.what()));
+        }
+        return p;
+    };
     doc.for_each_pair(
         root,
         {"map", "spares", "gpus_per_node", "default_slice", "cycle_ms", "metrics_listen", "lock_file", "log", "reservation",
@@ -42,23 +53,11 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
             }
             else if (k == "reservation")
                 s.reconcile.reservation = doc.scalar(v, k);
-            else if (k == "repair_drain_reasons") {
-                s.reconcile.repair_drain_reasons = doc.scalar(v, k);
-                try {
-                    std::regex re(s.reconcile.repair_drain_reasons, std::regex::ECMAScript | std::regex::icase);
-                } catch (const std::regex_error& e) {
-                    doc.fail(v,
-                             fmt::format("\"repair_drain_reasons\" is not a valid regular expression: {}", e.what()));
-                }
-            } else if (k == "rack_failure_reasons") {
-                s.reconcile.rack_failure_reasons = doc.scalar(v, k);
-                try {
-                    std::regex re(s.reconcile.rack_failure_reasons, std::regex::ECMAScript | std::regex::icase);
-                } catch (const std::regex_error& e) {
-                    doc.fail(v,
-                             fmt::format("\"rack_failure_reasons\" is not a valid regular expression: {}", e.what()));
-                }
-            } else if (k == "repair_not_responding_after")
+            else if (k == "repair_drain_reasons")
+                s.reconcile.repair_drain_reasons = reason_pattern(k, v);
+            else if (k == "rack_failure_reasons")
+                s.reconcile.rack_failure_reasons = reason_pattern(k, v);
+            else if (k == "repair_not_responding_after")
                 s.reconcile.repair_not_responding_after_s = int(doc.integer(v, k, 0, 86400));
             else if (k == "prefer_wait")
                 s.reconcile.prefer_wait_s = int(doc.integer(v, k, 0, 30 * 86400));
