@@ -4,9 +4,37 @@
 
 #include <fmt/format.h>
 
+#include <arpa/inet.h>
+
 #include <regex>
 
 namespace nvl {
+
+ListenAddress parse_listen(std::string_view v) {
+    const size_t colon = v.rfind(':');
+    if (colon == std::string_view::npos || colon == 0)
+        throw Error(fmt::format("metrics_listen: \"{}\": expected IPV4-ADDRESS:PORT, e.g. 127.0.0.1:9817 (\"\" turns "
+                                "the endpoint off)",
+                                v));
+    ListenAddress a;
+    a.host = std::string(v.substr(0, colon));
+    const std::string_view port = v.substr(colon + 1);
+    unsigned long p = 0;
+    bool digits = !port.empty() && port.size() <= 5;
+    for (char c : port) {
+        digits = digits && c >= '0' && c <= '9';
+        if (digits) p = p * 10 + unsigned(c - '0');
+    }
+    if (!digits || p > 65535)
+        throw Error(fmt::format("metrics_listen: \"{}\": the port \"{}\" is not a number from 0 to 65535", v, port));
+    in_addr addr{};
+    if (inet_pton(AF_INET, a.host.c_str(), &addr) != 1)
+        throw Error(fmt::format("metrics_listen: \"{}\": \"{}\" is not an IPv4 address (use 127.0.0.1, or the "
+                                "address of the interface Prometheus scrapes)",
+                                v, a.host));
+    a.port = uint16_t(p);
+    return a;
+}
 
 HelperSettings read_helper_config(std::string_view text, const std::string& file) {
     YamlDoc doc(text, file);
@@ -42,8 +70,14 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
                 s.overrides.default_slice = int(doc.integer(v, k, 1, 4096));
             else if (k == "cycle_ms")
                 s.cycle_ms = int(doc.integer(v, k, 50, 60000));
-            else if (k == "metrics_listen")
+            else if (k == "metrics_listen") {
                 s.metrics_listen = doc.scalar(v, k);
+                if (!s.metrics_listen.empty()) try {
+                        (void)parse_listen(s.metrics_listen);
+                    } catch (const Error& e) {
+                        doc.fail(v, e.what());
+                    }
+            }
             else if (k == "lock_file")
                 s.lock_file = doc.scalar(v, k);
             else if (k == "log") {

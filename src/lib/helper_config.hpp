@@ -7,15 +7,26 @@
 #include "model.hpp"
 #include "reconcile.hpp"
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace nvl {
+
+// metrics_listen: an IPv4 address and a port (0: any free port).
+struct ListenAddress {
+    std::string host;
+    uint16_t port = 0;
+    std::string str() const { return host + ":" + std::to_string(port); }
+};
+// "127.0.0.1:9817"; throws nvl::Error naming metrics_listen and the fix.
+ListenAddress parse_listen(std::string_view v);
 
 struct HelperSettings {
     std::string map;                               // rack map (required)
     MapOverrides overrides; // spares, gpus_per_node, default_slice over the map's
     int cycle_ms = 1000;                           // reconcile period
-    std::string metrics_listen = "127.0.0.1:9817"; // "" = no metrics endpoint
+    std::string metrics_listen = "127.0.0.1:9817"; // "" = no metrics endpoint; checked by parse_listen
     std::string lock_file = "/run/nvlsliced/nvlsliced.lock"; // its directory is made if missing
     // Where the log goes: auto = the journal (with each line's level) when
     // standard error is journald's stream, else standard error; stderr;

@@ -130,6 +130,10 @@ a bad new one is refused and the running one kept. SIGTERM stops it.
 } // namespace
 
 int main(int argc, char** argv) {
+    // A peer that goes away (a metrics client's reset, a closed pipe) is an
+    // error return on that one write, never the end of the helper: systemd
+    // counts a SIGPIPE death as a clean exit and would not restart it.
+    std::signal(SIGPIPE, SIG_IGN);
     std::string config = "/etc/slurm/nvlslice.yaml";
     bool once = false, dry = false, check = false;
     for (int i = 1; i < argc; ++i) {
@@ -195,7 +199,8 @@ int main(int argc, char** argv) {
         };
         metrics.set_racks(rack_names(map));
         std::unique_ptr<MetricsServer> server;
-        if (!s.metrics_listen.empty() && !once) server = std::make_unique<MetricsServer>(metrics, s.metrics_listen);
+        if (!s.metrics_listen.empty() && !once)
+            server = std::make_unique<MetricsServer>(metrics, parse_listen(s.metrics_listen));
         SlurmCluster slurm;
         // The mode: the configuration's, or for auto what slurmctld runs.
         const SlurmFeatures features = probe_slurm();
@@ -211,7 +216,7 @@ int main(int argc, char** argv) {
                         wanted == HandOff::Auto ? "chosen from the running Slurm" : "set in the configuration",
                         features.version, features.topology_plugin.empty() ? "no topology plugin" : features.topology_plugin,
                         s.cycle_ms, s.reconcile.reservation.empty() ? "(none)" : s.reconcile.reservation,
-                        server ? fmt::format("127.0.0.1:{}", server->port()) : "(off)", dry ? ", dry run" : ""));
+                        server ? fmt::format("{}:{}", server->host(), server->port()) : "(off)", dry ? ", dry run" : ""));
 
         HelperMemory mem;
         while (!g_stop) {

@@ -1,6 +1,7 @@
 #include "metrics.hpp"
 
 #include "error.hpp"
+#include "http_request.hpp"
 
 #include <fmt/format.h>
 
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 
@@ -120,27 +122,25 @@ std::string Metrics::render() const {
     return o;
 }
 
-MetricsServer::MetricsServer(const Metrics& m, const std::string& listen) : metrics_(m) {
-    auto colon = listen.rfind(':');
-    if (colon == std::string::npos) throw Error(fmt::format("metrics_listen={}: expected HOST:PORT", listen));
-    std::string host = listen.substr(0, colon);
-    int port = std::atoi(listen.c_str() + colon + 1);
+MetricsServer::MetricsServer(const Metrics& m, const ListenAddress& listen) : metrics_(m) {
     sockaddr_in a{};
     a.sin_family = AF_INET;
-    a.sin_port = htons(uint16_t(port));
-    if (inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1)
-        throw Error(fmt::format("metrics_listen={}: {} is not an IPv4 address (use 127.0.0.1)", listen, host));
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    a.sin_port = htons(listen.port);
+    if (inet_pton(AF_INET, listen.host.c_str(), &a.sin_addr) != 1)
+        throw Error(fmt::format("metrics_listen={}: {} is not an IPv4 address (use 127.0.0.1)", listen.str(),
+                                listen.host));
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int one = 1;
-    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 16) != 0) {
+    if (fd_ >= 0) setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 64) != 0) {
         std::string e = std::strerror(errno);
         if (fd_ >= 0) close(fd_);
-        throw Error(fmt::format("metrics_listen={}: {}", listen, e));
+        throw Error(fmt::format("metrics_listen={}: {}", listen.str(), e));
     }
     socklen_t len = sizeof a;
     getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
     port_ = ntohs(a.sin_port);
+    host_ = listen.host;
     thread_ = std::thread([this] { serve(); });
 }
 
@@ -150,22 +150,101 @@ MetricsServer::~MetricsServer() {
     if (fd_ >= 0) close(fd_);
 }
 
+namespace {
+
+// One client of the endpoint: its request as read so far, then the answer
+// as written so far. Nothing on its socket blocks (non-blocking, and
+// MSG_NOSIGNAL: a client gone away is an error return, never SIGPIPE).
+struct Client {
+    int fd = -1;
+    std::string in, out;
+    size_t sent = 0;
+    bool answering = false;
+    std::chrono::steady_clock::time_point deadline;
+};
+
+std::string answer(const Metrics& m, http::Verdict v) {
+    const int code = http::status_code(v);
+    std::string body = code == 200 ? m.render() : fmt::format("{} {}\n", code, http::status_text(v));
+    std::string head = fmt::format("HTTP/1.0 {} {}\r\nContent-Type: text/plain; version=0.0.4\r\n"
+                                   "Content-Length: {}\r\nConnection: close\r\n",
+                                   code, http::status_text(v), body.size());
+    if (v == http::Verdict::BadMethod) head += "Allow: GET, HEAD\r\n";
+    head += "\r\n";
+    return v == http::Verdict::MetricsHead ? head : head + body;
+}
+
+} // namespace
+
 void MetricsServer::serve() {
+    using clock = std::chrono::steady_clock;
+    std::vector<Client> clients;
+    std::vector<pollfd> fds;
     while (!stop_) {
-        pollfd p{fd_, POLLIN, 0};
-        if (poll(&p, 1, 200) <= 0) continue;
-        int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (c < 0) continue;
-        char buf[1024];
-        pollfd q{c, POLLIN, 0};
-        if (poll(&q, 1, 1000) > 0) (void)!read(c, buf, sizeof buf); // the request line; any path answers
-        std::string body = metrics_.render();
-        std::string resp = fmt::format("HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
-                                       "Content-Length: {}\r\nConnection: close\r\n\r\n{}",
-                                       body.size(), body);
-        (void)!write(c, resp.data(), resp.size());
-        close(c);
+        fds.clear();
+        fds.push_back({fd_, POLLIN, 0});
+        for (const auto& c : clients) fds.push_back({c.fd, short(c.answering ? POLLOUT : POLLIN), 0});
+        if (poll(fds.data(), fds.size(), 200) < 0 && errno != EINTR) continue;
+        const auto now = clock::now();
+        for (size_t i = 0; i < clients.size(); ++i) {
+            Client& c = clients[i];
+            const short ev = fds[i + 1].revents;
+            bool done = false;
+            if (!c.answering && (ev & (POLLIN | POLLHUP | POLLERR))) {
+                char buf[2048];
+                const ssize_t n = recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+                if (n > 0) c.in.append(buf, size_t(n));
+                const bool closed = n == 0;
+                if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                    done = true; // reset by the client: nothing to answer
+                } else {
+                    const http::Verdict v = http::judge_request(c.in, closed);
+                    if (v != http::Verdict::Incomplete) {
+                        c.out = answer(metrics_, v);
+                        c.answering = true;
+                    }
+                }
+            }
+            if (!done && !c.answering && now >= c.deadline) {
+                // slow or silent: answer what it sent, or let it go
+                if (c.in.empty()) {
+                    done = true;
+                } else {
+                    c.out = answer(metrics_, http::judge_request(c.in, true));
+                    c.answering = true;
+                    c.deadline = now + kClientTimeout;
+                }
+            }
+            if (!done && c.answering) {
+                const ssize_t n = send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n > 0) c.sent += size_t(n);
+                if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) done = true;
+                if (c.sent == c.out.size() || now >= c.deadline) done = true;
+            }
+            if (done) {
+                close(c.fd);
+                c.fd = -1;
+            }
+        }
+        clients.erase(std::remove_if(clients.begin(), clients.end(), [](const Client& c) { return c.fd < 0; }),
+                      clients.end());
+        for (;;) {
+            const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+            if (c < 0) break;
+            Client cl;
+            cl.fd = c;
+            cl.deadline = clock::now() + kClientTimeout;
+            clients.push_back(std::move(cl));
+            if (clients.size() <= kMaxClients) continue;
+            // Full: the oldest client still silent makes room, so that
+            // idle connections cannot keep a scraper out.
+            auto oldest = std::find_if(clients.begin(), clients.end(), [](const Client& x) { return !x.answering; });
+            if (oldest == clients.end()) oldest = clients.begin();
+            close(oldest->fd);
+            clients.erase(oldest);
+        }
     }
+    for (const auto& c : clients) close(c.fd);
 }
 
 } // namespace nvl

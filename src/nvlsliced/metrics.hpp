@@ -1,9 +1,11 @@
 // nvlsliced — Prometheus text-format metrics on a localhost port.
 #pragma once
 
+#include "helper_config.hpp"
 #include "reconcile.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <string>
@@ -36,18 +38,27 @@ class Metrics {
     std::map<std::string, int> pending_;
 };
 
-// Serves GET /metrics (any path) on host:port from a thread of its own.
+// Serves GET /metrics (and /) on host:port from a thread of its own, to
+// several clients at once: a client that is slow, silent or gone away
+// (reset) costs only its own connection, never the helper.
 class MetricsServer {
   public:
-    MetricsServer(const Metrics& m, const std::string& listen); // throws nvl::Error
+    static constexpr size_t kMaxClients = 16; // beyond it, the oldest silent client is let go
+    static constexpr std::chrono::milliseconds kClientTimeout{5000}; // to send its request, then to read the answer
+
+    MetricsServer(const Metrics& m, const ListenAddress& listen); // throws nvl::Error
     ~MetricsServer();
+    MetricsServer(const MetricsServer&) = delete;
+    MetricsServer& operator=(const MetricsServer&) = delete;
     int port() const { return port_; }
+    const std::string& host() const { return host_; }
 
   private:
     void serve();
     const Metrics& metrics_;
     int fd_ = -1;
     int port_ = 0;
+    std::string host_;
     std::atomic<bool> stop_{false};
     std::thread thread_;
 };

@@ -298,6 +298,18 @@ for name in $(grep -o 'nvlslice_[a-z_]*' "$HERE/../../contrib/grafana/nvlslice.j
     grep -qE "^$name(\{| )" <<< "$body" || missing+=" $name"
 done
 expect_eq "every metric the Grafana dashboard uses is exported" "" "$missing"
+# A client that resets its connection (SO_LINGER 0) without a word, and one
+# that resets after its request: the helper keeps running and serving.
+hpid=$(cat "$NVL_CLUSTER_DIR/run/nvlsliced.pid" 2>/dev/null)
+for send in "" 'GET /metrics HTTP/1.0\r\n\r\n'; do
+    perl -MSocket -e 'socket(my $s, PF_INET, SOCK_STREAM, 0) or die; connect($s, sockaddr_in(9817, inet_aton("127.0.0.1"))) or die;
+        syswrite($s, $ARGV[0]) if length $ARGV[0]; setsockopt($s, SOL_SOCKET, SO_LINGER, pack("ii", 1, 0)); close($s)' \
+        "$(printf "$send")"
+done
+# served after the resets (the endpoint takes clients in order): then alive?
+m=$(exec 3<>/dev/tcp/127.0.0.1/9817; printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3; cat <&3 | tr '\n' ' ')
+expect_match "a reset metrics client leaves the helper running and serving" 'alive .*nvlslice_cycle_seconds_count [1-9]' \
+    "$(kill -0 "$hpid" 2>/dev/null && echo alive) $m"
 if [ -n "${NVL_PROMTOOL:-}" ]; then
     out=$("$NVL_PROMTOOL" check metrics <<< "$body" 2>&1); rc=$?
     expect_eq "promtool check metrics: clean" "rc=0 " "rc=$rc $out"
