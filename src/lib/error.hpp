@@ -16,6 +16,15 @@ class Error : public std::runtime_error {
     explicit Error(const std::string& msg) : std::runtime_error(msg) {}
 };
 
+// slurmctld did not answer (connection refused, timed out, in standby):
+// nothing of the request is known to have happened, and whatever comes
+// next in the same batch would wait out the same timeout. Thrown by the
+// libslurm adapter; apply() stops its batch on it.
+class Unreachable : public Error {
+  public:
+    explicit Unreachable(const std::string& msg) : Error(msg) {}
+};
+
 // A position in a text input; line and column count from 1, 0 = unknown.
 struct SourcePos {
     std::string file;

@@ -35,11 +35,13 @@ CycleOutput reconcile(const RackMap& map, const ClusterView& view, const HelperC
 }
 
 std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const std::vector<Action>& actions,
-                                void (*after_each)(const Action&)) {
+                                void (*after_each)(const Action&), bool (*stop)()) {
     const std::string& reservation = cfg.reservation;
     std::vector<ApplyFailure> failures;
     std::unordered_set<JobId> failed_jobs;
-    for (const auto& a : actions) {
+    for (size_t i = 0; i < actions.size(); ++i) {
+        const Action& a = actions[i];
+        if (stop && stop()) break; // asked to stop: the next start reads Slurm afresh
         if (a.job && failed_jobs.count(a.job)) continue; // builds on the action that failed
         try {
             switch (a.kind) {
@@ -58,6 +60,16 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
             case ActionKind::Gate: api.ensure_gate(cfg.gate_reservation, cfg.gate_license); break;
             case ActionKind::NodeDown: api.set_node_down(a.arg, a.reason); break;
             }
+        } catch (const Unreachable& e) {
+            // slurmctld is away: the rest of the batch was decided from a
+            // snapshot that may be old by the time it answers again, and
+            // each request would wait out the same timeout. The next cycle
+            // reads Slurm afresh.
+            failures.push_back({0, a.kind, // slurmctld's absence, not the job's fault: no backoff for it
+                                fmt::format("{}: {}; the {} action(s) after it are left for the next cycle",
+                                            to_string(a.kind), e.what(), actions.size() - i - 1),
+                                true});
+            break;
         } catch (const std::exception& e) {
             failures.push_back({a.job, a.kind,
                                 fmt::format("{}{}: {}", to_string(a.kind),

@@ -199,6 +199,7 @@ struct ApplyFailure {
     JobId job = 0; // 0: a cluster-wide action (reservation, weights)
     ActionKind kind = ActionKind::SetRecord;
     std::string error;
+    bool unreachable = false; // slurmctld did not answer: the batch stopped here
 };
 
 // What the helper reads from Slurm each cycle (references: nothing is
@@ -226,10 +227,15 @@ inline uint32_t rack_weight(int free, int size) {
 // Applies the actions in order through the adapter, each job on its own: an
 // action that fails skips the rest of that job's actions in the batch (they
 // build on it) and is reported; every other job's actions still go ahead.
-// Never throws nvl::Error. `after_each`, if set, is called after every
-// applied action (the daemon's crash-injection hook for the restart tests).
+// Never throws nvl::Error. When slurmctld does not answer (nvl::Unreachable)
+// the batch stops there, reported as one failure: the rest was decided from
+// a snapshot that will be old when it answers again. `after_each`, if set,
+// is called after every applied action (the daemon's crash-injection hook
+// for the restart tests); `stop`, if set, is asked before each action (a
+// SIGTERM ends the batch there, as a crash would, and the next start
+// converges).
 std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const std::vector<Action>& actions,
-                                void (*after_each)(const Action&) = nullptr);
+                                void (*after_each)(const Action&) = nullptr, bool (*stop)() = nullptr);
 
 // Books the outcome of apply() into the memory: a failed job's backoff
 // doubles; a job whose actions all succeeded leaves its backoff.

@@ -189,6 +189,20 @@ std::string without_license(std::string_view licenses, std::string_view name) {
 }
 
 
+std::optional<std::string> gate_open_reason(std::string_view license, const GateLicense& g) {
+    if (!g.configured)
+        return fmt::format("slurm.conf defines no license {0}: the slice job cannot be put behind the gate (the "
+                           "administrator adds \"Licenses={0}:1\" to slurm.conf and starts nvlsliced)",
+                           license);
+    if (g.total == 0 || g.reserved < g.total)
+        return fmt::format("the gate is open: no reservation holds the license {} ({} of {} reserved), so Slurm could "
+                           "start the slice job on rack-blind nodes; nvlsliced keeps that reservation: it has not "
+                           "run on this cluster yet, or the reservation was removed (the administrator starts "
+                           "nvlsliced, which makes it at once)",
+                           license, g.reserved, g.total);
+    return std::nullopt;
+}
+
 std::string PlacementRecord::str() const {
     std::string s = fmt::format("{} {} slice={}", kTagPrefix, to_string(state), slice);
     if (!slices.empty()) {

@@ -62,6 +62,22 @@ bool has_license(std::string_view licenses, std::string_view name);
 std::string with_license(std::string_view licenses, std::string_view name);
 std::string without_license(std::string_view licenses, std::string_view name);
 
+// The gate license as slurmctld counts it. The gate is closed when a
+// reservation (nvlsliced's gate reservation) holds every one of them: only
+// then can Slurm not start a gated job by itself.
+struct GateLicense {
+    bool configured = false; // slurm.conf's Licenses= names it
+    uint32_t total = 0;
+    uint32_t reserved = 0; // held by active reservations
+};
+// Why a job put behind `license` now could still be started by Slurm
+// (nullopt: the gate is closed), with the fix, for the user's error.
+std::optional<std::string> gate_open_reason(std::string_view license, const GateLicense& g);
+
+// Slurm refuses a job comment longer than this (slurmctld's
+// _test_job_desc_fields, 22.05 to 26.05) with an unrelated message.
+inline constexpr size_t kMaxSlurmComment = 1024;
+
 // The user's part of a comment that carries a tag ("" if none).
 std::string_view user_comment(std::string_view comment);
 // tag + " | " + user comment (or only the tag).

@@ -17,7 +17,9 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <csignal>
 #include <cerrno>
 #include <cstdlib>
@@ -115,6 +117,42 @@ Loaded load_all(const std::string& config) {
     return {std::move(s), std::move(map)};
 }
 
+bool stop_requested() {
+    return g_stop != 0;
+}
+
+// Sleeps up to `secs`, waking at once for SIGTERM.
+void pause_for(double secs) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(secs);
+    while (!g_stop && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+// One instance per host: the lock is held for the life of the process and
+// released by the kernel however it ends (kill -9 included). A lock still
+// held by an instance that is on its way out (a restart) is waited for a
+// few seconds; the error names the holder.
+void take_lock(int fd, const std::string& path) {
+    for (int waited = 0;; ++waited) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) return;
+        const int e = errno;
+        if (e == EINTR) continue;
+        if (e != EWOULDBLOCK)
+            throw Error(fmt::format("lock_file {}: cannot lock it: {} (a filesystem without flock?)", path,
+                                    std::strerror(e)));
+        if (waited < 50 && !g_stop) { // 5 s
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            continue;
+        }
+        char buf[32] = {};
+        (void)!pread(fd, buf, sizeof buf - 1, 0);
+        const long pid = std::strtol(buf, nullptr, 10);
+        throw Error(fmt::format("another nvlsliced is running: {} holds {} (stop it first, or give this one "
+                                "another lock_file)",
+                                pid > 0 ? fmt::format("process {}", pid) : std::string("a process"), path));
+    }
+}
+
 const char* kUsage = R"(usage: nvlsliced [--config FILE] [--once] [--dry-run] [--check-config]
 
   --config FILE   configuration (default /etc/slurm/nvlslice.yaml)
@@ -181,8 +219,7 @@ int main(int argc, char** argv) {
                 lock = open(s.lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         }
         if (lock < 0) throw Error(fmt::format("lock_file {}: cannot open: {}", s.lock_file, std::strerror(errno)));
-        if (flock(lock, LOCK_EX | LOCK_NB) != 0)
-            throw Error(fmt::format("another nvlsliced is running (it holds {})", s.lock_file));
+        take_lock(lock, s.lock_file);
         (void)!ftruncate(lock, 0);
         std::string pid = std::to_string(getpid()) + "\n";
         (void)!write(lock, pid.data(), pid.size());
@@ -203,7 +240,27 @@ int main(int argc, char** argv) {
             server = std::make_unique<MetricsServer>(metrics, parse_listen(s.metrics_listen));
         SlurmCluster slurm;
         // The mode: the configuration's, or for auto what slurmctld runs.
-        const SlurmFeatures features = probe_slurm();
+        // slurmctld may be away (a restart, an outage): wait for it rather
+        // than exit, which under systemd would churn restarts.
+        SlurmFeatures features;
+        for (int attempt = 0;; ++attempt) {
+            try {
+                features = probe_slurm();
+                if (attempt > 0) say("slurmctld answers: starting");
+                break;
+            } catch (const std::exception& e) {
+                if (once) throw;
+                if (attempt == 0)
+                    say(LOG_WARNING, fmt::format("waiting for slurmctld ({}); nothing is placed or repaired until it "
+                                                 "answers",
+                                                 e.what()));
+                pause_for(std::min(30, 1 << std::min(attempt, 5)));
+                if (g_stop) {
+                    say("stopped");
+                    return 0;
+                }
+            }
+        }
         const HandOff wanted = s.reconcile.hand_off;
         s.reconcile.hand_off = choose_hand_off(wanted, features);
         if (s.reconcile.hand_off == HandOff::Native && !features.segments)
@@ -219,6 +276,21 @@ int main(int argc, char** argv) {
                         server ? fmt::format("{}:{}", server->host(), server->port()) : "(off)", dry ? ", dry run" : ""));
 
         HelperMemory mem;
+        // slurmctld away: said once when it goes, once when it is back.
+        struct Outage {
+            std::optional<std::chrono::steady_clock::time_point> since;
+            void begin(const std::string& why) {
+                if (since) return;
+                since = std::chrono::steady_clock::now();
+                say(LOG_WARNING, fmt::format("slurmctld does not answer ({}); retrying every cycle", why));
+            }
+            void end() {
+                if (!since) return;
+                say(fmt::format("slurmctld answers again after {:.0f} s",
+                                std::chrono::duration<double>(std::chrono::steady_clock::now() - *since).count()));
+                since.reset();
+            }
+        } outage;
         while (!g_stop) {
             if (g_reload) {
                 // Re-read both files; the state lives in Slurm and in `mem`
@@ -273,25 +345,34 @@ int main(int argc, char** argv) {
                 phases.actions = out.actions.size();
                 if (!dry) {
                     const int64_t now = std::time(nullptr);
-                    auto failures = apply(slurm, s.reconcile, out.actions, maybe_die);
-                    for (const auto& f : failures)
+                    auto failures = apply(slurm, s.reconcile, out.actions, maybe_die, stop_requested);
+                    for (const auto& f : failures) {
+                        if (f.unreachable) {
+                            outage.begin(f.error);
+                            continue;
+                        }
                         say(LOG_WARNING, f.job ? fmt::format("job {}: {} (this job waits; the others go on)", f.job, f.error)
                                   : fmt::format("{} (retried next cycle)", f.error));
+                    }
                     note_applied(mem, out.actions, failures, now);
                     failed = !failures.empty();
                 }
                 phases.apply = since(t2);
                 stats = out.stats;
+            } catch (const Unreachable& e) {
+                failed = true;
+                outage.begin(e.what());
             } catch (const std::exception& e) {
                 failed = true;
                 say(LOG_ERR, fmt::format("cycle failed, retrying next cycle: {}", e.what()));
             }
+            if (!failed) outage.end();
             double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             metrics.add_cycle(stats, secs, failed, phases);
             if (once) return failed ? 1 : 0;
-            auto next = t0 + std::chrono::milliseconds(s.cycle_ms);
-            while (!g_stop && std::chrono::steady_clock::now() < next)
-                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            pause_for(std::chrono::duration<double>(t0 + std::chrono::milliseconds(s.cycle_ms) -
+                                                    std::chrono::steady_clock::now())
+                          .count());
         }
         say("stopped");
         return 0;

@@ -20,9 +20,30 @@ namespace nvl {
 
 namespace {
 
+// Errors that mean slurmctld did not answer at all.
+bool unreachable(int e) {
+    switch (e) {
+    case SLURM_COMMUNICATIONS_CONNECTION_ERROR:
+    case SLURM_COMMUNICATIONS_SEND_ERROR:
+    case SLURM_COMMUNICATIONS_RECEIVE_ERROR:
+    case SLURM_COMMUNICATIONS_SHUTDOWN_ERROR:
+    case SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR:
+    case SLURMCTLD_COMMUNICATIONS_SEND_ERROR:
+    case SLURMCTLD_COMMUNICATIONS_RECEIVE_ERROR:
+    case SLURMCTLD_COMMUNICATIONS_SHUTDOWN_ERROR:
+    case SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT:
+    case SLURM_PROTOCOL_SOCKET_ZERO_BYTES_SENT:
+    case ESLURM_IN_STANDBY_MODE:
+    case ESLURM_IN_STANDBY_USE_BACKUP: return true;
+    default: return false;
+    }
+}
+
 [[noreturn]] void fail(const std::string& what) {
     int e = slurm_calls::last_error();
-    throw Error(fmt::format("{}: {}", what, slurm_strerror(e)));
+    const std::string msg = fmt::format("{}: {}", what, slurm_strerror(e));
+    if (unreachable(e)) throw Unreachable(msg);
+    throw Error(msg);
 }
 
 NodeState decode_node(uint32_t s, bool& failed, bool& completing, bool& not_responding) {

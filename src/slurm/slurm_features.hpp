@@ -65,6 +65,25 @@ inline SlurmFeatures local_slurm_features() {
     return f;
 }
 
+// The gate license as slurmctld counts it now (one request): whether
+// slurm.conf defines it, its total and how many of it a reservation holds.
+// Throws when slurmctld does not answer.
+inline GateLicense load_gate_license(const std::string& name) {
+    license_info_msg_t* msg = nullptr;
+    if (slurm_load_licenses(0, &msg, 0) != SLURM_SUCCESS || !msg)
+        throw Error(fmt::format("cannot read the cluster's licenses from slurmctld: {}", slurm_strerror(errno)));
+    GateLicense g;
+    for (uint32_t i = 0; i < msg->num_lic; ++i) {
+        const slurm_license_info_t& l = msg->lic_array[i];
+        if (!l.name || name != l.name) continue;
+        g.configured = true;
+        g.total = l.total;
+        g.reserved = l.reserved;
+    }
+    slurm_free_license_info_msg(msg);
+    return g;
+}
+
 // The hand-off to use: `wanted` unless Auto, else what Slurm offers.
 inline HandOff choose_hand_off(HandOff wanted, const SlurmFeatures& f) {
     return resolve_hand_off(wanted, f.segments, f.topology_plugin);
