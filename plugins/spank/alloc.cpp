@@ -151,6 +151,12 @@ void submit_hand_off(spank_t sp) {
     if (api.isset(api.opt, "comment"))
         if (auto c = api.value("comment")) user = std::string(user_comment(*c));
     const std::string comment = tagged_comment(tag, user);
+    if (comment.size() > kMaxSlurmComment)
+        throw Error(fmt::format("--comment: with the slice tag ({} characters) the job's comment would be {} "
+                                "characters, more than Slurm's limit of {}; shorten --comment to at most {} "
+                                "characters",
+                                comment.size() - user.size(), comment.size(), kMaxSlurmComment,
+                                kMaxSlurmComment - (comment.size() - user.size())));
     api.must_set("comment", comment);
     // Whole nodes: a slice owns its NVLink domain's nodes; with CR_Core
     // Slurm would otherwise share them with other jobs.
@@ -167,6 +173,11 @@ void submit_hand_off(spank_t sp) {
                                 tag.count, tag.slice, mode, tag.slice));
         return;
     }
+    // Behind the gate only while the gate is closed: a slice job submitted
+    // before nvlsliced has made its reservation (or after it was removed)
+    // could be started by Slurm at once, rack-blind.
+    if (auto open = gate_open_reason(st.config.gate, load_gate_license(st.config.gate)))
+        throw Error(*open + "; the slice job was not submitted");
     std::string lic;
     if (api.isset(api.opt, "licenses"))
         if (auto l = api.value("licenses")) lic = *l;

@@ -204,6 +204,15 @@ void Cycle::finish_placed(const SliceJob& sj) {
     bool pinned_failed = false;
     for (NodeId id : pinned) pinned_failed = pinned_failed || needs_repair(id);
     if (!j.held && !gated(j) && !pinned_failed) {
+        if (sj.rec->hold) {
+            // released, and the helper died before its record said so: the
+            // hold flag goes, so that a later hold by an admin is theirs
+            PlacementRecord rec = *sj.rec;
+            rec.hold = false;
+            if (rec.state == RecordState::Repairing || rec.state == RecordState::Restarting)
+                rec.state = RecordState::Placed;
+            record(sj, rec);
+        }
         // Placed and waiting for Slurm. Nodes taken by another job for too
         // long: gate it again and place it afresh.
         bool taken = false;
@@ -273,9 +282,13 @@ void Cycle::finish_placed(const SliceJob& sj) {
         PlacementRecord rec = *sj.rec;
         rec.state = RecordState::Placed;
         rec.hold = false;
-        record(sj, rec);
         if (j.restarts == 0) pin(sj, pinned, now_);
+        // The release before the record: the record's hold=1 is what lets
+        // the helper release the job, so it may say hold=0 only once the
+        // release is done. Dead in between, the next cycle sees the job
+        // released (or running) with hold=1 and only writes the record.
         start_now(sj);
+        record(sj, rec);
         log(fmt::format("job {}: started on its pinned nodes {}{}", j.id, hl(pinned),
                         sj.rec->state == RecordState::Repairing    ? " (repair complete)"
                         : sj.rec->state == RecordState::Restarting ? " (restarted)"

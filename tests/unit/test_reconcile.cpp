@@ -151,8 +151,42 @@ TEST_CASE("holds are Slurm's: the helper releases only its own", "[reconcile][ho
     j.admin_comment = "nvlslice/1 repairing slice=16 slices=n[001-016] repairs=1 moves=0 hold=1";
     j.begin_time = w.now;
     auto out = w.cycle();
-    CHECK(kinds(out) == "record release");
+    CHECK(kinds(out) == "release record"); // released before the record drops hold=1
     CHECK_THAT(find(out, ActionKind::SetRecord)->arg, !Catch::Contains("hold=1"));
+}
+
+TEST_CASE("a repair's release comes before the record drops hold=1: a crash between them loses no job",
+          "[reconcile][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = w.add_slice_job(7, 16, 1);
+    j.licenses.clear();
+    j.held = j.admin_held = true;
+    j.priority = 0;
+    j.req_nodes = "n[001-016]";
+    j.restarts = 1;
+    j.begin_time = w.now;
+    j.admin_comment = "nvlslice/1 repairing slice=16 slices=n[001-016] repairs=1 moves=0 hold=1";
+    FakeCluster fake;
+    fake.jobs = w.jobs;
+    auto out = w.cycle();
+    // the release fails: the record keeps hold=1, and the next cycle releases it
+    fake.faults["release 7"] = "Unable to contact slurm controller";
+    CHECK(apply(fake, w.cfg, out.actions).size() == 1);
+    CHECK(fake.jobs[0].admin_comment == j.admin_comment);
+    CHECK(kinds(w.cycle()) == "release record");
+    // the helper dies right after the release: released, record still hold=1
+    j.held = j.admin_held = false;
+    j.priority = 1000;
+    auto after = w.cycle();
+    CHECK(kinds(after) == "record"); // only the record catches up
+    CHECK_THAT(find(after, ActionKind::SetRecord)->arg,
+               Catch::StartsWith("nvlslice/1 placed") && !Catch::Contains("hold=1"));
+    // an admin's hold after that is theirs: never released by the helper
+    j.admin_comment = find(after, ActionKind::SetRecord)->arg;
+    j.held = j.admin_held = true;
+    j.priority = 0;
+    CHECK(w.cycle().actions.empty());
 }
 
 TEST_CASE("slice jobs are placed in Slurm's priority order", "[reconcile][quick]") {
@@ -225,7 +259,7 @@ TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, 
     CHECK(w.cycle().actions.empty());
     w.now += 1;
     auto fin = w.cycle();
-    CHECK(kinds(fin) == "record release");
+    CHECK(kinds(fin) == "release record");
     CHECK_THAT(find(fin, ActionKind::SetRecord)->arg,
                Catch::StartsWith("nvlslice/1 placed") && Catch::Contains("repairs=1"));
 }
@@ -707,7 +741,7 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     w.node("n005").state = NodeState::Drained;
     w.now += 1;
     auto fin = w.cycle();
-    CHECK(kinds(fin) == "record release");
+    CHECK(kinds(fin) == "release record");
     // running there: Slurm allows no change of a running job's exclusion;
     // it stays (a requeue by Slurm restarts it there, or a repair re-pins it)
     w.run_on(j, "n[001-004,006-017]");
