@@ -88,6 +88,9 @@ class ClusterApi {
     // interactive allocations and --no-requeue jobs.
     virtual void requeue_hold(JobId id) = 0;
     virtual void requeue(JobId id) = 0;
+    // Lets Slurm requeue the job again (Requeue=1): the terms on which a
+    // job borrows a rack's spare, which its owner may not withdraw.
+    virtual void allow_requeue(JobId id) = 0;
     // Creates, updates or (nodes empty) deletes a node reservation for root
     // (IGNORE_JOBS: nodes may still run jobs). start_at/end_at 0: from now,
     // without end; a start in the future keeps off the nodes only the jobs

@@ -74,10 +74,10 @@ void Cycle::not_responding() {
         auto id = map_.find_node(n.name);
         if (!id) continue;
         auto it = mem_.not_responding_since.find(n.name);
-        const int64_t since = it == mem_.not_responding_since.end() ? now_ : it->second;
+        const int64_t since = it == mem_.not_responding_since.end() ? mono_ : it->second;
         still.emplace(n.name, since);
         const NodeStatus& st = snap_.node(*id);
-        if (now_ - since < cfg_.repair_not_responding_after_s || st.job_id == 0) continue;
+        if (mono_ - since < cfg_.repair_not_responding_after_s || st.job_id == 0) continue;
         const bool slice_job_runs = std::any_of(slice_jobs_.begin(), slice_jobs_.end(), [&](const SliceJob& sj) {
             return sj.job->id == st.job_id && sj.job->state == JobState::Running;
         });
@@ -86,7 +86,7 @@ void Cycle::not_responding() {
         const std::string reason =
             fmt::format("nvlsliced: not responding to slurmctld for {} s (repair_not_responding_after={}); slice job "
                         "{} repaired on a spare",
-                        now_ - since, cfg_.repair_not_responding_after_s, st.job_id);
+                        mono_ - since, cfg_.repair_not_responding_after_s, st.job_id);
         Action a{ActionKind::NodeDown, 0, n.name};
         a.reason = reason;
         act(std::move(a));
@@ -99,7 +99,7 @@ void Cycle::not_responding() {
 // user-writable: a tag typed by hand must not make the helper pin a job to
 // more nodes than it asked for, or count nodes it never takes.
 std::string tag_mismatch(const RequestTag& t, const SlurmJob& j) {
-    if (t.slice <= 0 || t.count <= 0 || t.nodes != t.slice * t.count)
+    if (t.slice <= 0 || t.count <= 0 || int64_t(t.nodes) != int64_t(t.slice) * int64_t(t.count))
         return fmt::format("its tag asks for {} nodes as {} slice(s) of {}", t.nodes, t.count, t.slice);
     if (j.num_nodes != t.nodes) return fmt::format("its tag asks for {} nodes, the job for {}", t.nodes, j.num_nodes);
     if (t.checkpointable && !j.requeue) return "its tag says checkpointable, but the job was submitted --no-requeue";
@@ -128,12 +128,27 @@ void Cycle::collect_slice_jobs() {
                 log(fmt::format("job {}: admin_comment is not an nvlslice record ({}); placing afresh", j.id,
                                 e.what()));
         }
+        if (rec && rec->lent && j.state == JobState::Running && !j.requeue && j.batch) {
+            // The loan of a spare holds only while a repair can requeue the
+            // borrower: its owner's requeue=0 is undone.
+            act({ActionKind::AllowRequeue, j.id, {}});
+            warn(fmt::format("job {}: runs on a lent spare, and its Requeue was turned off: set back to 1 (a "
+                             "repair takes a lent spare back by requeue)",
+                             j.id));
+        }
         if (!wrong.empty()) {
             // Left to Slurm as it is (no hold, no pin, no nodes counted);
             // named once, in its record and the log.
             PlacementRecord ignored;
             ignored.state = RecordState::Ignored;
             ignored.reason = "left to Slurm: " + wrong;
+            // a running job on a lent spare stays lent: editing its comment
+            // does not make the spare unreclaimable
+            if (rec && rec->lent && j.state == JobState::Running) {
+                ignored.lent = true;
+                ignored.slice = rec->slice;
+                ignored.slices = rec->slices;
+            }
             if (!rec || rec->state != RecordState::Ignored || rec->reason != ignored.reason) {
                 act({ActionKind::SetRecord, j.id, ignored.str()});
                 log(fmt::format("job {}: not a slice job nvlslice can place, left to Slurm: {}", j.id, wrong));
@@ -141,6 +156,13 @@ void Cycle::collect_slice_jobs() {
             continue;
         }
         if (!tag) continue;
+        if (rec && rec->state == RecordState::Ignored) {
+            // Its tag describes it again (its owner restored the comment):
+            // taken back as a job without a placement, its loan kept.
+            rec->state = RecordState::Waiting;
+            rec->reason.clear();
+            log(fmt::format("job {}: its nvlslice tag describes the job again: nvlslice takes it back", j.id));
+        }
         slice_jobs_.push_back(SliceJob{&j, *tag, rec});
     }
     // Slurm's own order: the priority it computed (multifactor: QOS,
@@ -226,7 +248,7 @@ void Cycle::record(const SliceJob& sj, const PlacementRecord& r, bool always) {
 
 bool Cycle::backing_off(const SliceJob& sj) {
     auto it = mem_.backoff.find(sj.job->id);
-    if (it == mem_.backoff.end() || it->second.until <= now_) return false;
+    if (it == mem_.backoff.end() || it->second.until <= mono_) return false;
     auto& b = it->second;
     if (!b.recorded) {
         // said once, in the job's record and the log
@@ -234,9 +256,9 @@ bool Cycle::backing_off(const SliceJob& sj) {
         PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
         if (!sj.rec) rec.state = RecordState::Waiting;
         rec.reason = fmt::format("nvlsliced could not act on this job ({} time(s)): {}; next try in {} s", b.failures,
-                                 b.error, b.until - now_);
+                                 b.error, b.until - mono_);
         record(sj, rec);
-        warn(fmt::format("job {}: left alone for {} s after a refused action: {}", sj.job->id, b.until - now_,
+        warn(fmt::format("job {}: left alone for {} s after a refused action: {}", sj.job->id, b.until - mono_,
                         b.error));
     }
     return true;
@@ -269,7 +291,7 @@ CycleOutput Cycle::run() {
             else if (sj.job->state == JobState::Pending)
                 finish_placed(sj);
         } catch (const Error& e) {
-            warn(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
+            warn_once(sj.job->id, fmt::format("job {}: skipped: {}", sj.job->id, e.what()));
         }
     }
     evacuate();
@@ -281,7 +303,7 @@ CycleOutput Cycle::run() {
             try {
                 if (sj.job->state == JobState::Pending) place_waiting(sj);
             } catch (const Error& e) {
-                warn(fmt::format("job {}: skipped this cycle: {}", sj.job->id, e.what()));
+                warn_once(sj.job->id, fmt::format("job {}: skipped: {}", sj.job->id, e.what()));
             }
         }
     // Native mode: Slurm's backfill protects its top job and the block

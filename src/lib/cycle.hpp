@@ -45,9 +45,11 @@ struct SliceJob {
 
 class Cycle {
   public:
-    Cycle(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now, HelperMemory& mem)
+    Cycle(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now, int64_t mono,
+          HelperMemory& mem)
         : map_(map), nodes_(view.nodes), jobs_(view.jobs), spares_(view.spares), gate_(view.gate),
-          protection_(view.protection), cfg_(cfg), now_(now), mem_(mem), snap_(map), failed_(map.node_count(), 0) {
+          protection_(view.protection), cfg_(cfg), now_(now), mono_(mono), mem_(mem), snap_(map),
+          failed_(map.node_count(), 0) {
         if (!cfg.repair_drain_reasons.empty())
             drain_re_.emplace(cfg.repair_drain_reasons,
                               std::regex::ECMAScript | std::regex::icase | std::regex::nosubs);
@@ -185,6 +187,12 @@ class Cycle {
         std::string& last = mem_.said[job];
         if (last != s) log(last = s);
     }
+    // A warning about one job, repeated only when it changes (a job that
+    // cannot be handled is skipped every cycle, but said once).
+    void warn_once(JobId job, const std::string& s) {
+        std::string& last = mem_.said[job];
+        if (last != s) warn(last = s);
+    }
     // Every action goes through act(), which remembers per job which kinds
     // were asked for, so that a later pass asks in O(1).
     void act(Action a) {
@@ -203,7 +211,8 @@ class Cycle {
     const std::optional<Reservation>& gate_;
     const std::optional<Reservation>& protection_;
     const HelperConfig& cfg_;
-    const int64_t now_;
+    const int64_t now_;  // wall clock: compared with Slurm's times
+    const int64_t mono_; // monotonic: the durations kept in mem_
     HelperMemory& mem_;
     Snapshot snap_;
     std::vector<char> failed_; // per node: needs a repair if a slice uses it

@@ -223,7 +223,7 @@ void Cycle::try_defrag(const SliceJob& sj) {
     if (!cfg_.defrag || defrag_done_) return;
     const SlurmJob& blocked = *sj.job;
     if (now_ - blocked.submit_time < cfg_.defrag_after_s) return;
-    if (mem_.last_defrag && now_ - mem_.last_defrag < cfg_.defrag_interval_s) return;
+    if (mem_.last_defrag && mono_ - mem_.last_defrag < cfg_.defrag_interval_s) return;
     std::unordered_map<JobId, const SlurmJob*> by_id;
     std::unordered_map<JobId, bool> ckpt;
     for (const auto& j : jobs_) by_id[j.id] = &j;
@@ -257,7 +257,7 @@ void Cycle::try_defrag(const SliceJob& sj) {
         list += (list.empty() ? "" : ", ") + std::to_string(v);
     }
     out_.stats.defrag_preemptions += int(best_victims.size());
-    mem_.last_defrag = now_;
+    mem_.last_defrag = mono_;
     defrag_done_ = true;
     log(fmt::format("job {}: defragmentation: requeued checkpointable job(s) {} to free {} for a {}-node slice "
                     "(cost {:.0f} node-seconds)",

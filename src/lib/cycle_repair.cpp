@@ -118,7 +118,7 @@ void Cycle::evacuate() {
                                                                     : " (rack degraded)");
             pin_and_release(sj, plan.placement, rec, true);
         } catch (const Error& e) {
-            warn(fmt::format("job {}: skipped this cycle: {}", j.id, e.what()));
+            warn_once(j.id, fmt::format("job {}: skipped: {}", j.id, e.what()));
         }
     }
 }
@@ -256,8 +256,8 @@ void Cycle::finish_placed(const SliceJob& sj) {
             // being requeued, or an allocation still completing (seconds on
             // 24.11). Kept for it up to replace_after, then placed afresh.
             if (sj.rec->state == RecordState::Repairing) {
-                auto it = mem_.blocked_since.emplace(j.id, now_).first;
-                if (now_ - it->second < cfg_.replace_after_s) {
+                auto it = mem_.blocked_since.emplace(j.id, mono_).first;
+                if (mono_ - it->second < cfg_.replace_after_s) {
                     take(pinned, j.id);
                     settled_.insert(j.id);
                     say_once(j.id, fmt::format("job {}: repair waits for its nodes {} to be free", j.id, hl(pinned)));

@@ -68,10 +68,15 @@ void expand_item(std::string_view expr, size_t begin, size_t end, size_t max_hos
         if (expr[i] == '[') {
             Segment s;
             i = parse_group(expr, i, end, s.ranges);
+            // checked on the way: neither the group's count nor the product
+            // may wrap around past the cap
             uint64_t n = 0;
-            for (const auto& r : s.ranges) n += r.hi - r.lo + 1;
+            for (const auto& r : s.ranges) {
+                n += r.hi - r.lo + 1; // at most 10^18 each: no wrap while n <= max_hosts
+                if (n > max_hosts) fail(expr, begin, fmt::format("expands to more than {} hosts", max_hosts));
+            }
+            if (product > max_hosts / n) fail(expr, begin, fmt::format("expands to more than {} hosts", max_hosts));
             product *= n;
-            if (product > max_hosts) fail(expr, begin, fmt::format("expands to more than {} hosts", max_hosts));
             segs.push_back(std::move(s));
         } else if (expr[i] == ']') {
             fail(expr, i, "unmatched ']'");

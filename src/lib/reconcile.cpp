@@ -25,13 +25,14 @@ const char* to_string(ActionKind k) {
     case ActionKind::Protect: return "protect";
     case ActionKind::Gate: return "gate";
     case ActionKind::NodeDown: return "node-down";
+    case ActionKind::AllowRequeue: return "allow-requeue";
     }
     return "?";
 }
 
 CycleOutput reconcile(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now,
-                      HelperMemory& mem) {
-    return detail::Cycle(map, view, cfg, now, mem).run();
+                      HelperMemory& mem, int64_t mono) {
+    return detail::Cycle(map, view, cfg, now, mono < 0 ? now : mono, mem).run();
 }
 
 std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const std::vector<Action>& actions,
@@ -59,6 +60,7 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
             case ActionKind::Protect: api.set_reservation(cfg.protect_reservation, a.arg, a.start_at, a.end_at); break;
             case ActionKind::Gate: api.ensure_gate(cfg.gate_reservation, cfg.gate_license); break;
             case ActionKind::NodeDown: api.set_node_down(a.arg, a.reason); break;
+            case ActionKind::AllowRequeue: api.allow_requeue(a.job); break;
             }
         } catch (const Unreachable& e) {
             // slurmctld is away: the rest of the batch was decided from a
@@ -84,13 +86,13 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
 }
 
 void note_applied(HelperMemory& mem, const std::vector<Action>& actions, const std::vector<ApplyFailure>& failures,
-                  int64_t now) {
+                  int64_t mono) {
     std::unordered_set<JobId> failed;
     for (const auto& f : failures) {
         if (!f.job || !failed.insert(f.job).second) continue;
         auto& b = mem.backoff[f.job];
         b.failures += 1;
-        b.until = now + std::min<int64_t>(300, int64_t(1) << std::min(b.failures, 9));
+        b.until = mono + std::min<int64_t>(300, int64_t(1) << std::min(b.failures, 9));
         b.error = f.error;
         b.recorded = false;
     }

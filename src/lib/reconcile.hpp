@@ -105,7 +105,7 @@ struct HelperConfig {
 // SetReservation: the spare reservation; Protect: the protection
 // reservation (arg nodes, "" = none; start_at, end_at); Gate: create the
 // gate reservation; NodeDown: drain the node (arg) and mark it DOWN, with
-// `reason`.
+// `reason`; AllowRequeue: Requeue=1 again on a lent job.
 enum class ActionKind {
     Hold,
     Pin,
@@ -120,7 +120,8 @@ enum class ActionKind {
     Protect,
     Gate,
     Exclude,
-    NodeDown
+    NodeDown,
+    AllowRequeue
 };
 const char* to_string(ActionKind k);
 
@@ -168,7 +169,8 @@ struct CycleOutput {
 };
 
 // What the helper remembers between cycles that is not needed for
-// correctness (a restart only delays the next defragmentation).
+// correctness (a restart only delays the next defragmentation). Its times
+// are of reconcile()'s monotonic clock.
 struct HelperMemory {
     int64_t last_defrag = 0;
     // Jobs whose actions Slurm refused: left alone until `until`, the wait
@@ -212,8 +214,14 @@ struct ClusterView {
     const std::optional<Reservation>& protection; // cfg.protect_reservation
 };
 
+// `now`: the wall clock (epoch seconds), for what Slurm's own times are
+// compared with (submit, start and begin times; StartTime asked for).
+// `mono`: seconds of a clock that never steps (CLOCK_MONOTONIC), for the
+// durations the helper measures itself and keeps in `mem` (backoff, waits,
+// NOT_RESPONDING timers, the last defragmentation): an NTP step of the wall
+// clock must not make them expire. -1: the same as `now` (tests, tools).
 CycleOutput reconcile(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now,
-                      HelperMemory& mem);
+                      HelperMemory& mem, int64_t mono = -1);
 
 
 // The Slurm Weight nvlsliced gives the nodes of a rack with `free` free
@@ -238,8 +246,9 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
                                 void (*after_each)(const Action&) = nullptr, bool (*stop)() = nullptr);
 
 // Books the outcome of apply() into the memory: a failed job's backoff
-// doubles; a job whose actions all succeeded leaves its backoff.
+// doubles; a job whose actions all succeeded leaves its backoff. `mono` as
+// for reconcile().
 void note_applied(HelperMemory& mem, const std::vector<Action>& actions, const std::vector<ApplyFailure>& failures,
-                  int64_t now);
+                  int64_t mono);
 
 } // namespace nvl

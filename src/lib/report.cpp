@@ -1,5 +1,6 @@
 #include "report.hpp"
 
+#include "text.hpp"
 #include "hostlist.hpp"
 #include "slice_job.hpp"
 
@@ -101,11 +102,20 @@ Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& n
         std::optional<RequestTag> tag;
         try {
             rec = PlacementRecord::parse(j.admin_comment);
+        } catch (const Error&) {}
+        try {
             tag = RequestTag::parse(j.comment);
         } catch (const Error&) {}
-        // work a repair may take back: its nodes count as the rack's kept spares
-        const bool preemptible = tag && j.state == JobState::Running &&
-                                 may_borrow_spares({tag->checkpointable, j.requeue, j.batch, int(j.nodes.size())}, lend);
+        // Work a repair may take back: its nodes count as the rack's kept
+        // spares. A job the helper lent a spare (its record, which users
+        // cannot write, says lent=1) stays lent whatever its owner changes
+        // since (the comment, the requeue flag, which the helper restores);
+        // other checkpointable work is preemptible while Slurm may requeue it.
+        const bool lent_by_record = rec && rec->lent && lend != LendScope::None;
+        const bool preemptible =
+            j.state == JobState::Running &&
+            (lent_by_record ||
+             (tag && may_borrow_spares({tag->checkpointable, j.requeue, j.batch, int(j.nodes.size())}, lend)));
         for (const auto& name : j.nodes) {
             auto id = map.find_node(name);
             if (!id) continue;
@@ -245,7 +255,7 @@ std::string render_show(const Snapshot& snap, const std::vector<std::string>& ra
                            s.spares, s.allocated, s.draining, s.drained, s.down, room);
         if (snap.degraded(d))
             out += fmt::format("   Degraded: {} (no new slices; its slice jobs move to healthy racks)\n",
-                               snap.degraded_why(d));
+                               escape_control(snap.degraded_why(d)));
         for (const auto& [key, ids] : s.slices)
             out += fmt::format("   Slice JobId={} Index={} Nodes={}\n", key.first, key.second,
                                hostlist_compress(map.node_names(ids)));
@@ -328,7 +338,7 @@ std::string render_map_text(const Snapshot& snap, bool color) {
         }
         if (color) out += "\x1b[0m";
         const DomainCounts& k = snap.counts(d);
-        out += fmt::format("  {:>3} free{}\n", k.free, k.degraded ? "  DEGRADED: " + snap.degraded_why(d) : "");
+        out += fmt::format("  {:>3} free{}\n", k.free, k.degraded ? "  DEGRADED: " + escape_control(snap.degraded_why(d)) : "");
     }
     return out;
 }

@@ -1,5 +1,7 @@
 #include "slice_job.hpp"
 
+#include "text.hpp"
+
 #include "hostlist.hpp"
 
 #include <fmt/format.h>
@@ -95,7 +97,7 @@ std::optional<RequestTag> RequestTag::parse(std::string_view comment) {
             if (t.hand_off == HandOff::Auto) throw Error("nvlslice tag handoff=auto: expected gate or native");
         }
     }
-    if (t.slice <= 0 || t.count <= 0 || t.nodes != t.slice * t.count)
+    if (t.slice <= 0 || t.count <= 0 || int64_t(t.nodes) != int64_t(t.slice) * int64_t(t.count))
         throw Error(fmt::format("nvlslice tag \"{}\": nodes must equal slice x count", comment));
     return t;
 }
@@ -214,7 +216,7 @@ std::string PlacementRecord::str() const {
     if (lent) s += " lent=1";
     if (hold) s += " hold=1";
     if (off_degraded) s += " offdegraded=1";
-    if (!reason.empty()) s += " reason=" + reason; // free text, always last
+    if (!reason.empty()) s += " reason=" + escape_control(reason); // free text, one line, always last
     return s;
 }
 

@@ -8,6 +8,7 @@
 #include "reconcile.hpp"
 #include "slurm_cluster.hpp"
 #include "slurm_features.hpp"
+#include "text.hpp"
 
 #include <fmt/format.h>
 
@@ -77,7 +78,9 @@ void set_sink(const std::string& log) {
 }
 
 // `level`: LOG_ERR, LOG_WARNING, LOG_INFO
-void say(int level, const std::string& msg) {
+void say(int level, const std::string& line) {
+    // one entry per line, whatever a job's comment or a node's reason holds
+    const std::string msg = escape_control(line);
     switch (g_sink) {
     case Sink::Syslog: syslog(level, "%s", msg.c_str()); return;
     case Sink::Journal: std::fprintf(stderr, "<%d>%s\n", level, msg.c_str()); break;
@@ -115,6 +118,12 @@ Loaded load_all(const std::string& config) {
     RackMap map = load_map(s.map, s.overrides, config + " (map: " + s.map + ")");
     (void)rack_scope_regex(s.reconcile.rack_failure_reasons, config + ": rack_failure_reasons");
     return {std::move(s), std::move(map)};
+}
+
+// Seconds of CLOCK_MONOTONIC, for the durations the helper measures.
+int64_t mono_seconds() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
 }
 
 bool stop_requested() {
@@ -338,13 +347,12 @@ int main(int argc, char** argv) {
                 phases.load = since(t0);
                 auto t1 = std::chrono::steady_clock::now();
                 CycleOutput out = reconcile(map, {nodes, jobs, resvs[0], resvs[1], resvs[2]}, s.reconcile,
-                                            std::time(nullptr), mem);
+                                            std::time(nullptr), mem, mono_seconds());
                 phases.decide = since(t1);
                 for (const auto& line : out.log) say_core(line);
                 auto t2 = std::chrono::steady_clock::now();
                 phases.actions = out.actions.size();
                 if (!dry) {
-                    const int64_t now = std::time(nullptr);
                     auto failures = apply(slurm, s.reconcile, out.actions, maybe_die, stop_requested);
                     for (const auto& f : failures) {
                         if (f.unreachable) {
@@ -354,7 +362,7 @@ int main(int argc, char** argv) {
                         say(LOG_WARNING, f.job ? fmt::format("job {}: {} (this job waits; the others go on)", f.job, f.error)
                                   : fmt::format("{} (retried next cycle)", f.error));
                     }
-                    note_applied(mem, out.actions, failures, now);
+                    note_applied(mem, out.actions, failures, mono_seconds());
                     failed = !failures.empty();
                 }
                 phases.apply = since(t2);

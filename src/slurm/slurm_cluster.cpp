@@ -234,6 +234,14 @@ void SlurmCluster::set_licenses(JobId id, const std::string& licenses) {
     update(d, id, fmt::format("setting licenses to \"{}\"", licenses).c_str());
 }
 
+void SlurmCluster::allow_requeue(JobId id) {
+    job_desc_msg_t d;
+    slurm_init_job_desc_msg(&d);
+    d.job_id = id;
+    d.requeue = 1;
+    update(d, id, "setting Requeue=1");
+}
+
 void SlurmCluster::set_admin_comment(JobId id, const std::string& text) {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);

@@ -21,6 +21,7 @@ class SlurmCluster final : public ClusterApi {
     void release(JobId id) override;
     void requeue_hold(JobId id) override;
     void requeue(JobId id) override;
+    void allow_requeue(JobId id) override;
     void exclude_nodes(JobId id, const std::string& nodes, int64_t start_at) override;
     void set_licenses(JobId id, const std::string& licenses) override;
     void set_reservation(const std::string& name, const std::string& nodes, int64_t start_at,

@@ -54,6 +54,10 @@ class FakeCluster final : public ClusterApi {
         call(fmt::format("requeue {}", id));
         job(id).state = JobState::Pending;
     }
+    void allow_requeue(JobId id) override {
+        call(fmt::format("allow-requeue {}", id));
+        job(id).requeue = true;
+    }
     void set_licenses(JobId id, const std::string& l) override {
         call(fmt::format("licenses {}", id), " \"" + l + "\"");
         job(id).licenses = l;

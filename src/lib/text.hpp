@@ -1,0 +1,37 @@
+// nvlslice — text from users (job comments, names, reasons) made safe to
+// print: one line, no terminal or log control characters.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace nvl {
+
+// Control characters (below 0x20, and 0x7f) as C escapes: "\n", "\r",
+// "\t", "\x1b". A log line built from it stays one line: a user's comment
+// cannot forge a second entry (journald reads "<0>" at a line's start as
+// its level) nor move a terminal's cursor.
+inline std::string escape_control(std::string_view s) {
+    static const char hex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(s.size());
+    for (char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        switch (c) {
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+            if (u < 0x20 || u == 0x7f) {
+                out += "\\x";
+                out += hex[u >> 4];
+                out += hex[u & 15];
+            } else {
+                out += c;
+            }
+        }
+    }
+    return out;
+}
+
+} // namespace nvl
