@@ -196,6 +196,11 @@ class Cycle {
     // Every action goes through act(), which remembers per job which kinds
     // were asked for, so that a later pass asks in O(1).
     void act(Action a) {
+        if (!a.job && !mem_.cluster_backoff.empty()) {
+            // a cluster-wide action Slurm refused lately waits out its backoff
+            auto it = mem_.cluster_backoff.find(backoff_key(a));
+            if (it != mem_.cluster_backoff.end() && it->second.until > mono_) return;
+        }
         if (a.job) acted_[a.job] |= 1u << unsigned(a.kind);
         out_.actions.push_back(std::move(a));
     }

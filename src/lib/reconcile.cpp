@@ -70,13 +70,14 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
             failures.push_back({0, a.kind, // slurmctld's absence, not the job's fault: no backoff for it
                                 fmt::format("{}: {}; the {} action(s) after it are left for the next cycle",
                                             to_string(a.kind), e.what(), actions.size() - i - 1),
-                                true});
+                                true, {}});
             break;
         } catch (const std::exception& e) {
             failures.push_back({a.job, a.kind,
                                 fmt::format("{}{}: {}", to_string(a.kind),
                                             a.arg.empty() || a.kind == ActionKind::SetRecord ? "" : " (" + a.arg + ")",
-                                            e.what())});
+                                            e.what()),
+                                false, a.job ? std::string() : backoff_key(a)});
             if (a.job) failed_jobs.insert(a.job);
             continue;
         }
@@ -85,19 +86,35 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
     return failures;
 }
 
+std::string backoff_key(const Action& a) {
+    if (a.kind == ActionKind::SetWeight || a.kind == ActionKind::NodeDown)
+        return fmt::format("{} {} {}", to_string(a.kind), a.arg, a.weight);
+    return to_string(a.kind);
+}
+
 void note_applied(HelperMemory& mem, const std::vector<Action>& actions, const std::vector<ApplyFailure>& failures,
                   int64_t mono) {
-    std::unordered_set<JobId> failed;
-    for (const auto& f : failures) {
-        if (!f.job || !failed.insert(f.job).second) continue;
-        auto& b = mem.backoff[f.job];
+    auto book = [&](HelperMemory::Backoff& b, const std::string& error) {
         b.failures += 1;
         b.until = mono + std::min<int64_t>(300, int64_t(1) << std::min(b.failures, 9));
-        b.error = f.error;
+        b.error = error;
         b.recorded = false;
+    };
+    std::unordered_set<JobId> failed;
+    std::unordered_set<std::string> failed_keys;
+    for (const auto& f : failures) {
+        if (f.unreachable) continue; // slurmctld's absence: the cycle retries, nothing backs off
+        if (!f.job) {
+            if (failed_keys.insert(f.key).second) book(mem.cluster_backoff[f.key], f.error);
+            continue;
+        }
+        if (!failed.insert(f.job).second) continue;
+        book(mem.backoff[f.job], f.error);
     }
-    for (const auto& a : actions)
+    for (const auto& a : actions) {
         if (a.job && !failed.count(a.job)) mem.backoff.erase(a.job);
+        if (!a.job && !failed_keys.count(backoff_key(a))) mem.cluster_backoff.erase(backoff_key(a));
+    }
 }
 
 } // namespace nvl

@@ -183,6 +183,11 @@ struct HelperMemory {
         bool recorded = false;
     };
     std::unordered_map<JobId, Backoff> backoff;
+    // The same for cluster-wide actions (the spare, gate and protection
+    // reservations, node weights, a node marked DOWN), by backoff_key(): a
+    // missing Licenses= line is tried and logged at 2, 4, 8 ... 300 s, not
+    // every cycle.
+    std::unordered_map<std::string, Backoff> cluster_backoff;
     // The last line logged about a job that is not tied to a record change:
     // a line repeats only when the job's situation changes.
     std::unordered_map<JobId, std::string> said;
@@ -196,12 +201,17 @@ struct HelperMemory {
     std::unordered_map<std::string, int64_t> not_responding_since;
 };
 
+// Which cluster-wide actions back off together: one per kind, per node
+// list for weights and DOWN marks.
+std::string backoff_key(const Action& a);
+
 // An action Slurm refused, and why.
 struct ApplyFailure {
     JobId job = 0; // 0: a cluster-wide action (reservation, weights)
     ActionKind kind = ActionKind::SetRecord;
     std::string error;
     bool unreachable = false; // slurmctld did not answer: the batch stopped here
+    std::string key;          // a cluster-wide action's backoff_key()
 };
 
 // What the helper reads from Slurm each cycle (references: nothing is

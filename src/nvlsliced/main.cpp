@@ -354,15 +354,19 @@ int main(int argc, char** argv) {
                 phases.actions = out.actions.size();
                 if (!dry) {
                     auto failures = apply(slurm, s.reconcile, out.actions, maybe_die, stop_requested);
+                    note_applied(mem, out.actions, failures, mono_seconds());
                     for (const auto& f : failures) {
                         if (f.unreachable) {
                             outage.begin(f.error);
                             continue;
                         }
-                        say(LOG_WARNING, f.job ? fmt::format("job {}: {} (this job waits; the others go on)", f.job, f.error)
-                                  : fmt::format("{} (retried next cycle)", f.error));
+                        say(LOG_WARNING,
+                            f.job ? fmt::format("job {}: {} (this job waits; the others go on)", f.job, f.error)
+                                  : fmt::format("{} (tried again in {} s)", f.error,
+                                                mem.cluster_backoff.count(f.key)
+                                                    ? mem.cluster_backoff[f.key].until - mono_seconds()
+                                                    : 0));
                     }
-                    note_applied(mem, out.actions, failures, mono_seconds());
                     failed = !failures.empty();
                 }
                 phases.apply = since(t2);

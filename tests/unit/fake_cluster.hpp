@@ -14,7 +14,7 @@
 
 namespace nvl::test {
 
-class FakeCluster final : public ClusterApi {
+class FakeCluster : public ClusterApi {
   public:
     std::vector<SlurmNode> nodes;
     std::vector<SlurmJob> jobs;

@@ -1,0 +1,281 @@
+// What users, odd inputs and bad times can do to the helper, each case a
+// reproduction: a user withdrawing a lent job's requeue, a broken and
+// restored tag, control characters in user text, hostlists that wrap, a
+// wall clock that steps, slurmctld going away in the middle of a batch, a
+// cluster-wide action Slurm keeps refusing.
+#include "fake_cluster.hpp"
+#include "fixtures.hpp"
+#include "hostlist.hpp"
+#include "reconcile.hpp"
+#include "slice_job.hpp"
+#include "text.hpp"
+
+#include "catch.hpp"
+
+#include <algorithm>
+
+using namespace nvl;
+using namespace nvl::test;
+
+namespace {
+
+struct World {
+    RackMap map;
+    std::vector<SlurmNode> nodes;
+    std::vector<SlurmJob> jobs;
+    std::optional<Reservation> resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    std::optional<Reservation> gate = Reservation{"nvlslice_gate", ""};
+    std::optional<Reservation> protection;
+    HelperConfig cfg;
+    HelperMemory mem;
+    int64_t now = 100000, mono = 500;
+
+    explicit World(int racks) : map(make_map(racks, 18)) {
+        jobs.reserve(64);
+        for (NodeId i = 0; i < map.node_count(); ++i) nodes.push_back({map.node_name(i), NodeState::Idle});
+    }
+    SlurmNode& node(const std::string& n) {
+        for (auto& x : nodes)
+            if (x.name == n) return x;
+        FAIL("no node " << n);
+        return nodes.front();
+    }
+    SlurmJob& add(JobId id, int slice, int count, bool ckpt = false) {
+        SlurmJob j;
+        j.id = id;
+        j.priority = 1000;
+        RequestTag t;
+        t.slice = slice;
+        t.count = count;
+        t.nodes = slice * count;
+        t.checkpointable = ckpt;
+        j.comment = t.str();
+        j.num_nodes = t.nodes;
+        j.submit_time = now - 10;
+        jobs.push_back(j);
+        return jobs.back();
+    }
+    void run_on(SlurmJob& j, const std::string& hl) {
+        j.state = JobState::Running;
+        j.nodes = hostlist_expand(hl);
+        j.start_time = now - 100;
+        for (auto& n : j.nodes) node(n).state = NodeState::Allocated;
+    }
+    CycleOutput cycle() { return reconcile(map, {nodes, jobs, resv, gate, protection}, cfg, now, mem, mono); }
+};
+
+const Action* find(const CycleOutput& o, ActionKind k, JobId job = 0) {
+    for (const auto& a : o.actions)
+        if (a.kind == k && (!job || a.job == job)) return &a;
+    return nullptr;
+}
+
+int count(const std::vector<std::string>& log, const std::string& what) {
+    return int(std::count_if(log.begin(), log.end(),
+                             [&](const std::string& l) { return l.find(what) != std::string::npos; }));
+}
+
+} // namespace
+
+TEST_CASE("a lent spare stays lent whatever its borrower's owner changes", "[safety][quick]") {
+    World w(1);
+    SlurmJob& big = w.add(7, 16, 1);
+    w.run_on(big, "n[001-016]");
+    big.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    SlurmJob& small = w.add(8, 1, 1, /*ckpt=*/true);
+    w.run_on(small, "n017");
+    small.admin_comment = "nvlslice/1 placed slice=1 slices=n017 repairs=0 moves=0 lent=1";
+    w.resv = Reservation{"nvlslice_spares", "n018"};
+    CHECK(w.cycle().actions.empty());
+    // the owner: scontrol update jobid=8 requeue=0 -> set back, said as a warning
+    small.requeue = false;
+    auto out = w.cycle();
+    REQUIRE(find(out, ActionKind::AllowRequeue, 8));
+    CHECK(count(out.log, "job 8: runs on a lent spare, and its Requeue was turned off") == 1);
+    // ... and edits the comment so the tag no longer describes the job: still lent
+    small.comment = "nvlslice/1 nodes=2 slice=2 count=1 auto=0 placement=strict checkpointable=0 handoff=gate";
+    auto ignored = w.cycle();
+    const Action* rec = find(ignored, ActionKind::SetRecord, 8);
+    REQUIRE(rec);
+    CHECK_THAT(rec->arg, Catch::StartsWith("nvlslice/1 ignored") && Catch::Contains("lent=1"));
+    small.admin_comment = rec->arg;
+    small.requeue = true;
+    // the rack's other spare is down, and a node of the big job fails: the
+    // lent spare is taken back (before: it was not reclaimable once the
+    // owner withdrew requeue or broke the tag, and the repair waited)
+    w.node("n018").state = NodeState::Drained;
+    w.resv = Reservation{"nvlslice_spares", ""};
+    w.node("n005").state = NodeState::Draining;
+    auto rep = w.cycle();
+    CAPTURE(rep.log);
+    REQUIRE(find(rep, ActionKind::Requeue, 8));
+    REQUIRE(find(rep, ActionKind::PinOnly, 7));
+    CHECK(find(rep, ActionKind::PinOnly, 7)->arg == "n[001-004,006-017]");
+}
+
+TEST_CASE("a broken tag, restored, gives the job back to nvlslice: no refused transition, no warning per cycle",
+          "[safety][quick]") {
+    World w(2);
+    SlurmJob& j = w.add(7, 16, 1);
+    w.run_on(j, "n[001-016]");
+    j.admin_comment = "nvlslice/1 ignored slice=0 repairs=0 moves=0 reason=left to Slurm: its tag asks for 16 nodes, "
+                      "the job for 2";
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    const Action* rec = find(out, ActionKind::SetRecord, 7);
+    REQUIRE(rec);
+    CHECK_THAT(rec->arg, Catch::StartsWith("nvlslice/1 placed slice=16 slices=n[001-016]"));
+    CHECK(count(out.log, "skipped") == 0);
+    j.admin_comment = rec->arg;
+    CHECK(w.cycle().actions.empty());
+}
+
+TEST_CASE("a job that cannot be handled is warned about once, not every cycle", "[safety][quick]") {
+    World w(2);
+    SlurmJob& j = w.add(7, 16, 1);
+    w.run_on(j, "n[001-016]");
+    // a record that may not move to where the cycle would take it
+    j.admin_comment = "nvlslice/1 yielded slice=16 slices=n[001-016] repairs=0 moves=0";
+    j.state = JobState::Running;
+    j.restarts = 0;
+    w.node("n005").state = NodeState::Draining;
+    // repair wants Repairing, which a yielded record may not become
+    auto first = w.cycle();
+    auto second = w.cycle();
+    const int a = count(first.log, "job 7: skipped"), b = count(second.log, "job 7: skipped");
+    CHECK(a == 1);
+    CHECK(b == 0);
+}
+
+TEST_CASE("user text is one line wherever it is printed", "[safety][quick]") {
+    CHECK(escape_control("a\nb\r<0>c\td\x1b[2J\x7f") == "a\\nb\\r<0>c\\td\\x1b[2J\\x7f");
+    PlacementRecord r;
+    r.state = RecordState::Waiting;
+    r.reason = "busy\n<0>forged emergency";
+    const std::string s = r.str();
+    CHECK(s.find('\n') == std::string::npos);
+    auto back = PlacementRecord::parse(s);
+    REQUIRE(back);
+    CHECK(back->str() == s);
+}
+
+TEST_CASE("hostlists that would wrap a 64-bit count are refused, not expanded", "[safety][hostlist][quick]") {
+    // 65536 x 2^48 = 2^64: wrapped to 0 and passed the cap, then exhausted memory
+    CHECK_THROWS_WITH(hostlist_expand("n[1-65536]x[1-281474976710656]"), Catch::Contains("expands to more than"));
+    CHECK_THROWS_WITH(hostlist_expand("n[0-999999999999999999,0-999999999999999999]"),
+                      Catch::Contains("expands to more than"));
+    std::string many = "n[";
+    for (int i = 0; i < 20; ++i) many += std::string(i ? "," : "") + "0-999999999999999999";
+    CHECK_THROWS_WITH(hostlist_expand(many + "]"), Catch::Contains("expands to more than"));
+    CHECK(hostlist_expand("n[1-3]x[1-2]").size() == 6);
+    // a tag whose sizes multiply past int: a mismatch, never undefined behaviour
+    RequestTag t;
+    t.slice = 1000000;
+    t.count = 1000000;
+    t.nodes = 16;
+    SlurmJob j;
+    j.num_nodes = 16;
+    World w(1);
+    j.id = 9;
+    j.comment = t.str();
+    j.state = JobState::Pending;
+    j.licenses = "nvlslice_gate:1";
+    w.jobs.push_back(j);
+    auto out = w.cycle();
+    REQUIRE(find(out, ActionKind::SetRecord, 9));
+    CHECK_THAT(find(out, ActionKind::SetRecord, 9)->arg, Catch::Contains("ignored"));
+}
+
+TEST_CASE("an NTP step of the wall clock does not expire the helper's own timers", "[safety][quick]") {
+    World w(1);
+    w.cfg.repair_not_responding_after_s = 20;
+    SlurmJob& j = w.add(7, 16, 1);
+    w.run_on(j, "n[001-016]");
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    w.node("n005").not_responding = true;
+    CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown));
+    // one second later, but the wall clock stepped an hour forward
+    w.now += 3600;
+    w.mono += 1;
+    CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown));
+    w.mono += 20;
+    CHECK(find(w.cycle(), ActionKind::NodeDown));
+}
+
+TEST_CASE("slurmctld away in the middle of a batch: apply stops there; a stop request ends it too",
+          "[safety][apply][quick]") {
+    struct Away final : FakeCluster {
+        int calls_left = 2;
+        void set_admin_comment(JobId id, const std::string& text) override {
+            if (calls_left-- <= 0) throw Unreachable("Unable to contact slurm controller (connect failure)");
+            FakeCluster::set_admin_comment(id, text);
+        }
+    } fake;
+    for (JobId id : {1u, 2u, 3u, 4u}) {
+        SlurmJob j;
+        j.id = id;
+        fake.jobs.push_back(j);
+    }
+    std::vector<Action> actions;
+    for (JobId id : {1u, 2u, 3u, 4u}) actions.push_back({ActionKind::SetRecord, id, "nvlslice/1 placed"});
+    actions.push_back({ActionKind::SetReservation, 0, "n[017-018]"});
+    auto failures = apply(fake, HelperConfig{}, actions);
+    REQUIRE(failures.size() == 1);
+    CHECK(failures[0].unreachable);
+    CHECK(failures[0].job == 0); // slurmctld's absence is not job 3's fault
+    CHECK_THAT(failures[0].error, Catch::Contains("the 2 action(s) after it are left for the next cycle"));
+    CHECK(fake.calls == std::vector<std::string>{"record 1", "record 2"});
+    HelperMemory mem;
+    note_applied(mem, actions, failures, 10);
+    CHECK(mem.backoff.empty());
+    CHECK(mem.cluster_backoff.empty());
+
+    static int asked = 0;
+    asked = 0;
+    FakeCluster f2;
+    f2.jobs = fake.jobs;
+    apply(f2, HelperConfig{}, actions, nullptr, [] { return ++asked > 1; });
+    CHECK(f2.calls.size() == 1);
+}
+
+TEST_CASE("a cluster-wide action Slurm refuses backs off instead of being retried and logged every cycle",
+          "[safety][apply][quick]") {
+    World w(1);
+    w.gate.reset(); // no gate reservation: the Gate action, refused (no Licenses= line)
+    FakeCluster fake;
+    fake.faults["gate"] = "Invalid license specification";
+    int asked = 0;
+    for (int s = 0; s < 40; ++s) {
+        auto out = w.cycle();
+        if (find(out, ActionKind::Gate)) {
+            ++asked;
+            auto failures = apply(fake, w.cfg, out.actions);
+            note_applied(w.mem, out.actions, failures, w.mono);
+        }
+        w.mono += 1;
+        w.now += 1;
+    }
+    // tried at 0, 2, 6, 14, 30 s: five times in 40 s, not forty
+    CHECK(asked == 5);
+    // once Slurm accepts it, the backoff is gone
+    fake.faults.clear();
+    w.mono += 300;
+    auto out = w.cycle();
+    REQUIRE(find(out, ActionKind::Gate));
+    note_applied(w.mem, out.actions, apply(fake, w.cfg, out.actions), w.mono);
+    CHECK(w.mem.cluster_backoff.empty());
+}
+
+TEST_CASE("the plugin gates a job only while the gate is closed", "[safety][quick]") {
+    CHECK_FALSE(gate_open_reason("nvlslice_gate", {true, 1, 1}));
+    auto none = gate_open_reason("nvlslice_gate", {false, 0, 0});
+    REQUIRE(none);
+    CHECK_THAT(*none, Catch::Contains("slurm.conf defines no license nvlslice_gate") &&
+                          Catch::Contains("Licenses=nvlslice_gate:1"));
+    // before nvlsliced has made its reservation, or after it was removed
+    auto open = gate_open_reason("nvlslice_gate", {true, 1, 0});
+    REQUIRE(open);
+    CHECK_THAT(*open, Catch::Contains("the gate is open") && Catch::Contains("0 of 1 reserved") &&
+                          Catch::Contains("starts nvlsliced"));
+    CHECK(gate_open_reason("nvlslice_gate", {true, 2, 1}));
+}
