@@ -71,6 +71,10 @@ struct FabricVerdict {
     std::string source;              // where the GPUs were read
     std::vector<std::string> problems;
     std::string note;                // why nothing was checked
+    // The problems are the GPUs' own, as read: only then may the node be
+    // drained (not for a node missing from the map, nor for a read that
+    // timed out, which fail the step but say nothing of the node's GPUs).
+    bool drainable = false;
 };
 
 // This node's GPUs against the map's rack for it.
@@ -85,8 +89,15 @@ FabricVerdict fabric_verdict(const std::string& host) {
         return v;
     }
     const Domain& dom = map.domain(map.domain_of(*id));
-    LocalFabric local = st.config.fabric_report.empty() ? read_local_fabric()
-                                                         : read_fabric_report(with_node(st.config.fabric_report, host), host);
+    LocalFabric local = st.config.fabric_report.empty()
+                            ? read_local_fabric_within(st.config.fabric_timeout_s * 1000)
+                            : read_fabric_report(with_node(st.config.fabric_report, host), host);
+    if (local.timed_out) {
+        v.checked = true;
+        v.problems.push_back(fmt::format("node {}: {} (plugstack.conf fabric_timeout={})", host, local.why_none,
+                                         st.config.fabric_timeout_s));
+        return v;
+    }
     if (local.source.empty() || local.gpus.empty()) {
         v.note = local.source.empty() ? fmt::format("node {}: NVLink fabric not checked: {}", host, local.why_none)
                                       : fmt::format("node {}: NVLink fabric not checked: {} reports no GPU", host,
@@ -96,6 +107,7 @@ FabricVerdict fabric_verdict(const std::string& host) {
     v.checked = true;
     v.source = local.source;
     v.problems = check_node_fabric(host, local.gpus, dom.name, expected_fabric_key(dom));
+    v.drainable = !v.problems.empty();
     return v;
 }
 
@@ -179,7 +191,7 @@ void drain_on_fabric_failure(spank_t sp) {
     const std::string host = node_name(sp);
     if (host.empty()) return;
     const FabricVerdict v = fabric_verdict(host);
-    if (!v.checked || v.problems.empty()) return;
+    if (!v.checked || !v.drainable) return; // no GPU read says anything is wrong with this node
     drained = true;
     std::string reason = "nvlslice fabric check: " + v.problems.front();
     if (v.problems.size() > 1) reason += fmt::format(" (+{} more)", v.problems.size() - 1);

@@ -5,9 +5,15 @@
 #include <fmt/format.h>
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <sys/wait.h>
@@ -174,6 +180,105 @@ LocalFabric read_local_fabric(const std::string& nvml_library) {
     out.source.clear();
     out.why_none = why_nvml + "; " + why_smi;
     return out;
+}
+
+namespace {
+
+// The child's answer on the pipe, one field a line: tabs and newlines in
+// values (never in what NVML or nvidia-smi report) become spaces.
+std::string one_line(std::string s) {
+    for (char& c : s)
+        if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+    return s;
+}
+
+std::string encode(const LocalFabric& f) {
+    std::string out = "source\t" + one_line(f.source) + "\nwhy\t" + one_line(f.why_none) + "\n";
+    for (const auto& g : f.gpus)
+        out += fmt::format("gpu\t{}\t{}\t{}\t{}\t{}\n", one_line(g.cluster_uuid), one_line(g.clique),
+                           one_line(g.state), one_line(g.status), one_line(g.health));
+    return out;
+}
+
+LocalFabric decode(const std::string& text) {
+    LocalFabric f;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::vector<std::string> w;
+        size_t at = 0;
+        for (;;) {
+            const size_t tab = line.find('\t', at);
+            w.push_back(line.substr(at, tab == std::string::npos ? std::string::npos : tab - at));
+            if (tab == std::string::npos) break;
+            at = tab + 1;
+        }
+        if (w[0] == "source" && w.size() == 2) f.source = w[1];
+        else if (w[0] == "why" && w.size() == 2) f.why_none = w[1];
+        else if (w[0] == "gpu" && w.size() == 6) f.gpus.push_back({w[1], w[2], w[3], w[4], w[5]});
+    }
+    return f;
+}
+
+} // namespace
+
+LocalFabric read_local_fabric_within(int timeout_ms, const std::string& nvml_library) {
+    LocalFabric out;
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        out.why_none = fmt::format("cannot make a pipe to read the GPUs: {}", std::strerror(errno));
+        return out;
+    }
+    const pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        out.why_none = fmt::format("cannot fork to read the GPUs: {}", std::strerror(errno));
+        return out;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        const std::string text = encode(read_local_fabric(nvml_library));
+        size_t done = 0;
+        while (done < text.size()) {
+            const ssize_t n = write(fds[1], text.data() + done, text.size() - done);
+            if (n <= 0) break;
+            done += size_t(n);
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    std::string text;
+    bool eof = false;
+    while (!eof) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        if (left <= 0) break;
+        pollfd p{fds[0], POLLIN, 0};
+        const int r = poll(&p, 1, int(left));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        char buf[4096];
+        const ssize_t n = read(fds[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) eof = true;
+        else text.append(buf, size_t(n));
+    }
+    close(fds[0]);
+    if (!eof) {
+        // Killed and left: a child stuck in the driver (uninterruptible)
+        // may not die at once, and waiting for it would hang us as well.
+        kill(pid, SIGKILL);
+        (void)waitpid(pid, nullptr, WNOHANG);
+        out.timed_out = true;
+        out.why_none = fmt::format("the GPUs did not answer within {} ms (NVML or nvidia-smi hung: a wedged GPU or "
+                                   "driver?)",
+                                   timeout_ms);
+        return out;
+    }
+    (void)waitpid(pid, nullptr, 0);
+    return decode(text);
 }
 
 LocalFabric read_fabric_report(const std::string& path, const std::string& node) {

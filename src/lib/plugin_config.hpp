@@ -29,6 +29,9 @@ struct PluginConfig {
     GpuCheck check_fabric = GpuCheck::Off;
     std::string fabric_report; // read the GPUs from this recorded report; %n = node name
     bool fabric_drain = false; // drain a node that fails the check (check_fabric=fail)
+    // NVML and nvidia-smi are read in a child killed after this long: a
+    // wedged driver fails the check instead of hanging the step.
+    int fabric_timeout_s = 10;
     // The license slice jobs wait behind (nvlsliced's gate_license).
     std::string gate = "nvlslice_gate";
     // How slice jobs are handed to Slurm (slice_job.hpp): auto = native

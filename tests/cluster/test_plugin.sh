@@ -32,7 +32,21 @@ err=$(salloc -N 16 --nvl-slice=16 --nvl-checkpointable true 2>&1); rc=$?
 expect_match "salloc: checkpointable is for batch jobs" 'nvl-checkpointable is for batch jobs' "rc=$rc $err"
 err=$(srun -N 20 --nvl-slice=16 true 2>&1); rc=$?
 expect_match "srun: not a multiple refused" 'rc=[1-9].*-N 20 is not a multiple' "rc=$rc $err"
+long=$(printf 'c%.0s' $(seq 1 1000))
+refuse "a comment too long for Slurm with the tag names --comment" 'nvlslice: --comment: with the slice tag .* more than Slurm.s limit of 1024; shorten --comment to at most [0-9]+ characters' \
+    -N 16 --nvl-slice=16 --comment "$long"
 expect_eq "no job was created by refused submissions" "$before" "$(job_count)"
+
+echo "# plugin: the gate is open (no reservation holds its license): slice jobs are refused, not started rack-blind"
+scontrol delete ReservationName=nvlslice_gate
+refuse "a slice job is refused while the gate is open" 'nvlslice: the gate is open: no reservation holds the license nvlslice_gate \(0 of 1 reserved\)' \
+    -N 32 --nvl-slice=16
+expect_eq "no slice job was created" "$before" "$(job_count)"
+P=$(sbatch --parsable -N 1 --wrap true)
+check "a plain job is submitted as ever" [ -n "$P" ]
+scancel "$P" 2>/dev/null
+scontrol create reservation ReservationName=nvlslice_gate Users=root Licenses=nvlslice_gate:1 \
+    Flags=LICENSE_ONLY StartTime=now EndTime=2099-12-31T00:00:00 >/dev/null
 
 echo "# plugin: a slice job is submitted tagged and behind the gate"
 J=$(sbatch --parsable -N 32 --nvl-slice=16 --comment "run 7" -o "$OUT/slice-%j.out" \

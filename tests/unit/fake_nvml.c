@@ -1,9 +1,11 @@
 /* A stand-in for the NVIDIA driver's libnvidia-ml.so.1 for the unit tests:
  * the few NVML entry points nvlslice's fabric reader looks up, answering for
  * four GPUs of one NVL72 rack. GPU 2 reports a degraded bandwidth, GPU 3
- * is still joining its domain. The fabric info struct is version 2
+ * is still joining its domain; FAKE_NVML_HANG=1 makes it hang. The fabric info struct is version 2
  * (nvml.h: nvmlGpuFabricInfo_v2_t). */
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
     unsigned int version;
@@ -16,7 +18,14 @@ typedef struct {
 
 static int initialized;
 
-int nvmlInit_v2(void) { initialized = 1; return 0; }
+/* FAKE_NVML_HANG=1: the driver never answers, as with a wedged GPU. */
+int nvmlInit_v2(void) {
+    const char* hang = getenv("FAKE_NVML_HANG");
+    if (hang && *hang == '1')
+        for (;;) pause();
+    initialized = 1;
+    return 0;
+}
 int nvmlShutdown(void) { initialized = 0; return 0; }
 const char* nvmlErrorString(int rc) { return rc == 2 ? "Invalid Argument" : "Unknown Error"; }
 

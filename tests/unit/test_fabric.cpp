@@ -5,6 +5,9 @@
 
 #include "catch.hpp"
 
+#include <chrono>
+#include <cstdlib>
+
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -193,6 +196,24 @@ TEST_CASE("fabric: NVML's numbers in nvidia-smi's words", "[fabric][quick]") {
     CHECK(fabric_health_from_mask(healthy) == "Healthy");
     CHECK(fabric_health_from_mask((healthy & ~(3u << 4)) | 1u << 4) == "Route Unhealthy");
     CHECK(fabric_health_from_mask((healthy & ~3u) | 1u | 5u << 8) == "Degraded Bandwidth, Insufficient NVLinks");
+}
+
+TEST_CASE("fabric: a driver that hangs costs the caller at most the time limit", "[fabric][quick]") {
+    // the same answer through the time-limited child
+    LocalFabric f = read_local_fabric_within(5000, NVL_FAKE_NVML);
+    REQUIRE(f.source == "NVML");
+    REQUIRE(f.gpus.size() == 4);
+    CHECK(f.gpus[2].health == "Degraded Bandwidth");
+    CHECK_FALSE(f.timed_out);
+    setenv("FAKE_NVML_HANG", "1", 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    LocalFabric hung = read_local_fabric_within(300, NVL_FAKE_NVML);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    unsetenv("FAKE_NVML_HANG");
+    CHECK(hung.timed_out);
+    CHECK(hung.source.empty());
+    CHECK_THAT(hung.why_none, Catch::Contains("did not answer within 300 ms"));
+    CHECK(secs < 2.0);
 }
 
 TEST_CASE("fabric: this node's GPUs read through NVML by dlopen, else said why not", "[fabric][quick]") {
