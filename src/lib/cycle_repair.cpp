@@ -70,7 +70,10 @@ void Cycle::handle_running(const SliceJob& started) {
         }
         return;
     }
-    begin_repair(sj, plan, rec, true, "");
+    // A repair whose requeue failed part way (its record already says
+    // repairing) is retried, not counted again.
+    const bool retried = sj.rec && sj.rec->state == RecordState::Repairing;
+    begin_repair(sj, plan, rec, !retried, retried ? " (retried)" : "");
     pin_and_release(sj, plan.placement, rec, true);
 }
 
@@ -113,9 +116,10 @@ void Cycle::evacuate() {
                 }
                 continue;
             }
-            ++out_.stats.evacuations;
-            begin_repair(sj, plan, rec, true, sj.tag.checkpointable ? " (rack degraded, checkpointable)"
-                                                                    : " (rack degraded)");
+            const bool retried = sj.rec && sj.rec->state == RecordState::Repairing;
+            out_.stats.evacuations += !retried;
+            begin_repair(sj, plan, rec, !retried,
+                         sj.tag.checkpointable ? " (rack degraded, checkpointable)" : " (rack degraded)");
             pin_and_release(sj, plan.placement, rec, true);
         } catch (const Error& e) {
             warn_once(j.id, fmt::format("job {}: skipped: {}", j.id, e.what()));

@@ -279,3 +279,23 @@ TEST_CASE("the plugin gates a job only while the gate is closed", "[safety][quic
                           Catch::Contains("starts nvlsliced"));
     CHECK(gate_open_reason("nvlslice_gate", {true, 2, 1}));
 }
+
+TEST_CASE("a repair retried after a partial failure is counted once", "[safety][quick]") {
+    World w(1);
+    SlurmJob& j = w.add(7, 16, 1);
+    w.run_on(j, "n[001-016]");
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    w.node("n005").state = NodeState::Draining;
+    FakeCluster fake;
+    fake.jobs = w.jobs;
+    fake.faults["requeue-hold 7"] = "Unable to contact slurm controller";
+    auto first = w.cycle();
+    CHECK(first.stats.repairs_in_rack == 1);
+    apply(fake, w.cfg, first.actions); // the record went through, the requeue did not
+    j.admin_comment = fake.jobs[0].admin_comment;
+    REQUIRE_THAT(j.admin_comment, Catch::StartsWith("nvlslice/1 repairing") && Catch::Contains("repairs=1"));
+    auto again = w.cycle();
+    CHECK(again.stats.repairs_in_rack == 0);
+    REQUIRE(find(again, ActionKind::RequeueHold, 7));
+    CHECK_THAT(find(again, ActionKind::SetRecord, 7)->arg, Catch::Contains("repairs=1"));
+}
