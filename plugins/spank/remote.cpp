@@ -51,6 +51,7 @@ std::optional<PlacementRecord> load_record(uint32_t job_id) {
     if (msg->record_count > 0 && msg->job_array[0].admin_comment)
         rec = PlacementRecord::parse(msg->job_array[0].admin_comment);
     slurm_free_job_info_msg(msg);
+    if (rec && !rec->belongs_to(job_id)) rec.reset(); // another array task's, copied by Slurm
     return rec;
 }
 

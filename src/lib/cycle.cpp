@@ -128,6 +128,14 @@ void Cycle::collect_slice_jobs() {
                 log(fmt::format("job {}: admin_comment is not an nvlslice record ({}); placing afresh", j.id,
                                 e.what()));
         }
+        if (rec && !rec->belongs_to(j.id)) {
+            // Slurm copied another job's record here (a job array's task
+            // split off): this job has no placement of its own yet.
+            if (tag && wrong.empty())
+                log(fmt::format("job {}: its record is job {}'s (copied by a job array split); placed on its own",
+                                j.id, rec->job));
+            rec.reset();
+        }
         if (rec && rec->lent && j.state == JobState::Running && !j.requeue && j.batch) {
             // The loan of a spare holds only while a repair can requeue the
             // borrower: its owner's requeue=0 is undone.
@@ -140,6 +148,7 @@ void Cycle::collect_slice_jobs() {
             // Left to Slurm as it is (no hold, no pin, no nodes counted);
             // named once, in its record and the log.
             PlacementRecord ignored;
+            ignored.job = j.id;
             ignored.state = RecordState::Ignored;
             ignored.reason = "left to Slurm: " + wrong;
             // a running job on a lent spare stays lent: editing its comment
@@ -242,7 +251,9 @@ void Cycle::take(const std::vector<NodeId>& ids, JobId job) {
 void Cycle::record(const SliceJob& sj, const PlacementRecord& r, bool always) {
     if (sj.rec && !allowed_transition(sj.rec->state, r.state))
         throw Error(fmt::format("its record may not go from {} to {}", to_string(sj.rec->state), to_string(r.state)));
-    std::string text = r.str();
+    PlacementRecord mine = r;
+    mine.job = sj.job->id;
+    std::string text = mine.str();
     if (always || text != sj.job->admin_comment) act({ActionKind::SetRecord, sj.job->id, text});
 }
 

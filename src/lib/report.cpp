@@ -102,6 +102,7 @@ Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& n
         std::optional<RequestTag> tag;
         try {
             rec = PlacementRecord::parse(j.admin_comment);
+            if (rec && !rec->belongs_to(j.id)) rec.reset(); // a job array task's copy
         } catch (const Error&) {}
         try {
             tag = RequestTag::parse(j.comment);

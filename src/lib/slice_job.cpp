@@ -216,6 +216,7 @@ std::string PlacementRecord::str() const {
     if (lent) s += " lent=1";
     if (hold) s += " hold=1";
     if (off_degraded) s += " offdegraded=1";
+    if (job) s += fmt::format(" job={}", job);
     if (!reason.empty()) s += " reason=" + escape_control(reason); // free text, one line, always last
     return s;
 }
@@ -260,6 +261,14 @@ std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
             r.hold = to_int(k, v) != 0;
         else if (k == "offdegraded")
             r.off_degraded = to_int(k, v) != 0;
+        else if (k == "job") {
+            std::string s(v);
+            char* end = nullptr;
+            const unsigned long long id = std::strtoull(s.c_str(), &end, 10);
+            if (s.empty() || *end || s[0] == '-' || id > 0xffffffffull)
+                throw Error(fmt::format("nvlslice record: job={} is not a job id", v));
+            r.job = JobId(id);
+        }
         else if (k == "slices") {
             while (!v.empty()) {
                 size_t sc = v.find(';');

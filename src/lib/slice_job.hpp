@@ -110,7 +110,14 @@ struct PlacementRecord {
     // Native mode: the helper set the job's ExcNodeList to keep Slurm from
     // placing it on degraded racks, and lifts it when they recover.
     bool off_degraded = false;
+    // The job it was written for (0 in records of older helpers): Slurm
+    // copies admin_comment to each task it splits off a job array, and a
+    // copy is not the task's own placement.
+    JobId job = 0;
     std::string reason; // why it waits: free text, written last in the record
+
+    // Written for `id` (or by a helper that did not say).
+    bool belongs_to(JobId id) const { return job == 0 || job == id; }
 
     std::string str() const;
     static std::optional<PlacementRecord> parse(std::string_view admin_comment);

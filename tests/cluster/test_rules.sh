@@ -167,6 +167,20 @@ expect_match "its escape was logged" "job $E: pending without its gate and witho
 expect_match "in a placement of the helper's" '^nvlslice/1 placed' "$(record "$E")"
 fi
 
+echo "# rules: a job array of slice jobs: each task gets its own placement and record"
+cleanup; resume_all
+A=$(sbatch --parsable --array=0-1 -N 16 --nvl-slice=16 --wrap 'sleep 120')
+wait_for 30 bash -c "[ \"\$(squeue -h -r -j $A -t R -o %i | wc -l)\" = 2 ]"
+expect_eq "both tasks run at once, one per rack" "nvl[0001-0016] nvl[0019-0034]" \
+    "$(squeue -h -r -j "$A" -t R -o %N | sort | tr '\n' ' ' | sed 's/ $//')"
+for t in 0 1; do
+    id=$(job_field "${A}_$t" JobId)
+    wait_for 10 bash -c "scontrol show job ${A}_$t | grep -q 'AdminComment=nvlslice/1 placed.* job=$id'"
+    expect_match "task $t's record is its own (job=$id) and lists its nodes" \
+        "^nvlslice/1 placed slice=16 slices=$(squeue -h -j "${A}_$t" -o %N | sed 's/[][]/\\&/g') .*job=$id( |\$)" \
+        "$(record "${A}_$t")"
+done
+
 cleanup; resume_all
 rm -rf "$OUT"
 summary "rules"

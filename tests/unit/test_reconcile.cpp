@@ -92,7 +92,7 @@ TEST_CASE("a gated slice job is placed, recorded, pinned, its gate taken off; sp
     CHECK(find(out, ActionKind::Pin)->arg == "n[001-016,019-034]");
     CHECK(find(out, ActionKind::Pin)->start_at == w.now);
     CHECK(find(out, ActionKind::SetRecord)->arg ==
-          "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0");
+          "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0 job=7");
     CHECK(out.stats.placements == 1);
 
     // Next cycle, as Slurm then reports it: nothing more to do.

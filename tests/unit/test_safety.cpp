@@ -299,3 +299,30 @@ TEST_CASE("a repair retried after a partial failure is counted once", "[safety][
     REQUIRE(find(again, ActionKind::RequeueHold, 7));
     CHECK_THAT(find(again, ActionKind::SetRecord, 7)->arg, Catch::Contains("repairs=1"));
 }
+
+TEST_CASE("job arrays: a task split off keeps its record; the rest of the array is placed on its own",
+          "[safety][quick]") {
+    World w(2);
+    // task 0 (job 7) was placed and started; Slurm split the rest of the
+    // array off as job 9, copying comment, admin_comment and ReqNodeList
+    SlurmJob& t0 = w.add(7, 16, 1);
+    w.run_on(t0, "n[001-016]");
+    t0.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0 job=7";
+    SlurmJob& rest = w.add(9, 16, 1);
+    rest.admin_comment = t0.admin_comment;
+    rest.req_nodes = "n[001-016]";
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    CHECK_FALSE(find(out, ActionKind::SetRecord, 7)); // task 0's record is its own
+    const Action* rec = find(out, ActionKind::SetRecord, 9);
+    REQUIRE(rec);
+    CHECK_THAT(rec->arg, Catch::StartsWith("nvlslice/1 placed slice=16 slices=n[019-034]") && Catch::EndsWith("job=9"));
+    REQUIRE(find(out, ActionKind::Pin, 9));
+    CHECK(find(out, ActionKind::Pin, 9)->arg == "n[019-034]");
+    CHECK(count(out.log, "job 9: its record is job 7's (copied by a job array split)") == 1);
+    // a record of an older helper (no job=) is taken as the job's own
+    auto old = PlacementRecord::parse("nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0");
+    REQUIRE(old);
+    CHECK(old->belongs_to(7));
+    CHECK_THROWS_WITH(PlacementRecord::parse("nvlslice/1 placed slice=1 job=-3"), Catch::Contains("not a job id"));
+}
