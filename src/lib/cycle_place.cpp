@@ -265,6 +265,7 @@ void Cycle::try_defrag(const SliceJob& sj) {
 }
 
 void Cycle::yield_job(JobId v, const std::string& why) {
+    if (did(v, ActionKind::Requeue)) return; // already on its way out this cycle
     for (const auto& s : slice_jobs_)
         if (s.job->id == v) {
             PlacementRecord rec = s.rec.value_or(PlacementRecord{});
@@ -272,6 +273,7 @@ void Cycle::yield_job(JobId v, const std::string& why) {
             rec.slices.clear();
             rec.lent = false;
             rec.reason = why;
+            rec.job = v;
             act({ActionKind::SetRecord, v, rec.str()});
         }
     act({ActionKind::Requeue, v, {}});

@@ -9,6 +9,15 @@ namespace nvl::detail {
 
 void Cycle::handle_running(const SliceJob& started) {
     const SlurmJob& j = *started.job;
+    // yielded to a repair earlier in this cycle: its record and requeue are asked for
+    if (did(j.id, ActionKind::Requeue)) return;
+    if (started.rec && started.rec->state == RecordState::Yielded) {
+        // Its record says it gave its nodes back, but it runs: the helper
+        // died between the record and the requeue. The requeue follows.
+        act({ActionKind::Requeue, j.id, {}});
+        log(fmt::format("job {}: its record says it yielded its nodes, but it still runs: requeued", j.id));
+        return;
+    }
     std::vector<NodeId> failed;
     for (const auto& n : j.nodes)
         if (auto id = map_.find_node(n); id && needs_repair(*id)) failed.push_back(*id);
@@ -260,6 +269,13 @@ void Cycle::finish_placed(const SliceJob& sj) {
             // being requeued, or an allocation still completing (seconds on
             // 24.11). Kept for it up to replace_after, then placed afresh.
             if (sj.rec->state == RecordState::Repairing) {
+                // A borrower still running there (its requeue failed, or
+                // the helper died before it) is asked to yield again.
+                for (NodeId id : pinned) {
+                    const NodeStatus& st = snap_.node(id);
+                    if (st.preemptible && st.job_id != 0 && st.job_id != j.id && !is_free(st.state))
+                        yield_job(st.job_id, fmt::format("its lent spare was taken back to repair job {}", j.id));
+                }
                 auto it = mem_.blocked_since.emplace(j.id, mono_).first;
                 if (mono_ - it->second < cfg_.replace_after_s) {
                     take(pinned, j.id);

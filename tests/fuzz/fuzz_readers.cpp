@@ -1,7 +1,29 @@
 // libFuzzer entry point: `make fuzz` builds tests/fuzz/fuzz-readers with
-// clang, ASan and UBSan; run it on tests/fuzz/corpus.
+// clang, ASan and UBSan; run it on tests/fuzz/corpus. At exit it prints how
+// many inputs each reader got (the first byte picks it, fuzz_readers.hpp).
 #include "fuzz_readers.hpp"
 
+#include <cstdio>
+
+namespace {
+
+struct ReaderShare {
+    unsigned long long runs[nvl::fuzz::kReaders] = {};
+    ~ReaderShare() {
+        unsigned long long total = 0;
+        for (auto n : runs) total += n;
+        if (!total) return;
+        std::fprintf(stderr, "nvl-fuzz: %llu inputs by reader:", total);
+        for (unsigned r = 0; r < nvl::fuzz::kReaders; ++r)
+            std::fprintf(stderr, "%s %s %llu (%.1f%%)", r ? "," : "", nvl::fuzz::reader_name(r), runs[r],
+                         100.0 * double(runs[r]) / double(total));
+        std::fprintf(stderr, "\n");
+    }
+} share;
+
+} // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    if (size) ++share.runs[data[0] % nvl::fuzz::kReaders];
     return nvl::fuzz::one_input(data, size);
 }

@@ -134,12 +134,10 @@ TEST_CASE("a job that cannot be handled is warned about once, not every cycle", 
     World w(2);
     SlurmJob& j = w.add(7, 16, 1);
     w.run_on(j, "n[001-016]");
-    // a record that may not move to where the cycle would take it
-    j.admin_comment = "nvlslice/1 yielded slice=16 slices=n[001-016] repairs=0 moves=0";
-    j.state = JobState::Running;
-    j.restarts = 0;
+    // a record that may not move to where the cycle would take it: the
+    // repair wants repairing, which a waiting record may not become
+    j.admin_comment = "nvlslice/1 waiting slice=16 repairs=0 moves=0";
     w.node("n005").state = NodeState::Draining;
-    // repair wants Repairing, which a yielded record may not become
     auto first = w.cycle();
     auto second = w.cycle();
     const int a = count(first.log, "job 7: skipped"), b = count(second.log, "job 7: skipped");

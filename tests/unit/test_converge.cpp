@@ -1,0 +1,391 @@
+// Kill anywhere, converge everywhere: for every cycle of the repair, move,
+// defragmentation and lending scenarios, the helper dies after every prefix
+// of its action list (a fresh helper with an empty memory takes over), or
+// one of its actions fails; the cycles after it must reach the same end as
+// the run without either: no job held, no spare lost, no repair counted
+// twice or lost, every job where the undisturbed run has it.
+//
+// The cluster is a small model of what Slurm does with each request and of
+// its scheduler (gate mode): a job starts when it is neither held nor
+// gated, its begin time has come and its required nodes are idle outside
+// the spare reservation; a requeue frees the nodes and sets a begin time
+// later; a node marked DOWN requeues its job.
+#include "cluster_api.hpp"
+#include "error.hpp"
+#include "fixtures.hpp"
+#include "hostlist.hpp"
+#include "reconcile.hpp"
+#include "slice_job.hpp"
+
+#include "catch.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+using namespace nvl;
+using namespace nvl::test;
+
+namespace {
+
+class SlurmModel final : public ClusterApi {
+  public:
+    std::vector<SlurmNode> nodes;
+    std::vector<SlurmJob> jobs;
+    std::map<std::string, Reservation> resvs;
+    std::set<std::string> failed; // drained or down by the scenario
+    int64_t now = 100000;
+    int fail_at = -1; // the call with this index throws, as Slurm refusing it
+    int calls = 0;
+
+    explicit SlurmModel(const RackMap& map) {
+        for (NodeId i = 0; i < map.node_count(); ++i) nodes.push_back({map.node_name(i), NodeState::Idle});
+        jobs.reserve(64);
+    }
+
+    std::vector<SlurmNode> load_nodes() override { return nodes; }
+    std::vector<SlurmJob> load_jobs() override { return jobs; }
+    std::optional<Reservation> load_reservation(const std::string& name) override {
+        auto it = resvs.find(name);
+        if (it == resvs.end()) return std::nullopt;
+        return it->second;
+    }
+    void pin_job(JobId id, const std::string& n, int64_t start_at) override {
+        SlurmJob& j = pending(id, "pin");
+        j.req_nodes = n;
+        if (start_at) j.begin_time = start_at;
+    }
+    void exclude_nodes(JobId id, const std::string& n, int64_t start_at) override {
+        SlurmJob& j = pending(id, "exclude");
+        j.exc_nodes = n;
+        if (start_at) j.begin_time = start_at;
+    }
+    void set_licenses(JobId id, const std::string& l) override { pending(id, "licenses").licenses = l; }
+    void set_admin_comment(JobId id, const std::string& text) override { job(id, "record").admin_comment = text; }
+    void hold(JobId id) override {
+        SlurmJob& j = pending(id, "hold");
+        j.held = j.admin_held = true;
+        j.priority = 0;
+    }
+    void release(JobId id) override {
+        SlurmJob& j = pending(id, "release");
+        j.held = j.admin_held = false;
+        j.priority = 1000;
+    }
+    void requeue_hold(JobId id) override { requeue_job(job(id, "requeue-hold"), true); }
+    void requeue(JobId id) override { requeue_job(job(id, "requeue"), false); }
+    void allow_requeue(JobId id) override { job(id, "allow-requeue").requeue = true; }
+    void set_reservation(const std::string& name, const std::string& n, int64_t start_at, int64_t end_at) override {
+        tick("reservation");
+        if (n.empty())
+            resvs.erase(name);
+        else
+            resvs[name] = Reservation{name, n, start_at, end_at};
+    }
+    void ensure_gate(const std::string& reservation, const std::string&) override {
+        tick("gate");
+        resvs[reservation] = Reservation{reservation, ""};
+    }
+    void set_node_weight(const std::string& n, uint32_t w) override {
+        tick("weight");
+        for (const auto& name : hostlist_expand(n)) node(name).weight = w;
+    }
+    void set_node_down(const std::string& n, const std::string& reason) override {
+        tick("down");
+        failed.insert(n);
+        node(n).failed = true;
+        node(n).reason = reason;
+        for (auto& j : jobs)
+            if (j.state == JobState::Running && std::count(j.nodes.begin(), j.nodes.end(), n) && j.requeue)
+                requeue_job(j, false);
+    }
+
+    // Slurm's scheduler, one pass: jobs in priority order.
+    void schedule() {
+        std::set<std::string> busy, reserved;
+        for (const auto& j : jobs)
+            if (j.state == JobState::Running) busy.insert(j.nodes.begin(), j.nodes.end());
+        for (const auto& [name, r] : resvs)
+            if (name == "nvlslice_spares")
+                for (const auto& n : hostlist_expand(r.nodes)) reserved.insert(n);
+        std::vector<SlurmJob*> order;
+        for (auto& j : jobs) order.push_back(&j);
+        std::stable_sort(order.begin(), order.end(),
+                         [](const SlurmJob* a, const SlurmJob* b) { return a->priority > b->priority; });
+        for (SlurmJob* j : order) {
+            if (j->state != JobState::Pending || j->held || has_license(j->licenses, "nvlslice_gate") ||
+                j->begin_time > now || j->req_nodes.empty())
+                continue;
+            const auto want = hostlist_expand(j->req_nodes);
+            bool ok = int(want.size()) == j->num_nodes;
+            for (const auto& n : want) ok = ok && !busy.count(n) && !reserved.count(n) && !failed.count(n);
+            if (!ok) continue;
+            j->state = JobState::Running;
+            j->nodes = want;
+            j->start_time = now;
+            busy.insert(want.begin(), want.end());
+        }
+        refresh_nodes();
+    }
+
+    void refresh_nodes() {
+        std::set<std::string> busy;
+        for (const auto& j : jobs)
+            if (j.state == JobState::Running) busy.insert(j.nodes.begin(), j.nodes.end());
+        for (auto& n : nodes) {
+            const bool f = failed.count(n.name) != 0;
+            if (f && !n.failed)
+                n.state = busy.count(n.name) ? NodeState::Draining : NodeState::Drained;
+            else if (!f)
+                n.state = busy.count(n.name) ? NodeState::Allocated : NodeState::Idle;
+        }
+    }
+
+    SlurmNode& node(const std::string& n) {
+        for (auto& x : nodes)
+            if (x.name == n) return x;
+        throw Error("no node " + n);
+    }
+    SlurmJob& find(JobId id) {
+        for (auto& j : jobs)
+            if (j.id == id) return j;
+        throw Error(fmt::format("Invalid job id specified ({})", id));
+    }
+
+  private:
+    void tick(const char* what) {
+        if (calls++ == fail_at) throw Error(fmt::format("{}: refused (injected)", what));
+    }
+    SlurmJob& job(JobId id, const char* what) {
+        tick(what);
+        return find(id);
+    }
+    SlurmJob& pending(JobId id, const char* what) {
+        SlurmJob& j = job(id, what);
+        if (j.state != JobState::Pending) throw Error("Job is no longer pending execution");
+        return j;
+    }
+    void requeue_job(SlurmJob& j, bool held) {
+        if (j.state != JobState::Running) throw Error("Job is pending execution");
+        if (!j.batch || !j.requeue) throw Error("Requested operation is presently disabled");
+        j.state = JobState::Pending;
+        j.nodes.clear();
+        j.restarts += 1;
+        j.begin_time = now + 3; // Slurm: the requeue time plus cred_expire
+        if (held) {
+            j.held = j.admin_held = true;
+            j.priority = 0;
+        }
+    }
+};
+
+struct Scenario {
+    const char* name;
+    int racks;
+    std::function<void(SlurmModel&, HelperConfig&)> setup;
+    // disturbances by cycle (a node drained, a job ending)
+    std::function<void(SlurmModel&, int cycle)> at;
+};
+
+SlurmJob slice_job(JobId id, int slice, int count, bool ckpt, int64_t now) {
+    SlurmJob j;
+    j.id = id;
+    j.priority = 1000 - id;
+    RequestTag t;
+    t.slice = slice;
+    t.count = count;
+    t.nodes = slice * count;
+    t.checkpointable = ckpt;
+    j.comment = t.str();
+    j.num_nodes = t.nodes;
+    j.licenses = "nvlslice_gate:1";
+    j.submit_time = now - 100;
+    return j;
+}
+
+void drain(SlurmModel& s, const std::string& n) {
+    s.failed.insert(n);
+    s.node(n).reason = "gpu xid 79";
+    s.refresh_nodes();
+}
+
+const std::vector<Scenario>& scenarios() {
+    static const std::vector<Scenario> all = {
+        {"repair from the rack's spare", 2,
+         [](SlurmModel& s, HelperConfig&) { s.jobs.push_back(slice_job(7, 16, 2, false, s.now)); },
+         [](SlurmModel& s, int c) {
+             if (c == 6) drain(s, "n005");
+         }},
+        {"move to another rack when the spares are gone", 2,
+         [](SlurmModel& s, HelperConfig&) {
+             s.jobs.push_back(slice_job(7, 16, 1, false, s.now));
+             drain(s, "n017");
+             drain(s, "n018");
+         },
+         [](SlurmModel& s, int c) {
+             if (c == 6) drain(s, "n003");
+         }},
+        {"lending: a lent spare taken back by a repair", 2,
+         [](SlurmModel& s, HelperConfig&) {
+             s.jobs.push_back(slice_job(7, 16, 2, false, s.now));
+             s.jobs.push_back(slice_job(8, 1, 1, true, s.now));
+             s.jobs.push_back(slice_job(9, 1, 1, true, s.now));
+             drain(s, "n035");
+             drain(s, "n036");
+         },
+         [](SlurmModel& s, int c) {
+             if (c == 6) drain(s, "n005");
+         }},
+        {"defragmentation frees a rack from checkpointable jobs", 2,
+         [](SlurmModel& s, HelperConfig& cfg) {
+             cfg.defrag_after_s = 0;
+             cfg.defrag_interval_s = 0;
+             cfg.lend = LendScope::None;
+             // small checkpointable jobs scattered over both racks
+             JobId id = 20;
+             for (const char* n : {"n001", "n002", "n019", "n020"}) {
+                 SlurmJob j = slice_job(id++, 1, 1, true, s.now);
+                 j.licenses.clear();
+                 j.req_nodes = n;
+                 j.admin_comment = fmt::format("nvlslice/1 placed slice=1 slices={} repairs=0 moves=0", n);
+                 s.jobs.push_back(j);
+             }
+             s.schedule();
+             s.jobs.push_back(slice_job(7, 16, 1, false, s.now));
+         },
+         [](SlurmModel&, int) {}},
+    };
+    return all;
+}
+
+// One helper's life: its memory (lost when it dies) and the clocks.
+struct Run {
+    const RackMap& map;
+    HelperConfig cfg;
+    SlurmModel slurm;
+    HelperMemory mem;
+    int64_t mono = 1000;
+
+    Run(const RackMap& m, const Scenario& sc) : map(m), slurm(m) {
+        cfg.steer_weights = false;
+        sc.setup(slurm, cfg);
+    }
+    // One helper cycle: decide, then apply the first `keep` actions (the
+    // helper dies after them: -1 = all).
+    std::vector<Action> cycle(int keep = -1) {
+        auto nodes = slurm.load_nodes();
+        auto jobs = slurm.load_jobs();
+        auto spares = slurm.load_reservation(cfg.reservation), gate = slurm.load_reservation(cfg.gate_reservation),
+             prot = slurm.load_reservation(cfg.protect_reservation);
+        CycleOutput out = reconcile(map, {nodes, jobs, spares, gate, prot}, cfg, slurm.now, mem, mono);
+        std::vector<Action> acts = out.actions;
+        if (keep >= 0 && size_t(keep) < acts.size()) acts.resize(size_t(keep));
+        auto failures = apply(slurm, cfg, acts);
+        note_applied(mem, acts, failures, mono);
+        return out.actions;
+    }
+    // Slurm's turn and a second of time.
+    void tick() {
+        slurm.schedule();
+        slurm.now += 1;
+        mono += 1;
+    }
+};
+
+// What the end state must agree on with the undisturbed run.
+struct Outcome {
+    std::string state; // per job: running/pending and its record's repairs= count
+    int spare_nodes = 0;
+    int held = 0;
+    int on_failed = 0;
+};
+
+Outcome outcome(const SlurmModel& s) {
+    Outcome o;
+    for (const auto& j : s.jobs) {
+        std::string repairs = "?";
+        try {
+            if (auto r = PlacementRecord::parse(j.admin_comment)) repairs = std::to_string(r->repairs);
+        } catch (const Error&) {}
+        o.state += fmt::format("job {} {} repairs={}; ", j.id, j.state == JobState::Running ? "running" : "pending",
+                               repairs);
+        o.held += j.held;
+        if (j.state == JobState::Running)
+            for (const auto& n : j.nodes) o.on_failed += s.failed.count(n) != 0;
+    }
+    auto it = s.resvs.find("nvlslice_spares");
+    if (it != s.resvs.end()) o.spare_nodes = int(hostlist_expand(it->second.nodes).size());
+    return o;
+}
+
+constexpr int kCycles = 24;   // the scenario's own span
+constexpr int kSettle = 40;   // cycles allowed to converge after a disturbance
+
+// The run with the helper dying after `keep` actions of cycle `k` (or the
+// action `fail` of that cycle refused), to its end.
+Outcome disturbed(const RackMap& map, const Scenario& sc, int k, int keep, int fail) {
+    Run r(map, sc);
+    for (int c = 0; c < kCycles + kSettle; ++c) {
+        sc.at(r.slurm, c);
+        if (c == k && fail >= 0) {
+            r.slurm.calls = 0;
+            r.slurm.fail_at = fail;
+        }
+        r.cycle(c == k ? keep : -1);
+        r.slurm.fail_at = -1;
+        if (c == k && keep >= 0) r.mem = HelperMemory{}; // a new helper starts with nothing
+        r.tick();
+    }
+    return outcome(r.slurm);
+}
+
+} // namespace
+
+TEST_CASE("kill anywhere, converge everywhere: every prefix of every cycle, every failing action",
+          "[converge][slow]") {
+    const RackMap map = make_map(2, 18);
+    int runs = 0;
+    for (const Scenario& sc : scenarios()) {
+        INFO("scenario: " << sc.name);
+        // the undisturbed run, and each cycle's action count
+        Run ref(map, sc);
+        std::vector<size_t> counts;
+        for (int c = 0; c < kCycles + kSettle; ++c) {
+            sc.at(ref.slurm, c);
+            counts.push_back(ref.cycle().size());
+            ref.tick();
+        }
+        const Outcome want = outcome(ref.slurm);
+        CAPTURE(want.state);
+        REQUIRE(want.held == 0);
+        REQUIRE(want.on_failed == 0);
+        size_t acted = 0;
+        for (int c = 0; c < kCycles; ++c) {
+            if (counts[size_t(c)] == 0) continue;
+            acted += 1;
+            for (int keep = 0; keep < int(counts[size_t(c)]); ++keep) {
+                INFO("helper killed in cycle " << c << " after " << keep << " of " << counts[size_t(c)] << " actions");
+                const Outcome got = disturbed(map, sc, c, keep, -1);
+                CHECK(got.state == want.state);
+                CHECK(got.held == 0);
+                CHECK(got.spare_nodes == want.spare_nodes);
+                CHECK(got.on_failed == 0);
+                ++runs;
+            }
+            for (int fail = 0; fail < int(counts[size_t(c)]); ++fail) {
+                INFO("action " << fail << " of " << counts[size_t(c)] << " refused in cycle " << c);
+                const Outcome got = disturbed(map, sc, c, -1, fail);
+                CHECK(got.state == want.state);
+                CHECK(got.held == 0);
+                CHECK(got.spare_nodes == want.spare_nodes);
+                CHECK(got.on_failed == 0);
+                ++runs;
+            }
+        }
+        CHECK(acted >= 3); // the scenario did act: placement, repair or defragmentation
+    }
+    WARN("kill/fail runs: " << runs);
+    CHECK(runs > 40);
+}
+
