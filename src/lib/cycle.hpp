@@ -202,6 +202,10 @@ class Cycle {
             if (it != mem_.cluster_backoff.end() && it->second.until > mono_) return;
         }
         if (a.job) acted_[a.job] |= 1u << unsigned(a.kind);
+        // the steps of a repair or a restart follow each other closely
+        out_.follow_up = out_.follow_up || a.kind == ActionKind::RequeueHold || a.kind == ActionKind::Requeue ||
+                         a.kind == ActionKind::Release || a.kind == ActionKind::NodeDown ||
+                         ((a.kind == ActionKind::Pin || a.kind == ActionKind::Exclude) && a.start_at > now_);
         out_.actions.push_back(std::move(a));
     }
     bool did(JobId job, ActionKind k) const {

@@ -278,6 +278,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
                 }
                 auto it = mem_.blocked_since.emplace(j.id, mono_).first;
                 if (mono_ - it->second < cfg_.replace_after_s) {
+                    out_.follow_up = true;
                     take(pinned, j.id);
                     settled_.insert(j.id);
                     say_once(j.id, fmt::format("job {}: repair waits for its nodes {} to be free", j.id, hl(pinned)));
@@ -298,7 +299,10 @@ void Cycle::finish_placed(const SliceJob& sj) {
             pin(sj, pinned, start);
             return;
         }
-        if (j.restarts > 0 && j.begin_time > now_) return; // its second has not come yet
+        if (j.restarts > 0 && j.begin_time > now_) {
+            out_.follow_up = true; // its second has not come yet: released as soon as it has
+            return;
+        }
         PlacementRecord rec = *sj.rec;
         rec.state = RecordState::Placed;
         rec.hold = false;

@@ -166,7 +166,13 @@ struct CycleOutput {
     std::vector<Action> actions;
     std::vector<std::string> log; // one line per decision: job, nodes, why
     CycleStats stats;
+    // A repair or a restart is under way (a requeue asked for, a job
+    // waiting for its start second or to be released): its next step
+    // depends on what Slurm does next, so the next cycle should come soon
+    // (nvlsliced: kFollowUpMs instead of cycle_ms).
+    bool follow_up = false;
 };
+inline constexpr int kFollowUpMs = 100;
 
 // What the helper remembers between cycles that is not needed for
 // correctness (a restart only delays the next defragmentation). Its times

@@ -335,6 +335,7 @@ int main(int argc, char** argv) {
             bool failed = false;
             CycleStats stats;
             CyclePhases phases;
+            bool follow_up = false;
             auto since = [](std::chrono::steady_clock::time_point t) {
                 return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
             };
@@ -349,6 +350,7 @@ int main(int argc, char** argv) {
                 CycleOutput out = reconcile(map, {nodes, jobs, resvs[0], resvs[1], resvs[2]}, s.reconcile,
                                             std::time(nullptr), mem, mono_seconds());
                 phases.decide = since(t1);
+                follow_up = out.follow_up;
                 for (const auto& line : out.log) say_core(line);
                 auto t2 = std::chrono::steady_clock::now();
                 phases.actions = out.actions.size();
@@ -382,7 +384,10 @@ int main(int argc, char** argv) {
             double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             metrics.add_cycle(stats, secs, failed, phases);
             if (once) return failed ? 1 : 0;
-            pause_for(std::chrono::duration<double>(t0 + std::chrono::milliseconds(s.cycle_ms) -
+            // A repair under way is followed closely: each of its steps
+            // waits on what Slurm did with the last one.
+            const int period = follow_up ? std::min(s.cycle_ms, kFollowUpMs) : s.cycle_ms;
+            pause_for(std::chrono::duration<double>(t0 + std::chrono::milliseconds(period) -
                                                     std::chrono::steady_clock::now())
                           .count());
         }

@@ -324,3 +324,25 @@ TEST_CASE("job arrays: a task split off keeps its record; the rest of the array 
     CHECK(old->belongs_to(7));
     CHECK_THROWS_WITH(PlacementRecord::parse("nvlslice/1 placed slice=1 job=-3"), Catch::Contains("not a job id"));
 }
+
+TEST_CASE("a repair under way asks for a quick next cycle; a quiet cluster does not", "[safety][quick]") {
+    World w(1);
+    SlurmJob& j = w.add(7, 16, 1);
+    w.run_on(j, "n[001-016]");
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0 job=7";
+    CHECK_FALSE(w.cycle().follow_up);
+    w.node("n005").state = NodeState::Draining;
+    auto rep = w.cycle();
+    REQUIRE(find(rep, ActionKind::RequeueHold, 7));
+    CHECK(rep.follow_up);
+    // pending again, held, waiting for its start second: still followed
+    j.state = JobState::Pending;
+    j.held = true;
+    j.nodes.clear();
+    j.restarts = 1;
+    j.req_nodes = find(rep, ActionKind::PinOnly, 7)->arg;
+    j.admin_comment = find(rep, ActionKind::SetRecord, 7)->arg;
+    j.begin_time = w.now + 1;
+    for (int i = 1; i <= 17; ++i) w.node(fmt::format("n{:03d}", i)).state = i == 5 ? NodeState::Drained : NodeState::Idle;
+    CHECK(w.cycle().follow_up);
+}
