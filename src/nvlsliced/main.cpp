@@ -1,6 +1,7 @@
 // nvlsliced — the slurmctld-side helper: places slice jobs, keeps the spare
 // reservation, repairs slices when nodes drain or go down, defragments.
 // A reconcile loop over the core (reconcile.hpp) and the libslurm adapter.
+#include "controller.hpp"
 #include "helper_config.hpp"
 #include "map_io.hpp"
 #include "metrics.hpp"
@@ -285,6 +286,14 @@ int main(int argc, char** argv) {
                         server ? fmt::format("{}:{}", server->host(), server->port()) : "(off)", dry ? ", dry run" : ""));
 
         HelperMemory mem;
+        // With a backup controller, only the helper beside the slurmctld in
+        // control acts (controller.hpp); the role is said when it changes.
+        std::vector<std::string> my_names;
+        {
+            char host[256] = {};
+            if (gethostname(host, sizeof host - 1) == 0) my_names.emplace_back(host);
+        }
+        std::optional<bool> was_active;
         // slurmctld away: said once when it goes, once when it is back.
         struct Outage {
             std::optional<std::chrono::steady_clock::time_point> since;
@@ -332,6 +341,18 @@ int main(int argc, char** argv) {
                 }
             }
             auto t0 = std::chrono::steady_clock::now();
+            if (features.controllers.size() > 1) {
+                const ControllerRole role =
+                    controller_role(features.controllers, ping_controllers(features.controllers.size()), my_names);
+                if (!was_active || *was_active != role.active)
+                    say(role.active ? LOG_INFO : LOG_WARNING,
+                        fmt::format("{}: {}", role.active ? "active" : "standby", role.why));
+                was_active = role.active;
+                if (!role.active) {
+                    pause_for(s.cycle_ms / 1000.0);
+                    continue;
+                }
+            }
             bool failed = false;
             CycleStats stats;
             CyclePhases phases;

@@ -20,6 +20,7 @@ extern "C" {
 
 #include <cerrno>
 #include <string>
+#include <vector>
 
 namespace nvl {
 
@@ -27,6 +28,7 @@ struct SlurmFeatures {
     bool segments = false;       // built against a Slurm with --segment (24.05+)
     std::string topology_plugin; // the controller's TopologyPlugin, e.g. "topology/block"
     std::string version;         // the controller's version, e.g. "24.11.5"
+    std::vector<std::string> controllers; // SlurmctldHost names, primary first
 };
 
 // One request to slurmctld: its configuration, as it runs now (configless
@@ -41,8 +43,17 @@ inline SlurmFeatures probe_slurm() {
         throw Error(fmt::format("cannot read slurmctld's configuration: {}", slurm_strerror(errno)));
     if (conf->topology_plugin) f.topology_plugin = conf->topology_plugin;
     if (conf->version) f.version = conf->version;
+    for (uint32_t i = 0; i < conf->control_cnt; ++i)
+        if (conf->control_machine && conf->control_machine[i]) f.controllers.emplace_back(conf->control_machine[i]);
     slurm_free_ctl_conf(conf);
     return f;
+}
+
+// Which of the `n` controllers (SlurmctldHost order) answer a ping now.
+inline std::vector<bool> ping_controllers(size_t n) {
+    std::vector<bool> up(n, false);
+    for (size_t i = 0; i < n; ++i) up[i] = slurm_ping(int(i)) == SLURM_SUCCESS;
+    return up;
 }
 
 // The same from the configuration this process read when it initialised

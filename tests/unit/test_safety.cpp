@@ -3,6 +3,7 @@
 // restored tag, control characters in user text, hostlists that wrap, a
 // wall clock that steps, slurmctld going away in the middle of a batch, a
 // cluster-wide action Slurm keeps refusing.
+#include "controller.hpp"
 #include "fake_cluster.hpp"
 #include "fixtures.hpp"
 #include "hostlist.hpp"
@@ -345,4 +346,20 @@ TEST_CASE("a repair under way asks for a quick next cycle; a quiet cluster does 
     j.begin_time = w.now + 1;
     for (int i = 1; i <= 17; ++i) w.node(fmt::format("n{:03d}", i)).state = i == 5 ? NodeState::Drained : NodeState::Idle;
     CHECK(w.cycle().follow_up);
+}
+
+TEST_CASE("with a backup controller only the helper beside the slurmctld in control acts", "[safety][quick]") {
+    const std::vector<std::string> hosts = {"ctl1", "ctl2"};
+    // one controller: no choice to make
+    CHECK(controller_role({"ctl1"}, {false}, {"elsewhere"}).active);
+    // the primary answers: its host acts, the backup's stands by
+    CHECK(controller_role(hosts, {true, true}, {"ctl1.cluster.example"}).active);
+    auto standby = controller_role(hosts, {true, true}, {"CTL2"});
+    CHECK_FALSE(standby.active);
+    CHECK_THAT(standby.why, Catch::Contains("runs on ctl1 (SlurmctldHost #0), not this host: standing by"));
+    // the primary is gone: the backup has taken control, its helper acts
+    CHECK(controller_role(hosts, {false, true}, {"ctl2"}).active);
+    CHECK_FALSE(controller_role(hosts, {false, true}, {"ctl1"}).active);
+    // none answers: nobody acts
+    CHECK_FALSE(controller_role(hosts, {false, false}, {"ctl1"}).active);
 }
