@@ -378,7 +378,8 @@ fi
 
 echo "# helper: a second instance refuses to start"
 err=$(timeout 10 "$NVL_HELPER" --config "$NVL_CLUSTER_DIR/etc/nvlslice.yaml" 2>&1); rc=$?
-expect_match "second nvlsliced exits with the lock named" "rc=1 .*another nvlsliced is running \(it holds $NVL_CLUSTER_DIR/run/nvlsliced.lock\)" "rc=$rc $err"
+expect_match "second nvlsliced exits with the lock and its holder named" \
+    "rc=1 .*another nvlsliced is running: process $(cat "$NVL_CLUSTER_DIR/run/nvlsliced.pid") holds $NVL_CLUSTER_DIR/run/nvlsliced.lock" "rc=$rc $err"
 
 cleanup; resume_all
 echo "# helper: --check-config, and SIGHUP re-reads the configuration without losing state"
