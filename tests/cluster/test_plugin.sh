@@ -176,6 +176,18 @@ cp "$OUT/fabric.good" "$FAB"
 scontrol update nodename=nvl[0021-0022] state=resume
 J=$(run_on_rack002 --nvl-slice=16 -o "$OUT/fab3-%j.out")
 expect_eq "with the fabric healthy again the same slice job completes" "COMPLETED" "$(job_field "$J" JobState)"
+# A node the map does not know: its step fails, but no GPU said anything
+# against the node, so it is not drained (before: drained as a fabric failure).
+sed 's/nvl\[0019-0036\]/nvl[0019-0033,0035-0036]/' "$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml" > "$OUT/short-map.yaml"
+cp "$NVL_CLUSTER_DIR/etc/plugstack.conf" "$OUT/plugstack.good"
+sed -i "s| map=[^ ]*| map=$OUT/short-map.yaml|" "$NVL_CLUSTER_DIR/etc/plugstack.conf"
+J=$(run_on_rack002 -N 16 --nvl-slice=1 -o "$OUT/fab4-%j.out")
+cp "$OUT/plugstack.good" "$NVL_CLUSTER_DIR/etc/plugstack.conf"
+expect_eq "a node missing from the map fails the slice job's step" "FAILED" "$(job_field "$J" JobState)"
+expect_match "naming the node" 'nvl0034.* not in the rack map' "$(cat "$OUT"/fab4-"$J".out)"
+check "and it is not drained: no GPU read said anything against it" \
+    bash -c '[ -z "$(sinfo -h -N -n nvl[0019-0034] -t drain,drained,draining -o %N)" ]'
+scontrol update nodename=nvl0034 state=resume 2>/dev/null
 
 rm -rf "$OUT"
 summary "plugin"
