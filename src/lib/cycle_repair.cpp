@@ -291,22 +291,21 @@ void Cycle::finish_placed(const SliceJob& sj) {
         take(pinned, j.id);
         settled_.insert(j.id);
         // A requeued job may start only from the second after its requeue
-        // (start_time()). Start it once that second has come, so that the
-        // update itself makes Slurm schedule it at once instead of at its
-        // next periodic pass.
+        // (start_time()), where Slurm would wait cred_expire: its StartTime
+        // is brought forward to that second and it is released in the same
+        // cycle, so that Slurm's first scheduling pass from that second
+        // starts it (the release asks for one; how soon it runs is
+        // SchedulerParameters=batch_sched_delay, README). Slurm shows the
+        // job pending only once its old allocation has completed, after it
+        // set the begin time this overrides.
         const int64_t start = start_time(j);
-        if (j.restarts > 0 && j.begin_time > start) {
+        if (j.restarts > 0 && j.begin_time > start)
             pin(sj, pinned, start);
-            return;
-        }
-        if (j.restarts > 0 && j.begin_time > now_) {
-            out_.follow_up = true; // its second has not come yet: released as soon as it has
-            return;
-        }
+        else if (j.restarts == 0)
+            pin(sj, pinned, now_);
         PlacementRecord rec = *sj.rec;
         rec.state = RecordState::Placed;
         rec.hold = false;
-        if (j.restarts == 0) pin(sj, pinned, now_);
         // The release before the record: the record's hold=1 is what lets
         // the helper release the job, so it may say hold=0 only once the
         // release is done. Dead in between, the next cycle sees the job
