@@ -21,9 +21,11 @@ expect_eq() {
     if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1: expected [$2], got [$3]"; fi
 }
 
-# expect_match NAME REGEX TEXT
+# expect_match NAME REGEX TEXT. From a here-string, not a pipe: under
+# pipefail, grep -q leaving at the first match made a long TEXT's writer
+# die of SIGPIPE, and a match count as a failure.
 expect_match() {
-    if printf '%s' "$3" | grep -qE -- "$2"; then ok "$1"; else not_ok "$1: [$3] does not match /$2/"; fi
+    if grep -qE -- "$2" <<< "$3"; then ok "$1"; else not_ok "$1: [$3] does not match /$2/"; fi
 }
 
 # wait_for SECONDS COMMAND...: until COMMAND succeeds
@@ -89,7 +91,7 @@ refuse() {
     local name=$1 re=$2; shift 2
     local err rc
     err=$(sbatch "$@" --wrap true 2>&1); rc=$?
-    if [ $rc -ne 0 ] && printf '%s' "$err" | grep -qE -- "$re"; then ok "$name"; else not_ok "$name: rc=$rc [$err]"; fi
+    if [ $rc -ne 0 ] && grep -qE -- "$re" <<< "$err"; then ok "$name"; else not_ok "$name: rc=$rc [$err]"; fi
 }
 
 job_count() { squeue -h -o %i 2>/dev/null | wc -l; }

@@ -317,7 +317,7 @@ else
     echo "# promtool check metrics: not run (NVL_PROMTOOL unset; contrib/quickstart.sh test sets it on Debian 12)"
 fi
 
-if scontrol show config | grep -qE '^TopologyPlugin *= *topology/block'; then
+if grep -qE '^TopologyPlugin *= *topology/block' <<< "$(scontrol show config)"; then
     echo "# helper: weights: skipped on topology/block (Slurm's block plugin packs plain jobs into blocks itself)"
 else
     echo "# helper: weights keep whole racks whole for Slurm's own placement of plain jobs"
@@ -368,7 +368,7 @@ else
     "$CL" helper >/dev/null
 
 fi
-if scontrol show config | grep -qE '^TopologyPlugin *= *topology/block'; then
+if grep -qE '^TopologyPlugin *= *topology/block' <<< "$(scontrol show config)"; then
     echo "# topology/block: Slurm's blocks are the racks of nvl-topo show"
     blocks=$(scontrol show topology | sed -n 's/.*BlockName=\([^ ]*\).*Nodes=\([^ ]*\).*/\1 \2/p' | sort)
     racks=$("$NVL_TOPO" show --map "$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml" |
@@ -415,7 +415,7 @@ cp "$OUT/nvlslice.yaml.good" "$HCONF"
 kill -HUP "$HPID"
 N1=$(scontrol show hostnames "$(nodes_of "$J")" | sed -n 3p)
 scontrol update nodename="$N1" state=drain reason="gpu xid 79"
-moved_off() { [ "$(squeue -h -j "$J" -o %T)" = RUNNING ] && ! scontrol show hostnames "$(nodes_of "$J")" | grep -qx "$N1"; }
+moved_off() { [ "$(squeue -h -j "$J" -o %T)" = RUNNING ] && ! grep -qx "$N1" <<< "$(scontrol show hostnames "$(nodes_of "$J")")"; }
 if wait_for 20 moved_off; then ok "after the reloads the job placed before them is still repaired ($(nodes_of "$J"))"; else not_ok "repair after reload: $(squeue -h -j "$J" -o '%T %N') $(record "$J")"; fi
 expect_match "its record kept its history" 'repairs=1 ' "$(record "$J")"
 scontrol update nodename="$N1" state=resume
@@ -451,7 +451,7 @@ else
 fi
 t0=$(now)
 "$CL" kill-node "$(num "$VICTIM")"
-moved() { [ "$(squeue -h -j "$J" -o %T)" = RUNNING ] && ! scontrol show hostnames "$(nodes_of "$J")" | grep -qx "$VICTIM"; }
+moved() { [ "$(squeue -h -j "$J" -o %T)" = RUNNING ] && ! grep -qx "$VICTIM" <<< "$(scontrol show hostnames "$(nodes_of "$J")")"; }
 if wait_for 150 moved; then
     t1=$(now); T_NR=$(secs "$t0" "$t1")
     ok "running again without $VICTIM $T_NR s after the kill (DOWN path above: ${T_DOWN:-?} s), on $(nodes_of "$J")"
