@@ -138,11 +138,15 @@ void Cycle::collect_slice_jobs() {
         }
         if (rec && rec->lent && j.state == JobState::Running && !j.requeue && j.batch) {
             // The loan of a spare holds only while a repair can requeue the
-            // borrower: its owner's requeue=0 is undone.
-            act({ActionKind::AllowRequeue, j.id, {}});
-            warn(fmt::format("job {}: runs on a lent spare, and its Requeue was turned off: set back to 1 (a "
-                             "repair takes a lent spare back by requeue)",
-                             j.id));
+            // borrower: its owner's requeue=0 is undone (unless Slurm
+            // refused that lately: the job's backoff).
+            auto b = mem_.backoff.find(j.id);
+            if (b == mem_.backoff.end() || b->second.until <= mono_) {
+                act({ActionKind::AllowRequeue, j.id, {}});
+                warn_once(j.id, fmt::format("job {}: runs on a lent spare, and its Requeue was turned off: set back "
+                                            "to 1 (a repair takes a lent spare back by requeue)",
+                                            j.id));
+            }
         }
         if (!wrong.empty()) {
             // Left to Slurm as it is (no hold, no pin, no nodes counted);
