@@ -186,15 +186,41 @@ void Cycle::collect_slice_jobs() {
         if (a.job->submit_time != b.job->submit_time) return a.job->submit_time < b.job->submit_time;
         return a.job->id < b.job->id;
     });
+    // A job requeued for a repair or a move is still completing for a
+    // moment (it is no slice job of this cycle then), or waits held: the
+    // nodes it was pinned to are spoken for, whatever job comes first in
+    // this cycle (a faster cycle than Slurm's requeue saw another job's
+    // move take them).
+    for (const auto& j : jobs_) {
+        if (j.state != JobState::Completing && !(j.state == JobState::Pending && j.held)) continue;
+        if (j.admin_comment.rfind(kTagPrefix, 0) != 0) continue;
+        std::optional<PlacementRecord> rec;
+        try {
+            rec = PlacementRecord::parse(j.admin_comment);
+        } catch (const Error&) {
+            continue;
+        }
+        if (!rec || !rec->belongs_to(j.id) ||
+            (rec->state != RecordState::Repairing && rec->state != RecordState::Restarting))
+            continue;
+        // the record, written before the pin, names the target
+        for (const auto& h : rec->slices)
+            for (const auto& n : hostlist_expand(h))
+                if (auto id = map_.find_node(n); id && is_free(snap_.node(*id).state))
+                    snap_.set(*id, {NodeState::Allocated, j.id, -1, false});
+    }
     // Nodes pinned to released jobs that Slurm has not started yet are
     // spoken for: no other slice may be placed there meanwhile.
     for (const auto& sj : slice_jobs_) {
         const SlurmJob& j = *sj.job;
-        if (j.state != JobState::Pending || j.held || !sj.rec || sj.rec->state != RecordState::Placed) continue;
+        if (j.state != JobState::Pending || j.held || !has_placement(sj)) continue; // released, record caught up or not
         // gate mode: its ReqNodeList; native: the nodes it was pinned to
         // (an exclusion of all others), which its record lists
         if (native(sj) ? j.exc_nodes.empty() : j.req_nodes.empty()) continue;
-        for (NodeId id : pinned_nodes(sj))
+        // a repair's or restart's target is its record, written before the
+        // pin (which may not have followed)
+        const bool target_in_record = sj.rec->state != RecordState::Placed && !sj.rec->slices.empty();
+        for (NodeId id : target_in_record ? recorded_nodes(sj) : pinned_nodes(sj))
             if (is_free(snap_.node(id).state)) snap_.set(id, {NodeState::Allocated, j.id, -1, false});
     }
 }
@@ -219,7 +245,10 @@ Placement Cycle::placement_of(const SliceJob& sj, const std::vector<std::string>
     p.job_id = sj.job->id;
     p.slice_size = sj.tag.slice;
     std::vector<std::vector<NodeId>> slices;
-    if (sj.rec && !sj.rec->slices.empty()) {
+    // A running job whose record says repairing runs where it ran: the
+    // record names the target of a repair whose requeue did not happen.
+    const bool record_is_target = sj.rec && sj.rec->state == RecordState::Repairing && sj.job->state == JobState::Running;
+    if (sj.rec && !sj.rec->slices.empty() && !record_is_target) {
         for (const auto& h : sj.rec->slices) {
             std::vector<NodeId> ids;
             for (const auto& n : hostlist_expand(h))

@@ -13,6 +13,20 @@ void Cycle::keep_spares() {
     for (DomainId d = 0; d < map_.domains().size(); ++d) {
         const Domain& dom = map_.domain(d);
         std::vector<NodeId> pick;
+        if (snap_.degraded(d)) {
+            // A degraded rack takes no new work from Slurm until it
+            // recovers: every free node of it is kept in the reservation,
+            // so that Slurm never offers it to a job submitted meanwhile (a
+            // segment job in native mode included), not only from the
+            // helper's next look at that job.
+            for (NodeId id : dom.nodes) {
+                const NodeState st = snap_.node(id).state;
+                const bool keep = st == NodeState::Idle || st == NodeState::SpareReserved;
+                same = same && keep == (reserved_[id] != 0);
+                if (keep) want.push_back(map_.node_name(id));
+            }
+            continue;
+        }
         // A node lent to preemptible work is still a spare: a repair takes it back.
         // The spares are the rack's failure budget: failed nodes used them up.
         int want_n = kept_spares(dom, snap_.counts(d));

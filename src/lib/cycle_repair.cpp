@@ -212,11 +212,26 @@ void Cycle::finish_placed(const SliceJob& sj) {
     }
     // A native job that Slurm placed, ran and requeued (a node went DOWN)
     // is held to nothing: its record says where it ran.
-    const std::vector<NodeId> pinned = pinned_nodes(sj);
+    std::vector<NodeId> pinned = pinned_nodes(sj);
+    // A repair's or restart's target is its record, written first: the pin
+    // may not have followed (the helper died in between), and is asked
+    // for again.
+    bool repin = false;
+    if (!native(sj) && placed && sj.rec->state != RecordState::Placed && !sj.rec->slices.empty()) {
+        std::vector<NodeId> want = recorded_nodes(sj), have = pinned;
+        std::sort(have.begin(), have.end());
+        if (want != have) {
+            pinned = std::move(want);
+            repin = true;
+        }
+    }
     if (!placed || pinned.empty()) return;
     bool pinned_failed = false;
     for (NodeId id : pinned) pinned_failed = pinned_failed || needs_repair(id);
     if (!j.held && !gated(j) && !pinned_failed) {
+        // released, but pinned elsewhere than its record says (the pin did
+        // not follow the record): pinned where the record says
+        if (repin) pin(sj, pinned, start_time(j));
         if (sj.rec->hold) {
             // released, and the helper died before its record said so: the
             // hold flag goes, so that a later hold by an admin is theirs
@@ -299,7 +314,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
         // job pending only once its old allocation has completed, after it
         // set the begin time this overrides.
         const int64_t start = start_time(j);
-        if (j.restarts > 0 && j.begin_time > start)
+        if (j.restarts > 0 && (j.begin_time > start || repin))
             pin(sj, pinned, start);
         else if (j.restarts == 0)
             pin(sj, pinned, now_);

@@ -96,6 +96,14 @@ refuse() {
 
 job_count() { squeue -h -o %i 2>/dev/null | wc -l; }
 
+# After cleanup and resume_all: no job, every node idle (or held as a
+# spare), and the helper's spare reservation back to two nodes per rack.
+settled() {
+    [ -z "$(squeue -h -o %i 2>/dev/null)" ] || return 1
+    [ -z "$(sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2 != "idle" && $2 != "reserved"')" ] || return 1
+    [ "$(scontrol show hostnames "$(resv_nodes)" 2>/dev/null | wc -l)" -eq 4 ]
+}
+
 summary() {
     echo "$1: $PASS passed, $FAIL failed"
     [ "$FAIL" -eq 0 ]

@@ -59,7 +59,7 @@ if wait_for 20 running_on "$J" 'nvl[0001-0016,0019-0034]'; then ok "placed 16 + 
 expect_eq "each rack keeps its 2 spares" "nvl[0017-0018,0035-0036]" "$(resv_nodes)"
 wait_for 5 bash -c "scontrol show job $J | grep -q 'AdminComment=nvlslice/1 placed'" # native: recorded once Slurm started it
 expect_match "placement recorded in admin_comment" '^nvlslice/1 placed slice=16 slices=nvl\[0001-0016\];nvl\[0019-0034\] repairs=0' "$(record "$J")"
-sleep 1
+wait_for 15 bash -c "[ \"\$(wc -l < '$OUT/frag-$J.out' 2>/dev/null)\" -ge 32 ]" # every task has printed
 expect_eq "tasks see slice 0 on rack001 and slice 1 on rack002" "16 0 rack001,16 1 rack002" \
     "$(awk '{print $2, $3}' "$OUT/frag-$J.out" | sort | uniq -c | awk '{print $1, $2, $3}' | paste -sd,)"
 
@@ -85,7 +85,7 @@ fi
 expect_match "the record counts the repair" 'repairs=1 moves=0' "$(record "$J")"
 expect_eq "the used spare left the reservation" "nvl[0018,0035-0036]" "$(resv_nodes)"
 expect_match "the helper logged job, nodes and reason" "job $J: repair: slice 0: 1 failed node\(s\) replaced inside rack001: removed nvl0005 added nvl0017" "$(cat "$LOG")"
-sleep 1
+wait_for 15 grep -q 'nvl0017 0 rack001' "$OUT/frag-$J.out" # the restarted job's tasks print again
 expect_match "after the repair nvl0017 is rank 15 of slice 0" 'nvl0017 0 rack001' "$(cat "$OUT/frag-$J.out")"
 
 echo "# helper: kill -9 of the helper in the middle of a repair, restart -> converges"
@@ -94,7 +94,7 @@ NVLSLICED_TEST_KILL_AFTER=requeue-hold "$CL" helper
 scontrol update nodename=nvl0006 state=drain reason="gpu xid 48"
 wait_for 10 bash -c "grep -q 'test hook: killed after requeue-hold of job $J' '$LOG'"
 expect_match "the helper died right after requeue-hold" 'killed after requeue-hold' "$(tail -3 "$LOG")"
-sleep 2
+wait_for 15 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = PENDING ]" # Slurm finishes the requeue
 expect_match "the job is left held mid-repair" '^PENDING' "$(squeue -h -j "$J" -o %T)"
 "$CL" helper
 if wait_for 15 running_on "$J" 'nvl[0001-0004,0007-0034]'; then
@@ -121,11 +121,12 @@ fi
 expect_match "the lent job was requeued (not killed) to give its spare back" 'Restarts=1' "$(scontrol show job "$L")"
 expect_match "the helper logged it" "job $J: repair takes back a lent spare: requeued checkpointable job $L" "$(cat "$LOG")"
 scancel "$L"
-sleep 2 # let the repaired job's batch step start before it is cancelled
+# the repaired job's batch step has started before it is cancelled
+wait_for 15 bash -c "squeue -h -s -j $J -o %i 2>/dev/null | grep -q '\.batch'"
 
 echo "# helper: rack001 out of spares -> the slice moves to the other rack, or waits with the reason"
 cleanup; resume_all
-sleep 1
+wait_for 20 settled
 # -w: where the helper's best fit puts it in gate mode, and where Slurm must
 # in native mode (one segment may name its nodes); a repair replaces it
 J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --wrap 'sleep 300')
@@ -140,7 +141,7 @@ expect_eq "still running on its nodes" "RUNNING" "$(squeue -h -j "$J" -o %T)"
 
 echo "# helper: a node's slurmd killed (node goes DOWN) -> the same repair once Slurm marks it DOWN"
 cleanup; resume_all
-sleep 1
+wait_for 20 settled
 J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --requeue --wrap 'sleep 600')
 wait_for 15 running_on "$J" 'nvl[0001-0016]' || not_ok "16-node job placed: $(nodes_of "$J")"
 t0=$(now)
@@ -158,7 +159,7 @@ wait_for 20 bash -c '[ "$(sinfo -h -n nvl0007 -o %T)" != "down" ] && [ "$(sinfo 
 echo "# helper: a degraded rack (rack_failure_reasons: contained) is emptied of slice jobs, checkpointable first"
 cleanup; resume_all
 wait_for 60 all_up || not_ok "all nodes up before the case: $(sinfo -h -N -t down,drain,drained,draining,fail,unk,no_respond -o '%N %T')"
-sleep 1
+wait_for 20 settled
 # the rack of every node of a job: rack001, rack002, or "both"
 rack_of() {
     local n r=""
@@ -195,7 +196,10 @@ scancel "$F"
 if wait_for 30 runs_in "$A" rack002; then ok "room on rack002: the other job moved too ($(nodes_of "$A"))"; else not_ok "A moved: $(squeue -h -j "$A" -o '%T %N') $(record "$A")"; fi
 expect_eq "rack001 is emptied of slice jobs" "rack002 rack002" "$(rack_of "$A") $(rack_of "$C")"
 D=$(sbatch --parsable -N 16 --nvl-slice=16 -J sliceD --wrap 'sleep 300')
-sleep 3
+wait_for 15 bash -c "scontrol show job $D | grep -q 'AdminComment=nvlslice/1 waiting'" # the helper has seen it
+expect_match "the degraded rack's free nodes are held in the spare reservation: Slurm offers them to no new job" \
+    "^$(scontrol show hostnames 'nvl[0001-0018]' | grep -vx "$BAD" | paste -sd' ')\$" \
+    "$(scontrol show hostnames "$(resv_nodes)" | grep -E '^nvl00(0[1-9]|1[0-8])$' | paste -sd' ')"
 expect_eq "no new slice goes to the degraded rack, though 17 of its nodes are free" "PENDING" "$(squeue -h -j "$D" -o %T)"
 scontrol update nodename="$BAD" state=resume
 if wait_for 20 runs_in "$D" rack001; then ok "resumed: the rack recovered, the waiting slice job runs there"; else not_ok "D after recovery: $(squeue -h -j "$D" -o '%T %N') $(record "$D")"; fi
@@ -226,7 +230,7 @@ scontrol update nodename="$OTHERS,$C1" state=resume
 
 echo "# helper: defragmentation frees a rack only from checkpointable jobs"
 cleanup; resume_all
-sleep 1
+wait_for 20 settled
 # 3 nodes: 2 of them count as rack001's spares (a repair could take them
 # back), the third blocks a 16-node slice there. rack002 busy meanwhile, so
 # that it lands on rack001 in either mode (no -w: a user's node list would
@@ -430,7 +434,7 @@ NR_CONF="${NVL_HELPER_CONF:-}"$'\n'"repair_not_responding_after: 5"
 NVL_HELPER_CONF="$NR_CONF" "$CL" helper || not_ok "nvlsliced restarted with repair_not_responding_after"
 cleanup; resume_all
 wait_for 60 all_up || not_ok "all nodes up before the case: $(sinfo -h -N -t down,drain,drained,draining,fail,unk,no_respond -o '%N %T')"
-sleep 1
+wait_for 20 settled
 J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --requeue --wrap 'sleep 600')
 wait_for 15 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ]" || not_ok "16-node job placed: $(nodes_of "$J")"
 mapfile -t JN < <(scontrol show hostnames "$(nodes_of "$J")")

@@ -8,8 +8,9 @@
 // The cluster is a small model of what Slurm does with each request and of
 // its scheduler (gate mode): a job starts when it is neither held nor
 // gated, its begin time has come and its required nodes are idle outside
-// the spare reservation; a requeue frees the nodes and sets a begin time
-// later; a node marked DOWN requeues its job.
+// the spare reservation; a requeued job completes for a second (it is
+// neither running nor pending then), then waits with a begin time later; a
+// node marked DOWN requeues its job.
 #include "cluster_api.hpp"
 #include "error.hpp"
 #include "fixtures.hpp"
@@ -87,6 +88,7 @@ class SlurmModel final : public ClusterApi {
         tick("gate");
         resvs[reservation] = Reservation{reservation, ""};
     }
+    // Updates Slurm accepts on a job that is pending or still completing.
     void set_node_weight(const std::string& n, uint32_t w) override {
         tick("weight");
         for (const auto& name : hostlist_expand(n)) node(name).weight = w;
@@ -103,6 +105,12 @@ class SlurmModel final : public ClusterApi {
 
     // Slurm's scheduler, one pass: jobs in priority order.
     void schedule() {
+        for (auto& j : jobs)
+            if (j.state == JobState::Completing && now >= j.end_time) {
+                // the old allocation has completed: pending, begin time set
+                j.state = JobState::Pending;
+                j.begin_time = now + 3; // Slurm: the requeue time plus cred_expire
+            }
         std::set<std::string> busy, reserved;
         for (const auto& j : jobs)
             if (j.state == JobState::Running) busy.insert(j.nodes.begin(), j.nodes.end());
@@ -163,16 +171,17 @@ class SlurmModel final : public ClusterApi {
     }
     SlurmJob& pending(JobId id, const char* what) {
         SlurmJob& j = job(id, what);
-        if (j.state != JobState::Pending) throw Error("Job is no longer pending execution");
+        if (j.state != JobState::Pending && j.state != JobState::Completing)
+            throw Error("Job is no longer pending execution");
         return j;
     }
     void requeue_job(SlurmJob& j, bool held) {
         if (j.state != JobState::Running) throw Error("Job is pending execution");
         if (!j.batch || !j.requeue) throw Error("Requested operation is presently disabled");
-        j.state = JobState::Pending;
+        j.state = JobState::Completing; // until its old allocation has completed
+        j.end_time = now + 1;
         j.nodes.clear();
         j.restarts += 1;
-        j.begin_time = now + 3; // Slurm: the requeue time plus cred_expire
         if (held) {
             j.held = j.admin_held = true;
             j.priority = 0;
@@ -237,6 +246,34 @@ const std::vector<Scenario>& scenarios() {
          [](SlurmModel& s, int c) {
              if (c == 6) drain(s, "n005");
          }},
+        {"a degraded rack: the checkpointable job moves first, the other waits for room", 2,
+         [](SlurmModel& s, HelperConfig& cfg) {
+             cfg.rack_failure_reasons = "contained";
+             SlurmJob a = slice_job(7, 8, 1, false, s.now);
+             SlurmJob c = slice_job(8, 8, 1, true, s.now);
+             a.req_nodes = "n[001-008]";
+             c.req_nodes = "n[009-016]";
+             a.licenses.clear();
+             c.licenses.clear();
+             a.admin_comment = "nvlslice/1 placed slice=8 slices=n[001-008] repairs=0 moves=0 job=7";
+             c.admin_comment = "nvlslice/1 placed slice=8 slices=n[009-016] repairs=0 moves=0 job=8";
+             SlurmJob filler; // a plain job: rack r2 has room for one 8-node slice
+             filler.id = 30;
+             filler.num_nodes = 8;
+             filler.req_nodes = "n[019-026]";
+             filler.priority = 10;
+             s.jobs.push_back(a);
+             s.jobs.push_back(c);
+             s.jobs.push_back(filler);
+             s.schedule();
+         },
+         [](SlurmModel& s, int c) {
+             if (c == 6) {
+                 s.failed.insert("n017");
+                 s.node("n017").reason = "Xid 145: NVLink contained error";
+                 s.refresh_nodes();
+             }
+         }},
         {"defragmentation frees a rack from checkpointable jobs", 2,
          [](SlurmModel& s, HelperConfig& cfg) {
              cfg.defrag_after_s = 0;
@@ -299,6 +336,8 @@ struct Outcome {
     int spare_nodes = 0;
     int held = 0;
     int on_failed = 0;
+    int max_repairs = 0;  // the most repairs= of one job's record
+    size_t last_actions = 0; // what the last cycles asked for: 0 when it has settled
 };
 
 Outcome outcome(const SlurmModel& s) {
@@ -306,7 +345,10 @@ Outcome outcome(const SlurmModel& s) {
     for (const auto& j : s.jobs) {
         std::string repairs = "?";
         try {
-            if (auto r = PlacementRecord::parse(j.admin_comment)) repairs = std::to_string(r->repairs);
+            if (auto r = PlacementRecord::parse(j.admin_comment)) {
+                repairs = std::to_string(r->repairs);
+                o.max_repairs = std::max(o.max_repairs, r->repairs);
+            }
         } catch (const Error&) {}
         o.state += fmt::format("job {} {} repairs={}; ", j.id, j.state == JobState::Running ? "running" : "pending",
                                repairs);
@@ -326,18 +368,22 @@ constexpr int kSettle = 40;   // cycles allowed to converge after a disturbance
 // action `fail` of that cycle refused), to its end.
 Outcome disturbed(const RackMap& map, const Scenario& sc, int k, int keep, int fail) {
     Run r(map, sc);
+    size_t last = 0;
     for (int c = 0; c < kCycles + kSettle; ++c) {
         sc.at(r.slurm, c);
         if (c == k && fail >= 0) {
             r.slurm.calls = 0;
             r.slurm.fail_at = fail;
         }
-        r.cycle(c == k ? keep : -1);
+        const size_t n = r.cycle(c == k ? keep : -1).size();
+        last = c >= kCycles + kSettle - 3 ? last + n : 0;
         r.slurm.fail_at = -1;
         if (c == k && keep >= 0) r.mem = HelperMemory{}; // a new helper starts with nothing
         r.tick();
     }
-    return outcome(r.slurm);
+    Outcome o = outcome(r.slurm);
+    o.last_actions = last;
+    return o;
 }
 
 } // namespace
@@ -371,15 +417,20 @@ TEST_CASE("kill anywhere, converge everywhere: every prefix of every cycle, ever
                 CHECK(got.held == 0);
                 CHECK(got.spare_nodes == want.spare_nodes);
                 CHECK(got.on_failed == 0);
+                CHECK(got.last_actions == 0);
                 ++runs;
             }
             for (int fail = 0; fail < int(counts[size_t(c)]); ++fail) {
+                // A refused action may rightly lead elsewhere (Slurm would
+                // not requeue the job that was to move first: the next one
+                // moves): a settled end that keeps every rule, not the same.
                 INFO("action " << fail << " of " << counts[size_t(c)] << " refused in cycle " << c);
                 const Outcome got = disturbed(map, sc, c, -1, fail);
-                CHECK(got.state == want.state);
+                CAPTURE(got.state);
                 CHECK(got.held == 0);
-                CHECK(got.spare_nodes == want.spare_nodes);
                 CHECK(got.on_failed == 0);
+                CHECK(got.max_repairs <= std::max(1, want.max_repairs));
+                CHECK(got.last_actions == 0);
                 ++runs;
             }
         }
@@ -387,4 +438,5 @@ TEST_CASE("kill anywhere, converge everywhere: every prefix of every cycle, ever
     }
     CHECK(runs > 40);
 }
+
 

@@ -323,7 +323,9 @@ TEST_CASE("spares gone: the slice moves to the other rack; no room: it keeps run
     // r1's three failed nodes used up its two spares
     w.resv = Reservation{"nvlslice_spares", "n[035-036,053-054]"};
     auto wait = w.cycle();
-    CHECK(kinds(wait) == "record");
+    CHECK(kinds(wait) == "record reservation");
+    // a degraded rack's free nodes are kept from Slurm in the reservation
+    CHECK(find(wait, ActionKind::SetReservation)->arg == "n[017-018,035-036,053-054]");
     // r1 lost more nodes than its spares: degraded, no repair inside it
     CHECK_THAT(wait.actions[0].arg,
                Catch::Contains("reason=repair waits: slice 0: r1 is degraded (3 failed node(s) (n[001-003]), more "
@@ -756,7 +758,7 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     q.run_on(m, "n[001-016]");
     for (const char* n : {"n002", "n003", "n004"}) q.node(n).state = NodeState::Draining;
     auto mv = q.cycle();
-    CHECK(kinds(mv) == "record requeue-hold exclude reservation");
+    CHECK(kinds(mv) == "record requeue-hold exclude"); // r1 degraded: its free spares stay reserved
     CHECK(find(mv, ActionKind::Exclude)->arg == "n[001-018,035-036]"); // moved to r2: n[019-034]
     CHECK_THAT(find(mv, ActionKind::SetRecord)->arg, Catch::Contains("repairs=1 moves=1"));
 
