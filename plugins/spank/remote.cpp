@@ -202,7 +202,9 @@ void drain_on_fabric_failure(spank_t sp) {
     msg.node_names = const_cast<char*>(host.c_str());
     msg.node_state = NODE_STATE_DRAIN;
     msg.reason = const_cast<char*>(reason.c_str());
-    msg.reason_uid = 0;
+#ifdef HAVE_UPDATE_NODE_MSG_T_REASON_UID
+    msg.reason_uid = 0; // 26.05+ has no reason_uid: slurmctld records the sender
+#endif
     if (slurm_update_node(&msg) != 0)
         log_error(fmt::format("node {} failed the NVLink fabric check but could not be drained: {}", host,
                               slurm_strerror(slurm_calls::last_error())));

@@ -2,7 +2,9 @@
 // each behind one inline function, so that the helper's adapter and the
 // SPANK plugin (which is not linked with libslurm: the Slurm process that
 // loads it provides the symbols) share one version of each. configure
-// detects the step-id API (NVL_SLURM_STEP_ID_API) with a feature test.
+// detects each difference with a feature test: the step-id API
+// (NVL_SLURM_STEP_ID_API, 26.05+), slurm_free_conf (HAVE_DECL_SLURM_FREE_CONF,
+// 26.05+), job_desc_msg_t.job_id (HAVE_JOB_DESC_MSG_T_JOB_ID, gone in 25.11).
 #pragma once
 
 #include "config.h"
@@ -13,17 +15,27 @@ extern "C" {
 
 #include <cerrno>
 #include <cstdint>
+#include <string>
 
 namespace nvl::slurm_calls {
 
-// One job's record (SHOW_DETAIL); 0 on success, as slurm_load_job.
-inline int load_job(job_info_msg_t** msg, uint32_t job_id) {
 #ifdef NVL_SLURM_STEP_ID_API
+// The whole job `job_id` as a slurm_step_id_t (26.05+), as slurm.h's
+// SLURM_STEP_ID_INITIALIZER (a C compound literal) sets it: field by field,
+// for C++; the rest (the sluid) zero.
+inline slurm_step_id_t job_step_id(uint32_t job_id) {
     slurm_step_id_t step = {};
     step.job_id = job_id;
     step.step_id = NO_VAL;
     step.step_het_comp = NO_VAL;
-    return slurm_load_job(msg, &step, SHOW_DETAIL);
+    return step;
+}
+#endif
+
+// One job's record (SHOW_DETAIL); 0 on success, as slurm_load_job.
+inline int load_job(job_info_msg_t** msg, uint32_t job_id) {
+#ifdef NVL_SLURM_STEP_ID_API
+    return slurm_load_job(msg, job_step_id(job_id), SHOW_DETAIL);
 #else
     return slurm_load_job(msg, job_id, SHOW_DETAIL);
 #endif
@@ -32,13 +44,32 @@ inline int load_job(job_info_msg_t** msg, uint32_t job_id) {
 // Requeue a job (flags: 0 or JOB_REQUEUE_HOLD); 0 on success.
 inline int requeue(uint32_t job_id, uint32_t flags) {
 #ifdef NVL_SLURM_STEP_ID_API
-    slurm_step_id_t step = {};
-    step.job_id = job_id;
-    step.step_id = NO_VAL;
-    step.step_het_comp = NO_VAL;
-    return slurm_requeue(&step, flags);
+    return slurm_requeue(job_step_id(job_id), flags);
 #else
     return slurm_requeue(job_id, flags);
+#endif
+}
+
+// Free what slurm_load_ctl_conf returned (slurm_free_conf in 26.05+,
+// slurm_free_ctl_conf before).
+inline void free_ctl_conf(slurm_conf_t* conf) {
+#if HAVE_DECL_SLURM_FREE_CONF
+    slurm_free_conf(conf);
+#else
+    slurm_free_ctl_conf(conf);
+#endif
+}
+
+// Name the job a job_desc_msg_t updates (slurm_update_job). 25.11+ has no
+// job_id field: job_id_str, the decimal id, which `storage` holds and must
+// outlive the update. Before, job_id, as this always set it.
+inline void set_update_job_id(job_desc_msg_t& d, uint32_t job_id, std::string& storage) {
+#ifdef HAVE_JOB_DESC_MSG_T_JOB_ID
+    (void)storage;
+    d.job_id = job_id;
+#else
+    storage = std::to_string(job_id);
+    d.job_id_str = storage.data();
 #endif
 }
 

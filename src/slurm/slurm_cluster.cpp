@@ -211,7 +211,8 @@ std::vector<std::optional<Reservation>> SlurmCluster::load_reservations(const st
 void SlurmCluster::pin_job(JobId id, const std::string& nodes, int64_t start_at) {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
-    d.job_id = id;
+    std::string id_str;
+    slurm_calls::set_update_job_id(d, id, id_str);
     d.req_nodes = const_cast<char*>(nodes.c_str());
     if (start_at > 0) d.begin_time = time_t(start_at);
     update(d, id, fmt::format("pinning to {}", nodes).c_str());
@@ -220,7 +221,8 @@ void SlurmCluster::pin_job(JobId id, const std::string& nodes, int64_t start_at)
 void SlurmCluster::exclude_nodes(JobId id, const std::string& nodes, int64_t start_at) {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
-    d.job_id = id;
+    std::string id_str;
+    slurm_calls::set_update_job_id(d, id, id_str);
     d.exc_nodes = const_cast<char*>(nodes.c_str());
     if (start_at > 0) d.begin_time = time_t(start_at);
     update(d, id, nodes.empty() ? "clearing its excluded nodes" : fmt::format("excluding {}", nodes).c_str());
@@ -229,7 +231,8 @@ void SlurmCluster::exclude_nodes(JobId id, const std::string& nodes, int64_t sta
 void SlurmCluster::set_licenses(JobId id, const std::string& licenses) {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
-    d.job_id = id;
+    std::string id_str;
+    slurm_calls::set_update_job_id(d, id, id_str);
     d.licenses = const_cast<char*>(licenses.c_str());
     update(d, id, fmt::format("setting licenses to \"{}\"", licenses).c_str());
 }
@@ -237,7 +240,8 @@ void SlurmCluster::set_licenses(JobId id, const std::string& licenses) {
 void SlurmCluster::allow_requeue(JobId id) {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
-    d.job_id = id;
+    std::string id_str;
+    slurm_calls::set_update_job_id(d, id, id_str);
     d.requeue = 1;
     update(d, id, "setting Requeue=1");
 }
@@ -245,7 +249,8 @@ void SlurmCluster::allow_requeue(JobId id) {
 void SlurmCluster::set_admin_comment(JobId id, const std::string& text) {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
-    d.job_id = id;
+    std::string id_str;
+    slurm_calls::set_update_job_id(d, id, id_str);
     d.admin_comment = const_cast<char*>(text.c_str());
     update(d, id, "setting admin_comment");
 }
@@ -253,7 +258,8 @@ void SlurmCluster::set_admin_comment(JobId id, const std::string& text) {
 void SlurmCluster::hold(JobId id) {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
-    d.job_id = id;
+    std::string id_str;
+    slurm_calls::set_update_job_id(d, id, id_str);
     d.priority = 0;
     d.alloc_sid = ALLOC_SID_ADMIN_HOLD;
     update(d, id, "hold");
@@ -262,7 +268,8 @@ void SlurmCluster::hold(JobId id) {
 void SlurmCluster::release(JobId id) {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
-    d.job_id = id;
+    std::string id_str;
+    slurm_calls::set_update_job_id(d, id, id_str);
     d.priority = INFINITE;
     update(d, id, "release");
 }
@@ -331,7 +338,9 @@ void SlurmCluster::set_node_down(const std::string& node, const std::string& rea
         m.node_names = const_cast<char*>(node.c_str());
         m.node_state = state;
         m.reason = const_cast<char*>(reason.c_str());
-        m.reason_uid = getuid();
+#ifdef HAVE_UPDATE_NODE_MSG_T_REASON_UID
+        m.reason_uid = getuid(); // 26.05+ has no reason_uid: slurmctld records the sender
+#endif
         if (slurm_update_node(&m) != SLURM_SUCCESS)
             fail(fmt::format("marking {} {}", node, state == NODE_STATE_DRAIN ? "DRAIN" : "DOWN"));
     }

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include "error.hpp"
+#include "job_calls.hpp"
 #include "slice_job.hpp"
 
 #include <fmt/format.h>
@@ -45,7 +46,7 @@ inline SlurmFeatures probe_slurm() {
     if (conf->version) f.version = conf->version;
     for (uint32_t i = 0; i < conf->control_cnt; ++i)
         if (conf->control_machine && conf->control_machine[i]) f.controllers.emplace_back(conf->control_machine[i]);
-    slurm_free_ctl_conf(conf);
+    slurm_calls::free_ctl_conf(conf);
     return f;
 }
 
