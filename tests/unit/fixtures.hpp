@@ -1,8 +1,10 @@
 // Shared fixtures for the unit tests: regular maps and state helpers.
 #pragma once
 
+#include "cluster_api.hpp"
 #include "hostlist.hpp"
 #include "model.hpp"
+#include "slice_job.hpp"
 
 #include <fmt/format.h>
 
@@ -46,6 +48,25 @@ inline void occupy(Snapshot& s, DomainId d, int busy, JobId job = 99) {
 
 inline std::string names(const RackMap& m, const std::vector<NodeId>& ids) {
     return hostlist_compress(m.node_names(ids));
+}
+
+// A slice job as the plugin submits it: tagged (slice x count nodes),
+// behind the gate unless `gated` is false, submitted `age` seconds before `now`.
+inline SlurmJob slice_job(JobId id, int slice, int count, bool ckpt, int64_t now, bool gated = true,
+                          int64_t age = 10) {
+    SlurmJob j;
+    j.id = id;
+    j.priority = 1000;
+    j.licenses = gated ? "nvlslice_gate:1" : "";
+    RequestTag t;
+    t.slice = slice;
+    t.count = count;
+    t.nodes = slice * count;
+    t.checkpointable = ckpt;
+    j.comment = t.str();
+    j.num_nodes = t.nodes;
+    j.submit_time = now - age;
+    return j;
 }
 
 } // namespace nvl::test

@@ -197,19 +197,10 @@ struct Scenario {
     std::function<void(SlurmModel&, int cycle)> at;
 };
 
+// Submitted 100 s ago, ordered by id (Slurm's priority: the lower first).
 SlurmJob slice_job(JobId id, int slice, int count, bool ckpt, int64_t now) {
-    SlurmJob j;
-    j.id = id;
+    SlurmJob j = nvl::test::slice_job(id, slice, count, ckpt, now, true, 100);
     j.priority = 1000 - id;
-    RequestTag t;
-    t.slice = slice;
-    t.count = count;
-    t.nodes = slice * count;
-    t.checkpointable = ckpt;
-    j.comment = t.str();
-    j.num_nodes = t.nodes;
-    j.licenses = "nvlslice_gate:1";
-    j.submit_time = now - 100;
     return j;
 }
 

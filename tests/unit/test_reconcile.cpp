@@ -37,20 +37,7 @@ struct World {
     // As the plugin submits it: behind the gate (gated = false: its owner
     // took the gate off, or it was written by hand).
     SlurmJob& add_slice_job(JobId id, int slice, int count, bool gated = true, bool ckpt = false) {
-        SlurmJob j;
-        j.id = id;
-        j.held = false;
-        j.licenses = gated ? "nvlslice_gate:1" : "";
-        j.priority = 1000;
-        RequestTag t;
-        t.slice = slice;
-        t.count = count;
-        t.nodes = slice * count;
-        t.checkpointable = ckpt;
-        j.comment = t.str();
-        j.num_nodes = t.nodes;
-        j.submit_time = now - 10;
-        jobs.push_back(j);
+        jobs.push_back(slice_job(id, slice, count, ckpt, now, gated));
         return jobs.back();
     }
     void run_on(SlurmJob& j, const std::string& hl, NodeState st = NodeState::Allocated) {

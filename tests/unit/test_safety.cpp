@@ -42,18 +42,7 @@ struct World {
         return nodes.front();
     }
     SlurmJob& add(JobId id, int slice, int count, bool ckpt = false) {
-        SlurmJob j;
-        j.id = id;
-        j.priority = 1000;
-        RequestTag t;
-        t.slice = slice;
-        t.count = count;
-        t.nodes = slice * count;
-        t.checkpointable = ckpt;
-        j.comment = t.str();
-        j.num_nodes = t.nodes;
-        j.submit_time = now - 10;
-        jobs.push_back(j);
+        jobs.push_back(slice_job(id, slice, count, ckpt, now, /*gated=*/false));
         return jobs.back();
     }
     void run_on(SlurmJob& j, const std::string& hl) {
