@@ -101,16 +101,18 @@ scontrol release "$H"
 wait_for 15 bash -c "[ \"\$(squeue -h -j $H -o %T)\" = RUNNING ]"
 expect_eq "released by its owner, it is placed" "RUNNING" "$(state "$H")"
 scontrol requeuehold "$H"
-sleep 6
+# the requeue completes (seconds on 24.11): then held, at priority 0
+wait_for 30 bash -c "[ \"\$(squeue -h -j $H -o %T)\" = PENDING ]"
 expect_match "an admin's requeuehold of a running slice job stays held" '^PENDING (JobHeldAdmin|job_requeued_in_held_state) 0$' "$(state "$H") $(job_field "$H" Reason) $(job_field "$H" Priority)"
 scontrol release "$H"
 wait_for 40 bash -c "[ \"\$(squeue -h -j $H -o %T)\" = RUNNING ]"
 expect_eq "released by the admin, it runs again" "RUNNING" "$(state "$H")"
-cleanup
+cleanup; resume_all
+wait_for 60 all_up; wait_for 20 settled
 B2=$(sbatch --parsable -w nvl[0001-0016,0019-0034] -J busy -t 1 --wrap 'sleep 12')
-wait_for 10 bash -c "[ \"\$(squeue -h -j $B2 -o %T)\" = RUNNING ]"
+wait_for 10 bash -c "[ \"\$(squeue -h -j $B2 -o %T)\" = RUNNING ]" || not_ok "busy job on both racks: $(squeue -h -j "$B2" -o '%T %r')"
 W=$(sbatch --parsable -N 16 --nvl-slice=16 --wrap 'sleep 60')
-sleep 2
+wait_for 10 bash -c "[ -n \"\$(squeue -h -j $W -t PD -o %r)\" ]" # waiting, with Slurm's reason
 scontrol hold "$W"
 wait_for 20 bash -c "[ -z \"\$(squeue -h -j $B2 -o %T)\" ]" # the room is free
 sleep 3
