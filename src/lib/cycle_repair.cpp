@@ -307,17 +307,24 @@ void Cycle::finish_placed(const SliceJob& sj) {
         settled_.insert(j.id);
         // A requeued job may start only from the second after its requeue
         // (start_time()), where Slurm would wait cred_expire: its StartTime
-        // is brought forward to that second and it is released in the same
-        // cycle, so that Slurm's first scheduling pass from that second
-        // starts it (the release asks for one; how soon it runs is
-        // SchedulerParameters=batch_sched_delay, README). Slurm shows the
-        // job pending only once its old allocation has completed, after it
-        // set the begin time this overrides.
+        // is brought forward to that second (Slurm shows the job pending
+        // only once its old allocation has completed, after it set the
+        // begin time this overrides), and it is released once that second
+        // has come (a cycle follows 100 ms later), so that the release's
+        // own scheduling pass starts it: released earlier, the pass the
+        // release asks for comes before the job may start (Slurm 22.05
+        // runs it within 0.1 s), and the job waits for a periodic one.
         const int64_t start = start_time(j);
-        if (j.restarts > 0 && (j.begin_time > start || repin))
+        if (j.restarts > 0 && (j.begin_time > start || repin)) {
             pin(sj, pinned, start);
-        else if (j.restarts == 0)
-            pin(sj, pinned, now_);
+            out_.follow_up = true;
+            return;
+        }
+        if (j.restarts > 0 && j.begin_time > now_) {
+            out_.follow_up = true; // its second has not come yet: released as soon as it has
+            return;
+        }
+        if (j.restarts == 0) pin(sj, pinned, now_);
         PlacementRecord rec = *sj.rec;
         rec.state = RecordState::Placed;
         rec.hold = false;

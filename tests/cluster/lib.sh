@@ -103,6 +103,14 @@ settled() {
     [ -z "$(sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2 != "idle" && $2 != "reserved"')" ] || return 1
     [ "$(scontrol show hostnames "$(resv_nodes)" 2>/dev/null | wc -l)" -eq 4 ]
 }
+# settle: until settled (30 s at most); when not, says what is left, so a
+# case that then fails shows why
+settle() {
+    wait_for 30 settled && return 0
+    echo "# not settled after 30 s: nodes $(sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2 != "idle" && $2 != "reserved" { print $1 ":" $2 }' | sort -u | paste -sd' ');" \
+        "spares $(resv_nodes); jobs $(squeue -h -o '%i:%T' 2>/dev/null | paste -sd' ')"
+    return 1
+}
 
 summary() {
     echo "$1: $PASS passed, $FAIL failed"

@@ -126,7 +126,7 @@ wait_for 15 bash -c "squeue -h -s -j $J -o %i 2>/dev/null | grep -q '\.batch'"
 
 echo "# helper: rack001 out of spares -> the slice moves to the other rack, or waits with the reason"
 cleanup; resume_all
-wait_for 20 settled
+settle
 # -w: where the helper's best fit puts it in gate mode, and where Slurm must
 # in native mode (one segment may name its nodes); a repair replaces it
 J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --wrap 'sleep 300')
@@ -141,7 +141,7 @@ expect_eq "still running on its nodes" "RUNNING" "$(squeue -h -j "$J" -o %T)"
 
 echo "# helper: a node's slurmd killed (node goes DOWN) -> the same repair once Slurm marks it DOWN"
 cleanup; resume_all
-wait_for 20 settled
+settle
 J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --requeue --wrap 'sleep 600')
 wait_for 15 running_on "$J" 'nvl[0001-0016]' || not_ok "16-node job placed: $(nodes_of "$J")"
 t0=$(now)
@@ -159,7 +159,7 @@ wait_for 20 bash -c '[ "$(sinfo -h -n nvl0007 -o %T)" != "down" ] && [ "$(sinfo 
 echo "# helper: a degraded rack (rack_failure_reasons: contained) is emptied of slice jobs, checkpointable first"
 cleanup; resume_all
 wait_for 60 all_up || not_ok "all nodes up before the case: $(sinfo -h -N -t down,drain,drained,draining,fail,unk,no_respond -o '%N %T')"
-wait_for 20 settled
+settle
 # the rack of every node of a job: rack001, rack002, or "both"
 rack_of() {
     local n r=""
@@ -230,7 +230,7 @@ scontrol update nodename="$OTHERS,$C1" state=resume
 
 echo "# helper: defragmentation frees a rack only from checkpointable jobs"
 cleanup; resume_all
-wait_for 20 settled
+settle
 # 3 nodes: 2 of them count as rack001's spares (a repair could take them
 # back), the third blocks a 16-node slice there. rack002 busy meanwhile, so
 # that it lands on rack001 in either mode (no -w: a user's node list would
@@ -434,7 +434,7 @@ NR_CONF="${NVL_HELPER_CONF:-}"$'\n'"repair_not_responding_after: 5"
 NVL_HELPER_CONF="$NR_CONF" "$CL" helper || not_ok "nvlsliced restarted with repair_not_responding_after"
 cleanup; resume_all
 wait_for 60 all_up || not_ok "all nodes up before the case: $(sinfo -h -N -t down,drain,drained,draining,fail,unk,no_respond -o '%N %T')"
-wait_for 20 settled
+settle
 J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --requeue --wrap 'sleep 600')
 wait_for 15 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ]" || not_ok "16-node job placed: $(nodes_of "$J")"
 mapfile -t JN < <(scontrol show hostnames "$(nodes_of "$J")")

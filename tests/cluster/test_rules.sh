@@ -93,7 +93,7 @@ fi
 
 echo "# rules: holds are Slurm's"
 cleanup; resume_all
-wait_for 60 all_up; wait_for 20 settled
+wait_for 60 all_up; settle
 H=$(sbatch --parsable --hold -N 16 --nvl-slice=16 --wrap 'sleep 60')
 sleep 4
 expect_eq "sbatch --hold: the slice job stays held while room is free" "PENDING JobHeldUser" "$(state "$H") $(job_field "$H" Reason)"
@@ -108,7 +108,7 @@ scontrol release "$H"
 wait_for 40 bash -c "[ \"\$(squeue -h -j $H -o %T)\" = RUNNING ]"
 expect_eq "released by the admin, it runs again" "RUNNING" "$(state "$H")"
 cleanup; resume_all
-wait_for 60 all_up; wait_for 20 settled
+wait_for 60 all_up; settle
 B2=$(sbatch --parsable -w nvl[0001-0016,0019-0034] -J busy -t 1 --wrap 'sleep 12')
 wait_for 10 bash -c "[ \"\$(squeue -h -j $B2 -o %T)\" = RUNNING ]" || not_ok "busy job on both racks: $(squeue -h -j "$B2" -o '%T %r')"
 W=$(sbatch --parsable -N 16 --nvl-slice=16 --wrap 'sleep 60')
@@ -123,7 +123,7 @@ expect_eq "and the job is placed once the admin releases it" "RUNNING" "$(state 
 
 echo "# rules: an interactive slice job loses a node: reported, no loop, other jobs unharmed"
 cleanup; resume_all
-wait_for 60 all_up; wait_for 20 settled
+wait_for 60 all_up; settle
 salloc -N 16 --nvl-slice=16 -J inter srun sleep 45 > "$OUT/salloc.log" 2>&1 &
 SALLOC=$!
 wait_for 20 bash -c '[ "$(squeue -h -n inter -t R | wc -l)" -eq 1 ]'
@@ -144,7 +144,7 @@ scontrol update nodename="$n" state=resume
 
 echo "# rules: a hand-written tag takes nothing from real slice jobs"
 cleanup; resume_all
-wait_for 60 all_up; wait_for 20 settled
+wait_for 60 all_up; settle
 F=$(sbatch --parsable -N 2 --begin=now+30 --comment 'nvlslice/1 nodes=16 slice=16 count=1' --wrap 'sleep 300')
 U=$(sbatch --parsable -N 1 --begin=now+30 --comment 'nvlslice/1 nodes=abc' --wrap 'sleep 300')
 wait_for 10 bash -c "scontrol show job $F | grep -q 'AdminComment=nvlslice/1 ignored'"
@@ -162,7 +162,7 @@ if [ "$MODE" = native ]; then
 else
 echo "# rules: a slice job whose owner takes its gate off never runs rack-blind unnoticed"
 cleanup; resume_all
-wait_for 60 all_up; wait_for 20 settled
+wait_for 60 all_up; settle
 B1=$(sbatch --parsable -w nvl[0001-0016] -J busy --wrap 'sleep 300')
 wait_for 10 bash -c "[ \"\$(squeue -h -j $B1 -o %T)\" = RUNNING ]"
 B3=$(sbatch --parsable -w nvl[0019-0034] -J busy --wrap 'sleep 10')
@@ -179,7 +179,7 @@ fi
 
 echo "# rules: a job array of slice jobs: each task gets its own placement and record"
 cleanup; resume_all
-wait_for 60 all_up; wait_for 20 settled
+wait_for 60 all_up; settle
 A=$(sbatch --parsable --array=0-1 -N 16 --nvl-slice=16 --wrap 'sleep 120')
 wait_for 30 bash -c "[ \"\$(squeue -h -r -j $A -t R -o %i | wc -l)\" = 2 ]"
 expect_eq "both tasks run at once, one per rack" "nvl[0001-0016] nvl[0019-0034]" \
@@ -193,6 +193,6 @@ for t in 0 1; do
 done
 
 cleanup; resume_all
-wait_for 60 all_up; wait_for 20 settled
+wait_for 60 all_up; settle
 rm -rf "$OUT"
 summary "rules"
