@@ -32,9 +32,18 @@ void Cycle::keep_spares() {
         int want_n = kept_spares(dom, snap_.counts(d));
         for (NodeId id : dom.nodes)
             if (snap_.node(id).preemptible && !is_free(snap_.node(id).state)) --want_n;
-        // keep current spares that are still free, then the rack's last idle nodes
-        for (NodeId id : dom.nodes)
-            if (snap_.node(id).state == NodeState::SpareReserved && int(pick.size()) < want_n) pick.push_back(id);
+        // keep current spares that are still free, then the rack's last
+        // idle nodes; a rack that recovers from degraded had all its free
+        // nodes reserved: its spares are its last ones again
+        int reserved_here = 0;
+        for (NodeId id : dom.nodes) reserved_here += snap_.node(id).state == NodeState::SpareReserved;
+        if (reserved_here > dom.spares) {
+            for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < want_n; ++it)
+                if (snap_.node(*it).state == NodeState::SpareReserved) pick.push_back(*it);
+        } else {
+            for (NodeId id : dom.nodes)
+                if (snap_.node(id).state == NodeState::SpareReserved && int(pick.size()) < want_n) pick.push_back(id);
+        }
         for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < want_n; ++it)
             if (snap_.node(*it).state == NodeState::Idle) pick.push_back(*it);
         std::sort(pick.begin(), pick.end());

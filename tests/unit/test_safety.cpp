@@ -352,3 +352,20 @@ TEST_CASE("with a backup controller only the helper beside the slurmctld in cont
     // none answers: nobody acts
     CHECK_FALSE(controller_role(hosts, {false, false}, {"ctl1"}).active);
 }
+
+TEST_CASE("a degraded rack's free nodes are reserved; once it recovers, its spares are its last nodes again",
+          "[safety][quick]") {
+    World w(2);
+    w.cfg.rack_failure_reasons = "contained";
+    w.node("n009").state = NodeState::Drained;
+    w.node("n009").reason = "Xid 145: NVLink contained error";
+    auto deg = w.cycle();
+    REQUIRE(find(deg, ActionKind::SetReservation));
+    CHECK(find(deg, ActionKind::SetReservation)->arg == "n[001-008,010-018,035-036]");
+    w.resv = Reservation{"nvlslice_spares", find(deg, ActionKind::SetReservation)->arg};
+    w.node("n009").state = NodeState::Idle;
+    w.node("n009").reason.clear();
+    auto rec = w.cycle();
+    REQUIRE(find(rec, ActionKind::SetReservation));
+    CHECK(find(rec, ActionKind::SetReservation)->arg == "n[017-018,035-036]");
+}
