@@ -28,6 +28,12 @@ DomainId RackMap::add_domain(Domain d, const std::vector<std::string>& node_name
     if (d.spares < 0 || d.spares >= int(node_names.size()))
         fail(fmt::format("domain \"{}\": spares must be between 0 and {} (its node count - 1), got {}", d.name,
                          node_names.size() - 1, d.spares));
+    // A whole map as large as one hostlist may be: the cap of each line's
+    // hostlist alone let a 300-byte topology.conf of 1M-node lines take
+    // minutes and gigabytes (found while fuzzing the readers).
+    constexpr size_t kMaxNodes = size_t(1) << 20;
+    if (node_names.size() > kMaxNodes - names_.size())
+        fail(fmt::format("domain \"{}\": the map would have more than {} nodes", d.name, kMaxNodes));
     DomainId id = DomainId(domains_.size());
     std::vector<NodeId> ids;
     ids.reserve(node_names.size());

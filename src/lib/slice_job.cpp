@@ -270,11 +270,15 @@ std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
             r.job = JobId(id);
         }
         else if (k == "slices") {
+            // the inverse of str(): each ';' separates two slices, also an
+            // empty last one ("slices=;" was read as one slice, printed back
+            // as none)
             while (!v.empty()) {
                 size_t sc = v.find(';');
                 r.slices.emplace_back(v.substr(0, sc));
                 if (sc == std::string_view::npos) break;
                 v.remove_prefix(sc + 1);
+                if (v.empty()) r.slices.emplace_back();
             }
         }
     }
