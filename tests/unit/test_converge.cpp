@@ -41,7 +41,12 @@ class SlurmModel final : public ClusterApi {
     int calls = 0;
 
     explicit SlurmModel(const RackMap& map) {
-        for (NodeId i = 0; i < map.node_count(); ++i) nodes.push_back({map.node_name(i), NodeState::Idle});
+        for (NodeId i = 0; i < map.node_count(); ++i) {
+            SlurmNode n;
+            n.name = map.node_name(i);
+            n.state = NodeState::Idle;
+            nodes.push_back(n);
+        }
         jobs.reserve(64);
     }
 

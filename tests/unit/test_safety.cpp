@@ -33,7 +33,12 @@ struct World {
 
     explicit World(int racks) : map(make_map(racks, 18)) {
         jobs.reserve(64);
-        for (NodeId i = 0; i < map.node_count(); ++i) nodes.push_back({map.node_name(i), NodeState::Idle});
+        for (NodeId i = 0; i < map.node_count(); ++i) {
+            SlurmNode n;
+            n.name = map.node_name(i);
+            n.state = NodeState::Idle;
+            nodes.push_back(n);
+        }
     }
     SlurmNode& node(const std::string& n) {
         for (auto& x : nodes)
