@@ -173,9 +173,10 @@ rack_of() {
 }
 runs_in() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ] && [ "$(rack_of "$1")" = "$2" ]; }
 A=$(sbatch --parsable -N 8 --nvl-slice=8 -w 'nvl[0001-0008]' --requeue -J sliceA --wrap 'sleep 300')
-wait_for 15 runs_in "$A" rack001 || not_ok "slice job A on rack001: $(nodes_of "$A")"
+# (the start itself is not what this case measures: up to 45 s, and why not when it fails)
+wait_for 45 runs_in "$A" rack001 || not_ok "slice job A on rack001: $(squeue -h -j "$A" -o '%T %r %N') $(record "$A")"
 C=$(sbatch --parsable -N 8 --nvl-slice=8 -w 'nvl[0009-0016]' --requeue --nvl-checkpointable -J ckptC --wrap 'sleep 300')
-wait_for 15 runs_in "$C" rack001 || not_ok "checkpointable slice job C on rack001: $(nodes_of "$C")"
+wait_for 45 runs_in "$C" rack001 || not_ok "checkpointable slice job C on rack001: $(squeue -h -j "$C" -o '%T %r %N') $(record "$C")"
 A_NODES=$(nodes_of "$A")
 # rack002 keeps room for one 8-node slice: a plain job holds 8 of its nodes
 F=$(sbatch --parsable -N 8 -w 'nvl[0019-0026]' -J filler --wrap 'sleep 300')
