@@ -172,10 +172,15 @@ rack_of() {
     echo "$r"
 }
 runs_in() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ] && [ "$(rack_of "$1")" = "$2" ]; }
-A=$(sbatch --parsable -N 8 --nvl-slice=8 -w 'nvl[0001-0008]' --requeue -J sliceA --wrap 'sleep 300')
+# A and C on rack001's nodes outside the spare reservation: an earlier
+# repair may have left a spare mid-rack (the spare it used is replaced by
+# the rack's free node then), where Slurm would not start them
+R1_FREE=$(comm -23 <(scontrol show hostnames 'nvl[0001-0018]' | sort) <(scontrol show hostnames "$(resv_nodes)" | sort))
+A_W=$(sed -n 1,8p <<< "$R1_FREE" | paste -sd,) C_W=$(sed -n 9,16p <<< "$R1_FREE" | paste -sd,)
+A=$(sbatch --parsable -N 8 --nvl-slice=8 -w "$A_W" --requeue -J sliceA --wrap 'sleep 300')
 # (the start itself is not what this case measures: up to 45 s, and why not when it fails)
 wait_for 45 runs_in "$A" rack001 || not_ok "slice job A on rack001: $(squeue -h -j "$A" -o '%T %r %N') $(record "$A")"
-C=$(sbatch --parsable -N 8 --nvl-slice=8 -w 'nvl[0009-0016]' --requeue --nvl-checkpointable -J ckptC --wrap 'sleep 300')
+C=$(sbatch --parsable -N 8 --nvl-slice=8 -w "$C_W" --requeue --nvl-checkpointable -J ckptC --wrap 'sleep 300')
 wait_for 45 runs_in "$C" rack001 || not_ok "checkpointable slice job C on rack001: $(squeue -h -j "$C" -o '%T %r %N') $(record "$C")"
 A_NODES=$(nodes_of "$A")
 # rack002 keeps room for one 8-node slice: a plain job holds 8 of its nodes
