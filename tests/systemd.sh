@@ -24,7 +24,10 @@ export BUILD_DIR=$B
 die() { echo "systemd: $*" >&2; echo "systemd: $PASS passed, $((FAIL + 1)) failed"; exit 1; }
 [ "$(id -u)" = 0 ] || die "must run as root"
 [ -x "$ROOT/usr/sbin/nvlsliced" ] || die "$ROOT has no nvlsliced: run NVL_SLURM=installed tests/cluster/run.sh first"
-[ -x "$ROOT/lib/systemd/systemd" ] || die "$ROOT has no systemd (the packages' tier installs systemd, systemd-sysv, dbus)"
+if [ ! -x "$ROOT/lib/systemd/systemd" ]; then
+    chroot "$ROOT" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q systemd systemd-sysv dbus >/dev/null 2>&1 ||
+        die "cannot install systemd in $ROOT"
+fi
 if ! command -v systemd-nspawn >/dev/null; then
     apt-get install -y -qq systemd-container >/dev/null 2>&1 || die "cannot install systemd-container"
 fi

@@ -44,7 +44,7 @@ if [ "${NVL_SLURM:-}" = installed ] && [ -z "${NVL_IN_ROOT:-}" ]; then
         make -C "$B" -s deb > "$B/deb.log" 2>&1 || { tail -20 "$B/deb.log"; echo "run.sh: make deb failed" >&2; exit 1; }
     fi
     export NVL_ROOT_SUITE=bookworm NVL_DEBIAN13_ROOT=/var/cache/nvlslice/debian12-root NVL_ROOT_CGROUP=1 \
-        NVL_ROOT_PACKAGES="slurmctld slurmd slurm-client munge iproute2 procps ca-certificates systemd systemd-sysv dbus"
+        NVL_ROOT_PACKAGES="slurmctld slurmd slurm-client munge iproute2 procps ca-certificates"
     "$ROOTSH" ensure || exit 1
     root=$("$ROOTSH" path)
     rm -rf "$root/var/tmp/nvlslice-debs" && mkdir -p "$root/var/tmp/nvlslice-debs"
