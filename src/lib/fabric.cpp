@@ -115,7 +115,7 @@ std::vector<NodeFabric> parse_fabric_report(std::string_view text, const std::st
         ++line_no;
         std::string_view line = trim(raw);
         if (line.empty() || line.front() == '#') continue;
-        size_t sp = line.find_first_of(" \t");
+        size_t sp = line.find_first_of(" \t\v\f\r"); // the blanks trim() takes: a name never ends in one
         const std::string node(line.substr(0, sp));
         std::string_view rest = sp == std::string_view::npos ? std::string_view() : trim(line.substr(sp));
         auto [it, fresh] = index.emplace(node, out.size());

@@ -28,7 +28,8 @@ ListenAddress parse_listen(std::string_view v) {
     if (!digits || p > 65535)
         throw Error(fmt::format("metrics_listen: \"{}\": the port \"{}\" is not a number from 0 to 65535", v, port));
     in_addr addr{};
-    if (inet_pton(AF_INET, a.host.c_str(), &addr) != 1)
+    // inet_pton reads up to a NUL: "127.0.0.1\0x" (a YAML "\0") is no address
+    if (a.host.find('\0') != std::string::npos || inet_pton(AF_INET, a.host.c_str(), &addr) != 1)
         throw Error(fmt::format("metrics_listen: \"{}\": \"{}\" is not an IPv4 address (use 127.0.0.1, or the "
                                 "address of the interface Prometheus scrapes)",
                                 v, a.host));
