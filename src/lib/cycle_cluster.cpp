@@ -35,9 +35,21 @@ void Cycle::keep_spares() {
         // keep current spares that are still free, then the rack's last
         // idle nodes; a rack that recovers from degraded had all its free
         // nodes reserved: its spares are its last ones again
+        // A rack with no job at all (nothing runs, nothing is pinned or
+        // placed there in this cycle) has its last nodes as spares again:
+        // a repair may have left a spare mid-rack, and an admin (or a user's
+        // -w) expects the spares where the rack's plan puts them.
         int reserved_here = 0;
-        for (NodeId id : dom.nodes) reserved_here += snap_.node(id).state == NodeState::SpareReserved;
-        if (reserved_here > dom.spares) {
+        bool all_free = true;
+        for (NodeId id : dom.nodes) {
+            const NodeState st = snap_.node(id).state;
+            reserved_here += st == NodeState::SpareReserved;
+            all_free = all_free && is_free(st);
+        }
+        if (all_free) {
+            for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < want_n; ++it)
+                pick.push_back(*it);
+        } else if (reserved_here > dom.spares) {
             for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < want_n; ++it)
                 if (snap_.node(*it).state == NodeState::SpareReserved) pick.push_back(*it);
         } else {

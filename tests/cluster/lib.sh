@@ -73,6 +73,22 @@ nvl_mode() {
 # A slice job's placement record (admin_comment) and the spare reservation.
 record() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p' | sed 's/ *$//'; }
 resv_nodes() { scontrol show reservation nvlslice_spares 2>/dev/null | sed -n 's/^ *Nodes=\([^ ]*\).*/\1/p'; }
+# outside_spares HOSTLIST [COUNT]: the nodes of HOSTLIST that are not in the
+# spare reservation, comma-separated (the first COUNT of them). An earlier
+# repair may leave a spare mid-rack (the spare it used is replaced by a free
+# node of the rack), where Slurm would not start a job pinned with -w.
+outside_spares() {
+    comm -23 <(scontrol show hostnames "$1" | sort) <(scontrol show hostnames "$(resv_nodes)" | sort) |
+        head -n "${2:-100000}" | paste -sd,
+}
+# racks_of HOSTLIST: the test cluster's racks (18 nodes each) HOSTLIST spans
+racks_of() {
+    local n
+    for n in $(scontrol show hostnames "$1"); do
+        n=$((10#${n#nvl}))
+        printf 'rack%03d\n' $(((n - 1) / 18 + 1))
+    done | sort -u | paste -sd' '
+}
 # No job left, and no node still completing one (a job killed right after
 # its start keeps its nodes completing for a while).
 cleanup() {
@@ -97,11 +113,12 @@ refuse() {
 job_count() { squeue -h -o %i 2>/dev/null | wc -l; }
 
 # After cleanup and resume_all: no job, every node idle (or held as a
-# spare), and the helper's spare reservation back to two nodes per rack.
+# spare), and the helper's spare reservation back to each rack's last two
+# nodes (a rack that runs nothing has its spares there again).
 settled() {
     [ -z "$(squeue -h -o %i 2>/dev/null)" ] || return 1
     [ -z "$(sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2 != "idle" && $2 != "reserved"')" ] || return 1
-    [ "$(scontrol show hostnames "$(resv_nodes)" 2>/dev/null | wc -l)" -eq 4 ]
+    [ "$(resv_nodes)" = "nvl[0017-0018,0035-0036]" ]
 }
 # settle: until settled (30 s at most); when not, says what is left, so a
 # case that then fails shows why

@@ -172,10 +172,8 @@ rack_of() {
     echo "$r"
 }
 runs_in() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ] && [ "$(rack_of "$1")" = "$2" ]; }
-# A and C on rack001's nodes outside the spare reservation: an earlier
-# repair may have left a spare mid-rack (the spare it used is replaced by
-# the rack's free node then), where Slurm would not start them
-R1_FREE=$(comm -23 <(scontrol show hostnames 'nvl[0001-0018]' | sort) <(scontrol show hostnames "$(resv_nodes)" | sort))
+# A and C on rack001's nodes outside the spare reservation
+R1_FREE=$(outside_spares 'nvl[0001-0018]' | tr , '\n')
 A_W=$(sed -n 1,8p <<< "$R1_FREE" | paste -sd,) C_W=$(sed -n 9,16p <<< "$R1_FREE" | paste -sd,)
 A=$(sbatch --parsable -N 8 --nvl-slice=8 -w "$A_W" --requeue -J sliceA --wrap 'sleep 300')
 # (the start itself is not what this case measures: up to 45 s, and why not when it fails)

@@ -109,7 +109,7 @@ wait_for 40 bash -c "[ \"\$(squeue -h -j $H -o %T)\" = RUNNING ]"
 expect_eq "released by the admin, it runs again" "RUNNING" "$(state "$H")"
 cleanup; resume_all
 wait_for 60 all_up; settle
-B2=$(sbatch --parsable -w nvl[0001-0016,0019-0034] -J busy -t 1 --wrap 'sleep 12')
+B2=$(sbatch --parsable -w "$(outside_spares 'nvl[0001-0018]' 16),$(outside_spares 'nvl[0019-0036]' 16)" -J busy -t 1 --wrap 'sleep 12')
 wait_for 10 bash -c "[ \"\$(squeue -h -j $B2 -o %T)\" = RUNNING ]" || not_ok "busy job on both racks: $(squeue -h -j "$B2" -o '%T %r')"
 W=$(sbatch --parsable -N 16 --nvl-slice=16 --wrap 'sleep 60')
 wait_for 10 bash -c "[ -n \"\$(squeue -h -j $W -t PD -o %r)\" ]" # waiting, with Slurm's reason
@@ -183,8 +183,9 @@ cleanup; resume_all
 wait_for 60 all_up; settle
 A=$(sbatch --parsable --array=0-1 -N 16 --nvl-slice=16 --wrap 'sleep 120')
 wait_for 30 bash -c "[ \"\$(squeue -h -r -j $A -t R -o %i | wc -l)\" = 2 ]"
-expect_eq "both tasks run at once, one per rack" "nvl[0001-0016] nvl[0019-0034]" \
-    "$(squeue -h -r -j "$A" -t R -o %N | sort | tr '\n' ' ' | sed 's/ $//')"
+T0=$(squeue -h -j "${A}_0" -o %N) T1=$(squeue -h -j "${A}_1" -o %N)
+expect_eq "both tasks run at once, one per rack ($T0, $T1)" "1 1 rack001 rack002" \
+    "$(racks_of "$T0" | wc -w) $(racks_of "$T1" | wc -w) $(racks_of "$T0,$T1")"
 for t in 0 1; do
     id=$(job_field "${A}_$t" JobId)
     wait_for 10 bash -c "scontrol show job ${A}_$t | grep -q 'AdminComment=nvlslice/1 placed.* job=$id'"

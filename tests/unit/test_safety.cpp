@@ -374,3 +374,20 @@ TEST_CASE("a degraded rack's free nodes are reserved; once it recovers, its spar
     REQUIRE(find(rec, ActionKind::SetReservation));
     CHECK(find(rec, ActionKind::SetReservation)->arg == "n[017-018,035-036]");
 }
+
+TEST_CASE("a rack that runs nothing has its last nodes as spares again, a busy one keeps its current ones",
+          "[safety][quick]") {
+    World w(2);
+    // an earlier repair left n007 as a spare of rack 1
+    w.resv = Reservation{"nvlslice_spares", "n[007,018,035-036]"};
+    w.node("n007").state = NodeState::SpareReserved;
+    w.node("n018").state = NodeState::SpareReserved;
+    w.node("n017").state = NodeState::Allocated;
+    // busy: the spares stay where they are (no reservation churn)
+    CHECK_FALSE(find(w.cycle(), ActionKind::SetReservation));
+    // the rack runs nothing: home again
+    w.node("n017").state = NodeState::Idle;
+    auto out = w.cycle();
+    REQUIRE(find(out, ActionKind::SetReservation));
+    CHECK(find(out, ActionKind::SetReservation)->arg == "n[017-018,035-036]");
+}
