@@ -236,6 +236,22 @@ std::string Cycle::all_but(const std::vector<NodeId>& ids) const {
     return hostlist_compress(names);
 }
 
+JobId Cycle::copied_from(const SlurmJob& j) {
+    if (j.admin_comment.rfind(kTagPrefix, 0) != 0) return 0;
+    try {
+        auto rec = PlacementRecord::parse(j.admin_comment);
+        return rec && !rec->belongs_to(j.id) ? rec->job : 0;
+    } catch (const Error&) {
+        return 0;
+    }
+}
+
+bool Cycle::took_its_placement(JobId other, JobId id) const {
+    for (const auto& o : jobs_)
+        if (o.id == other) return o.state == JobState::Running && copied_from(o) == id;
+    return false;
+}
+
 bool Cycle::needs_repair(NodeId id) const {
     return failed_[id] != 0 || snap_.degraded(map_.domain_of(id));
 }

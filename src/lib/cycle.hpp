@@ -72,6 +72,11 @@ class Cycle {
     void evacuate();
     void collect_slice_jobs();
     bool needs_repair(NodeId id) const;
+    // Job `other` runs with a copy of job `id`'s record: a task of id's
+    // array that Slurm split off when it started it on id's placement.
+    bool took_its_placement(JobId other, JobId id) const;
+    // The job whose record job j carries (a job array's split copies it), or 0.
+    static JobId copied_from(const SlurmJob& j);
     Placement placement_of(const SliceJob& sj, const std::vector<std::string>& nodes) const;
     void handle_running(const SliceJob& sj);
     // `r` as the record of a job placed where it runs: whole slices of one

@@ -178,7 +178,10 @@ void Cycle::check_escaped(const SliceJob& sj, PlacementRecord rec) {
     }
     if (whole || ours) {
         rec = placed;
-        if (!ours)
+        if (JobId from = copied_from(j); !ours && from)
+            log(fmt::format("job {}: a task of job array {} started on its placement {}: the record is its own now",
+                            j.id, from, hostlist_compress(j.nodes)));
+        else if (!ours)
             log(fmt::format("job {}: started without nvlsliced (its gate was taken off) on whole slices {}: kept", j.id,
                             hostlist_compress(j.nodes)));
         record(sj, rec);
@@ -244,9 +247,36 @@ void Cycle::finish_placed(const SliceJob& sj) {
         // Placed and waiting for Slurm. Nodes taken by another job for too
         // long: gate it again and place it afresh.
         bool taken = false;
+        JobId split_task = 0; // a task of its array that started on its placement
         for (NodeId id : pinned) {
             const NodeStatus& st = snap_.node(id);
-            taken = taken || (st.job_id != 0 && st.job_id != j.id && !is_free(st.state));
+            if (st.job_id == 0 || st.job_id == j.id || is_free(st.state)) continue;
+            taken = true;
+            if (!split_task && took_its_placement(st.job_id, j.id)) split_task = st.job_id;
+        }
+        if (split_task) {
+            // A job array: Slurm started one task on the placement and split
+            // it off under a new job id (job_array_split, which copies the
+            // record, the node list and the licenses); the job id placed is
+            // the rest of the array, still pending. Its next task needs a
+            // placement of its own, now: gated again and placed afresh.
+            PlacementRecord rec = *sj.rec;
+            rec.state = RecordState::Waiting;
+            rec.slices.clear();
+            rec.reason = fmt::format("task job {} of its array started on its placement; placing the rest",
+                                     split_task);
+            if (native(sj)) {
+                if (!j.exc_nodes.empty()) act({ActionKind::Exclude, j.id, {}});
+            } else {
+                gate(sj);
+            }
+            record(sj, rec);
+            log(fmt::format("job {}: its array's task job {} started on its placement {}; the rest of the array is "
+                            "placed afresh",
+                            j.id, split_task, hl(pinned)));
+            settled_.insert(j.id);
+            out_.follow_up = true; // placed by the next cycle, 100 ms on
+            return;
         }
         if (taken && now_ - std::max(j.submit_time, j.start_time) > cfg_.replace_after_s) {
             PlacementRecord rec = *sj.rec;

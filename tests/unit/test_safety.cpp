@@ -293,26 +293,45 @@ TEST_CASE("a repair retried after a partial failure is counted once", "[safety][
     CHECK_THAT(find(again, ActionKind::SetRecord, 7)->arg, Catch::Contains("repairs=1"));
 }
 
-TEST_CASE("job arrays: a task split off keeps its record; the rest of the array is placed on its own",
+TEST_CASE("job arrays: the task Slurm splits off takes the placement; the rest of the array is placed on its own",
           "[safety][quick]") {
     World w(2);
-    // task 0 (job 7) was placed and started; Slurm split the rest of the
-    // array off as job 9, copying comment, admin_comment and ReqNodeList
-    SlurmJob& t0 = w.add(7, 16, 1);
-    w.run_on(t0, "n[001-016]");
-    t0.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0 job=7";
-    SlurmJob& rest = w.add(9, 16, 1);
-    rest.admin_comment = t0.admin_comment;
+    // The array (job 7) was placed on n[001-016] and released. Slurm started
+    // its first task there and split it off under a new id, 9
+    // (job_array_split: the task started gets a new job id, the rest of the
+    // array keeps 7), copying comment, admin_comment, ReqNodeList and
+    // licenses to both.
+    const std::string placed = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0 job=7";
+    SlurmJob& rest = w.add(7, 16, 1);
+    rest.admin_comment = placed;
     rest.req_nodes = "n[001-016]";
+    SlurmJob& task = w.add(9, 16, 1);
+    w.run_on(task, "n[001-016]");
+    task.admin_comment = placed;
     auto out = w.cycle();
     CAPTURE(out.log);
-    CHECK_FALSE(find(out, ActionKind::SetRecord, 7)); // task 0's record is its own
-    const Action* rec = find(out, ActionKind::SetRecord, 9);
-    REQUIRE(rec);
-    CHECK_THAT(rec->arg, Catch::StartsWith("nvlslice/1 placed slice=16 slices=n[019-034]") && Catch::EndsWith("job=9"));
-    REQUIRE(find(out, ActionKind::Pin, 9));
-    CHECK(find(out, ActionKind::Pin, 9)->arg == "n[019-034]");
-    CHECK(count(out.log, "job 9: its record is job 7's (copied by a job array split)") == 1);
+    // the task's record becomes its own, where it runs
+    const Action* trec = find(out, ActionKind::SetRecord, 9);
+    REQUIRE(trec);
+    CHECK_THAT(trec->arg, Catch::StartsWith("nvlslice/1 placed slice=16 slices=n[001-016]") && Catch::EndsWith("job=9"));
+    CHECK(count(out.log, "job 9: a task of job array 7 started on its placement n[001-016]") == 1);
+    // the rest is gated again and waits for its own placement, at once (not
+    // after replace_after)
+    REQUIRE(find(out, ActionKind::SetLicenses, 7));
+    CHECK_THAT(find(out, ActionKind::SetRecord, 7)->arg,
+               Catch::StartsWith("nvlslice/1 waiting") && Catch::Contains("task job 9 of its array started"));
+    CHECK(out.follow_up);
+    // the next cycle (Slurm applied it all) places it on the other rack
+    task.admin_comment = trec->arg;
+    rest.admin_comment = find(out, ActionKind::SetRecord, 7)->arg;
+    rest.licenses = find(out, ActionKind::SetLicenses, 7)->arg;
+    auto next = w.cycle();
+    CAPTURE(next.log);
+    REQUIRE(find(next, ActionKind::Pin, 7));
+    CHECK(find(next, ActionKind::Pin, 7)->arg == "n[019-034]");
+    CHECK_THAT(find(next, ActionKind::SetRecord, 7)->arg,
+               Catch::StartsWith("nvlslice/1 placed slice=16 slices=n[019-034]") && Catch::EndsWith("job=7"));
+    CHECK_FALSE(find(next, ActionKind::SetRecord, 9));
     // a record of an older helper (no job=) is taken as the job's own
     auto old = PlacementRecord::parse("nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0");
     REQUIRE(old);
