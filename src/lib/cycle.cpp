@@ -329,7 +329,8 @@ CycleOutput Cycle::run() {
     collect_slice_jobs();
     not_responding();
     // forget the failures and log lines of jobs that are gone
-    if (!mem_.backoff.empty() || !mem_.said.empty() || !mem_.blocked_since.empty()) {
+    if (!mem_.backoff.empty() || !mem_.said.empty() || !mem_.blocked_since.empty() || !mem_.placed_since.empty() ||
+        !mem_.retry_at.empty()) {
         std::unordered_set<JobId> present;
         for (const auto& j : jobs_) present.insert(j.id);
         auto prune = [&](auto& by_job) {
@@ -339,6 +340,8 @@ CycleOutput Cycle::run() {
         prune(mem_.backoff);
         prune(mem_.said);
         prune(mem_.blocked_since);
+        prune(mem_.placed_since);
+        prune(mem_.retry_at);
     }
     for (const auto& sj : slice_jobs_) {
         if (backing_off(sj)) {

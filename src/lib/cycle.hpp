@@ -144,7 +144,9 @@ class Cycle {
         a.start_at = start_at;
         act(std::move(a));
     }
-    bool pinned_now(JobId id) const { return did(id, ActionKind::Pin) || did(id, ActionKind::Exclude); }
+    bool pinned_now(JobId id) const {
+        return did(id, ActionKind::Pin) || did(id, ActionKind::PinOnly) || did(id, ActionKind::Exclude);
+    }
     // Every node Slurm reports but `ids`, as a hostlist.
     std::string all_but(const std::vector<NodeId>& ids) const;
     // The nodes a placed job is held to: its ReqNodeList, or for a native

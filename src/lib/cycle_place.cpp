@@ -1,5 +1,6 @@
 // Placing waiting slice jobs, defragmentation, protection of racks.
 #include "cycle.hpp"
+#include "eligibility.hpp"
 
 #include <algorithm>
 #include <ctime>
@@ -48,7 +49,14 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
     r.state = RecordState::Placed;
     r.hold = false;
     record(sj, r, true);
-    pin(sj, p.nodes(), now_);
+    // A first start: its begin time has come (held_back_by_slurm), and a
+    // StartTime would only reset Slurm's accrue time (the age factor of
+    // its priority) in gate mode; native mode's exclusion carries it so
+    // that the spare reservation is updated before it.
+    if (native(sj))
+        pin(sj, p.nodes(), now_);
+    else
+        act({ActionKind::Pin, id, hl(p.nodes()), 0}); // its node list, no StartTime
     start_now(sj);
     take(p.nodes(), id);
 }
@@ -89,6 +97,31 @@ void Cycle::place_waiting(const SliceJob& sj) {
     const bool open = !j.held && !gated(j);
     // placed, waiting for Slurm to start it
     if (open && has_placement(sj) && !(native(sj) ? j.exc_nodes.empty() : j.req_nodes.empty())) return;
+    if (!native(sj) && !has_placement(sj)) {
+        // Slurm would not start it for a reason of its own: it stays behind
+        // the gate, untouched (no pin, no StartTime, no protection), and its
+        // record says why; Slurm's own reason stays the job's.
+        std::string why;
+        if (auto h = held_back_by_slurm(j, now_)) {
+            why = "held back by Slurm: " + *h;
+        } else if (auto r = mem_.retry_at.find(j.id); r != mem_.retry_at.end() && r->second > mono_) {
+            why = sj.rec && !sj.rec->reason.empty() ? sj.rec->reason : "placed again shortly";
+            out_.follow_up = out_.follow_up || r->second - mono_ <= 1;
+        }
+        if (!why.empty()) {
+            if (open) gate(sj);
+            PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
+            if (!sj.rec || rec.state != RecordState::Waiting || rec.reason != why) {
+                rec.state = RecordState::Waiting;
+                rec.slice = sj.tag.slice;
+                rec.slices.clear();
+                rec.reason = why;
+                record(sj, rec);
+                say_once(j.id, fmt::format("job {}: not placed: {}", j.id, why));
+            }
+            return;
+        }
+    }
     if (native(sj) && !has_placement(sj)) {
         const SliceJob kept = keep_off_degraded(sj);
         place_job(kept);

@@ -1,6 +1,7 @@
 // Running slice jobs (repairs, escaped gates) and pending ones that already
 // have a placement.
 #include "cycle.hpp"
+#include "eligibility.hpp"
 
 #include <algorithm>
 #include <ctime>
@@ -9,6 +10,7 @@ namespace nvl::detail {
 
 void Cycle::handle_running(const SliceJob& started) {
     const SlurmJob& j = *started.job;
+    mem_.placed_since.erase(j.id);
     // yielded to a repair earlier in this cycle: its record and requeue are asked for
     if (did(j.id, ActionKind::Requeue)) return;
     if (started.rec && started.rec->state == RecordState::Yielded) {
@@ -276,6 +278,32 @@ void Cycle::finish_placed(const SliceJob& sj) {
                             j.id, split_task, hl(pinned)));
             settled_.insert(j.id);
             out_.follow_up = true; // placed by the next cycle, 100 ms on
+            return;
+        }
+        // Not started within replace_after, whatever kept it (a limit Slurm
+        // tests only once it places, a reservation, a slow scheduler), or
+        // held back by Slurm for a reason of its own since it was placed:
+        // its racks are freed, it waits behind the gate again.
+        const auto held_back = held_back_by_slurm(j, now_);
+        const int64_t since = mem_.placed_since.emplace(j.id, mono_).first->second;
+        const bool overdue = sj.rec->state == RecordState::Placed && j.restarts == 0 &&
+                             mono_ - since > cfg_.replace_after_s;
+        if (!native(sj) && (held_back || (overdue && !taken))) {
+            PlacementRecord rec = *sj.rec;
+            rec.state = RecordState::Waiting;
+            rec.slices.clear();
+            rec.reason = held_back ? fmt::format("held back by Slurm: {}", *held_back)
+                                   : fmt::format("placed {} s ago and not started (Slurm: {}); placed again in {} s",
+                                                 mono_ - since, j.reason.empty() ? "no reason given" : j.reason,
+                                                 cfg_.replace_after_s);
+            gate(sj);
+            record(sj, rec);
+            mem_.placed_since.erase(j.id);
+            if (!held_back) mem_.retry_at[j.id] = mono_ + cfg_.replace_after_s;
+            log(fmt::format("job {}: pinned to {} but {}: gated again, its racks freed", j.id, hl(pinned),
+                            held_back ? "held back by Slurm (" + *held_back + ")"
+                                      : fmt::format("not started within replace_after ({} s)", cfg_.replace_after_s)));
+            settled_.insert(j.id);
             return;
         }
         if (taken && now_ - std::max(j.submit_time, j.start_time) > cfg_.replace_after_s) {

@@ -201,6 +201,11 @@ struct HelperMemory {
     // or an allocation still completing): since when, to wait a while
     // before placing afresh.
     std::unordered_map<JobId, int64_t> blocked_since;
+    // Placed (pinned, released) and not started yet: since when; and jobs
+    // whose pin was dropped for not starting within replace_after: placed
+    // again from then on.
+    std::unordered_map<JobId, int64_t> placed_since;
+    std::unordered_map<JobId, int64_t> retry_at;
     // Per rack: why it is degraded ("" = it is not), as last logged.
     std::vector<std::string> degraded;
     // Nodes Slurm flags NOT_RESPONDING (and not DOWN yet): since when.
