@@ -49,6 +49,7 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
     r.state = RecordState::Placed;
     r.hold = false;
     record(sj, r, true);
+    mem_.placed_since[id] = mono_; // replace_after counts from here
     // A first start: its begin time has come (held_back_by_slurm), and a
     // StartTime would only reset Slurm's accrue time (the age factor of
     // its priority) in gate mode; native mode's exclusion carries it so

@@ -306,7 +306,8 @@ void Cycle::finish_placed(const SliceJob& sj) {
             settled_.insert(j.id);
             return;
         }
-        if (taken && now_ - std::max(j.submit_time, j.start_time) > cfg_.replace_after_s) {
+        if (taken && (overdue || now_ - std::max(j.submit_time, j.start_time) > cfg_.replace_after_s)) {
+            mem_.placed_since.erase(j.id);
             PlacementRecord rec = *sj.rec;
             rec.state = RecordState::Waiting;
             if (native(sj)) {

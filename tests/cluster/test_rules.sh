@@ -121,6 +121,40 @@ scontrol release "$W"
 wait_for 15 bash -c "[ \"\$(squeue -h -j $W -o %T)\" = RUNNING ]"
 expect_eq "and the job is placed once the admin releases it" "RUNNING" "$(state "$W")"
 
+echo "# rules: jobs Slurm holds back (a dependency, the user's --begin) are left alone, as plain Slurm leaves them"
+cleanup; resume_all
+wait_for 60 all_up; settle
+R=$(sbatch --parsable -N 1 -w "$(outside_spares 'nvl[0019-0036]' 1)" -J runner --wrap 'sleep 300')
+wait_for 15 bash -c "[ \"\$(squeue -h -j $R -o %T)\" = RUNNING ]"
+declare -A DEP LATER
+for kind in plain slice; do
+    opts=""; [ "$kind" = slice ] && opts="--nvl-slice=16"
+    DEP[$kind]=$(sbatch --parsable -N 16 $opts --dependency=afterok:"$R" -J dep --wrap 'sleep 30')
+    LATER[$kind]=$(sbatch --parsable -N 16 $opts --begin=now+3600 -J later --wrap 'sleep 30')
+done
+begin_of() { job_field "$1" StartTime; }
+want_begin=$(begin_of "${LATER[plain]}")
+if [ "$MODE" = gate ]; then
+    wait_for 15 bash -c "scontrol show job ${DEP[slice]} | grep -q 'held back by Slurm: Dependency' && scontrol show job ${LATER[slice]} | grep -q 'held back by Slurm: BeginTime'"
+    expect_match "the slice job with a dependency: its record names Slurm's reason" 'reason=held back by Slurm: Dependency$' "$(record "${DEP[slice]}")"
+    expect_match "the slice job with --begin: its record names Slurm's reason" 'reason=held back by Slurm: BeginTime \(eligible at ' "$(record "${LATER[slice]}")"
+    expect_eq "both stay behind the gate, not pinned" "nvlslice_gate nvlslice_gate (null) (null)" \
+        "$(squeue -h -j "${DEP[slice]}" -o %W) $(squeue -h -j "${LATER[slice]}" -o %W) $(job_field "${DEP[slice]}" ReqNodeList) $(job_field "${LATER[slice]}" ReqNodeList)"
+    expect_eq "no racks protected for them" "" "$(scontrol show reservation nvlslice_protect 2>/dev/null | grep -o 'Nodes=[^ ]*')"
+else
+    sleep 3 # native: nothing to wait for; give the helper a few cycles
+fi
+expect_eq "plain Slurm: both pending with Slurm's reasons" "PENDING Dependency PENDING BeginTime" \
+    "$(squeue -h -j "${DEP[plain]}" -o '%T %r') $(squeue -h -j "${LATER[plain]}" -o '%T %r')"
+expect_eq "slice jobs: the same" "PENDING Dependency PENDING BeginTime" \
+    "$(squeue -h -j "${DEP[slice]}" -o '%T %r') $(squeue -h -j "${LATER[slice]}" -o '%T %r')"
+expect_eq "the user's --begin is kept, as plain Slurm keeps it" "$want_begin" "$(begin_of "${LATER[slice]}")"
+# others start meanwhile: a plain 8-node job beside the runner, a slice job on the other rack
+P=$(sbatch --parsable -N 8 -w "$(outside_spares 'nvl[0020-0036]' 8)" -J other --wrap 'sleep 30')
+S=$(sbatch --parsable -N 16 --nvl-slice=16 -J other --wrap 'sleep 30')
+if wait_for 30 bash -c "[ \"\$(squeue -h -j $P,$S -t R | wc -l)\" = 2 ]"; then ok "other jobs start meanwhile (plain and slice)"
+else not_ok "other jobs start meanwhile: $(squeue -h -j "$P,$S" -o '%i %T %r') $(record "$S")"; fi
+
 echo "# rules: an interactive slice job loses a node: reported, no loop, other jobs unharmed"
 cleanup; resume_all
 wait_for 60 all_up; settle
