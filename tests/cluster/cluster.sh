@@ -392,8 +392,14 @@ case "${1:-}" in
     helper) start_helper ;;
     kill-helper) stop_pidfiles "$DIR/run/nvlsliced.pid" "$DIR/run/nvlsliced.lock" ;;
     start-node) i=${2:?node number}; start_slurmd "$((10#$i))" ;;
+    # slurmctld alone, its state kept: an outage, as an admin's maintenance
+    stop-ctld) stop_pidfiles "$DIR/run/slurmctld.pid" ;;
+    start-ctld)
+        start_slurmctld
+        for _ in $(seq 1 300); do scontrol ping 2>/dev/null | grep -q 'is UP' && exit 0; sleep 0.2; done
+        die "slurmctld did not answer within 60 s" ;;
     kill-node) # kill -9 a node's slurmd, as a crash would
         f="$DIR/run/slurmd-$(node_name "$((10#${2:?node number}))").pid"
         [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; rm -f "$f" ;;
-    *) echo "usage: $0 up|down|status|env|helper|kill-helper|start-node N|kill-node N" >&2; exit 2 ;;
+    *) echo "usage: $0 up|down|status|env|helper|kill-helper|start-node N|kill-node N|stop-ctld|start-ctld" >&2; exit 2 ;;
 esac

@@ -2,7 +2,9 @@
 # The real-cluster test tier: brings up the test cluster with the plugin
 # from the build tree and runs every cluster test against it.
 #   tests/cluster/run.sh BUILD_DIR
-# Stops the cluster afterwards unless NVL_KEEP_CLUSTER=1.
+# Stops the cluster afterwards unless NVL_KEEP_CLUSTER=1. NVL_TESTS="test_rules"
+# runs only the scripts named (test_plugin, test_native, test_helper,
+# test_rules, test_load).
 #
 #   NVL_SLURM=24.11 tests/cluster/run.sh
 # runs the same tests on Slurm 24.11 with topology/block: in the cached
@@ -28,7 +30,7 @@ if [ "${NVL_SLURM:-}" = 24.11 ] && [ -z "${NVL_IN_ROOT:-}" ]; then
         make -s distcheck DISTCHECK_CONFIGURE_FLAGS=-q >distcheck.log 2>&1 || { tail -30 distcheck.log; exit 1; }
         echo \"make distcheck (Debian 13): \$(grep -c 'archives ready' distcheck.log) tarball ready\"" ||
         { echo "run.sh: the build, the unit tests or make distcheck in the Debian 13 root failed" >&2; exit 1; }
-    exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_SLURM=24.11 NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" \
+    exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_SLURM=24.11 NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" NVL_TESTS="${NVL_TESTS:-}" \
         $src/tests/cluster/run.sh "$inner"
 fi
 # The packages' tier: `NVL_SLURM=installed tests/cluster/run.sh BUILD_DIR`
@@ -56,7 +58,7 @@ if [ "${NVL_SLURM:-}" = installed ] && [ -z "${NVL_IN_ROOT:-}" ]; then
              { tail -20 /var/tmp/nvlslice-debs/apt.log; exit 1; }
          dpkg-query -W -f="#   \${Package} \${Version}\n" nvlslice-spank nvlsliced nvlslice-tools' ||
         { echo "run.sh: installing the packages in the root failed" >&2; exit 1; }
-    exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_INSTALLED=1 NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" \
+    exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_INSTALLED=1 NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" NVL_TESTS="${NVL_TESTS:-}" \
         /src/tests/cluster/run.sh
 fi
 export NVL_CLUSTER_DIR=${NVL_CLUSTER_DIR:-/tmp/nvlslice-cluster}
@@ -101,8 +103,10 @@ export NVL_PLUGIN_ARGS="check_gpus=fail hwloc_xml=$NVL_CLUSTER_DIR/hwloc/%n.xml 
 start=$(date +%s)
 "$HERE/cluster.sh" up || exit 1
 total_pass=0 total_fail=0
+# NVL_TESTS="test_rules test_load": only these scripts (all by default)
 run_test() {
     local t=$1 out line p f t0
+    case " ${NVL_TESTS:-$(basename "$t" .sh)} " in *" $(basename "$t" .sh) "*) ;; *) return 0 ;; esac
     out=$(mktemp)
     t0=$(date +%s)
     bash "$t" 2>&1 | tee "$out"
