@@ -58,7 +58,13 @@ demo() {
     local log=$NVL_CLUSTER_DIR/log/nvlsliced.log out
     out=$(mktemp -d)
     cd "$out"
-    sleep 1
+    # awaited, never slept on: each step waits for the state it shows
+    await() { # await SECONDS COMMAND...: until COMMAND succeeds (polled every 0.1 s)
+        local n=$(($1 * 10)); shift
+        for _ in $(seq 1 "$n"); do "$@" && return 0; sleep 0.1; done
+        return 1
+    }
+    await 30 scontrol show reservation nvlslice_spares >/dev/null 2>&1
     echo "-- spares reserved by nvlsliced (2 per rack):"
     sinfo -T
     echo
@@ -66,24 +72,26 @@ demo() {
     local p1 p2 j
     p1=$(sbatch --parsable -w nvl0003 -J small --wrap 'sleep 600')
     p2=$(sbatch --parsable -w nvl0024 -J small --wrap 'sleep 600')
-    sleep 2
+    await 30 bash -c "[ \"\$(squeue -h -j $p1,$p2 -t R | wc -l)\" = 2 ]"
     j=$(sbatch --parsable -N 32 --nvl-slice=16 -J train -o "$out/train.out" \
         --wrap 'srun bash -c "echo \$SLURMD_NODENAME slice=\$NVL_SLICE_INDEX rank=\$NVL_SLICE_RANK rack=\$NVL_DOMAIN leader=\$NVL_SLICE_LEADER"; sleep 600')
     echo "   sbatch -N 32 --nvl-slice=16 train.sh  ->  job $j"
-    sleep 3
+    await 30 bash -c "scontrol show job $j | grep -q 'AdminComment=nvlslice/1 waiting'"
     squeue -O "JobID:6,Name:8,State:10,Reason:14,NodeList:10,admin_comment:140"
     echo
     echo "-- each rack has 17 free nodes: 16 would fit only by taking a spare, so the job waits."
     echo "   The small jobs end:"
     scancel "$p1" "$p2"
-    for _ in $(seq 1 100); do [ "$(squeue -h -j "$j" -o %T)" = RUNNING ] && break; sleep 0.2; done
+    await 30 bash -c "[ \"\$(squeue -h -j $j -o %T)\" = RUNNING ]"
     squeue -O "JobID:6,Name:8,State:10,NodeList:28,admin_comment:110"
-    sleep 1
+    # the 32 tasks' lines reach the output file within a few seconds
+    await 30 bash -c "[ \"\$(grep -c slice= '$out/train.out' 2>/dev/null)\" -ge 32 ]"
     echo "   what the tasks see (4 of 32):"
     sort -V "$out/train.out" | sed -n '1p;16p;17p;32p' | sed 's/^/     /'
     echo
     echo "-- a GPU fails on nvl0005: scontrol update nodename=nvl0005 state=drain reason=\"gpu xid 79\""
-    local t0 t1
+    local t0 t1 before
+    before=$(squeue -h -j "$j" -o %N)
     t0=$(date +%s.%N)
     scontrol update nodename=nvl0005 state=drain reason="gpu xid 79"
     for _ in $(seq 1 200); do
@@ -92,7 +100,8 @@ demo() {
     done
     t1=$(date +%s.%N)
     squeue -O "JobID:6,Name:8,State:10,NodeList:36,admin_comment:110"
-    echo "   running again on the rack's spare nvl0017 after $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s"
+    echo "   running again on the rack's spare $(comm -13 <(scontrol show hostnames "$before" | sort) \
+        <(scontrol show hostnames "$(squeue -h -j "$j" -o %N)" | sort) | paste -sd,) after $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s"
     echo "   spares now: $(scontrol show reservation nvlslice_spares | sed -n 's/^ *Nodes=\([^ ]*\).*/\1/p')"
     echo
     echo "-- nvlsliced's log:"

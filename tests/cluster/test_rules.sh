@@ -138,7 +138,7 @@ if [ "$MODE" = gate ]; then
     wait_for 15 bash -c "scontrol show job ${DEP[slice]} | grep -q 'held back by Slurm: Dependency' && scontrol show job ${LATER[slice]} | grep -q 'held back by Slurm: BeginTime'"
     expect_match "the slice job with a dependency: its record names Slurm's reason" 'reason=held back by Slurm: Dependency$' "$(record "${DEP[slice]}")"
     expect_match "the slice job with --begin: its record names Slurm's reason" 'reason=held back by Slurm: BeginTime \(eligible at ' "$(record "${LATER[slice]}")"
-    expect_eq "both stay behind the gate, not pinned" "nvlslice_gate nvlslice_gate (null) (null)" \
+    expect_eq "both stay behind the gate, not pinned" "nvlslice_gate:1 nvlslice_gate:1 (null) (null)" \
         "$(squeue -h -j "${DEP[slice]}" -o %W) $(squeue -h -j "${LATER[slice]}" -o %W) $(job_field "${DEP[slice]}" ReqNodeList) $(job_field "${LATER[slice]}" ReqNodeList)"
     expect_eq "no racks protected for them" "" "$(scontrol show reservation nvlslice_protect 2>/dev/null | grep -o 'Nodes=[^ ]*')"
 else
