@@ -21,6 +21,11 @@
 #   NVL_TOPO           nvl-topo binary (BUILD_DIR/src/tools/nvl-topo): on a
 #                      Slurm with topology/block (23.11+: the 24.11 tier, see
 #                      run.sh) it writes topology.conf from the rack map
+#   NVL_ACCOUNTING     1: real accounting: MariaDB and slurmdbd (Debian's
+#                      packages, started and stopped here by PID, never as
+#                      system services), AccountingStorageEnforce=
+#                      associations,limits,qos, fair-share weights, and two
+#                      accounts acct_a and acct_b that root may use
 #   NVL_FABRIC_REPORT  a recorded NVLink fabric report (nvl-topo discover's
 #                      input): the rack map is discovered from it (racks
 #                      rack001.., each with the domain its GPUs report) and
@@ -42,6 +47,9 @@ PLUGIN=${NVL_PLUGIN:-}
 PLUGIN_ARGS=${NVL_PLUGIN_ARGS:-}
 HELPER=${NVL_HELPER:-}
 HELPER_CONF=${NVL_HELPER_CONF:-}
+ACCOUNTING=${NVL_ACCOUNTING:-0}
+DB_PORT=3317     # MariaDB, on 127.0.0.1 only
+DBD_PORT=16819   # slurmdbd
 BRIDGE=nvlbr0
 CTL_NAME=nvlctl
 CTL_IP=$SUBNET.1
@@ -61,13 +69,22 @@ node_veth() { printf 'nvlv%04d' "$1"; }
 
 install_packages() {
     local missing=()
-    for p in slurmctld slurmd slurm-client munge iproute2 util-linux; do
+    local want=(slurmctld slurmd slurm-client munge iproute2 util-linux)
+    [ "$ACCOUNTING" = 1 ] && want+=(slurmdbd mariadb-server)
+    for p in "${want[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
     done
     if [ ${#missing[@]} -gt 0 ]; then
         log "installing ${missing[*]}"
         apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+        # no system service starts from the install: this script starts
+        # and stops its own daemons by PID
+        local rcd=/usr/sbin/policy-rc.d had_rcd=0
+        [ -e "$rcd" ] && had_rcd=1
+        [ "$had_rcd" = 1 ] || printf '#!/bin/sh\nexit 101\n' > "$rcd"
+        chmod +x "$rcd"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+        [ "$had_rcd" = 1 ] || rm -f "$rcd"
     fi
     if [ -e /usr/sbin/slurmstepd-wlm ] && [ "$(readlink -f /usr/sbin/slurmstepd)" != /usr/sbin/slurmstepd-wlm ]; then
         update-alternatives --set slurmstepd /usr/sbin/slurmstepd-wlm >/dev/null 2>&1 || true
@@ -144,8 +161,24 @@ write_hosts() {
 }
 
 write_conf() {
-    local nodes_line="" r lo hi feat
+    local nodes_line="" r lo hi feat ACCOUNTING_LINES
     write_hosts
+    if [ "$ACCOUNTING" = 1 ]; then
+        # slurmdbd over munge: with a munged of its own, the connection
+        # names the socket in AccountingStoragePass (AuthInfo is not used
+        # for it). Fair-share decays fast, so that usage counts within a test.
+        ACCOUNTING_LINES="AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=$DBD_PORT
+AccountingStoragePass=$DIR/munge/munge.socket.2
+AccountingStorageEnforce=associations,limits,qos
+PriorityWeightFairshare=100000
+PriorityWeightQOS=10000
+PriorityDecayHalfLife=0-0:10:00
+PriorityCalcPeriod=1"
+    else
+        ACCOUNTING_LINES="AccountingStorageType=accounting_storage/none"
+    fi
     for ((r = 1; r <= RACKS; r++)); do
         lo=$(( (r - 1) * PER + 1 )); hi=$(( r * PER ))
         feat=$(printf 'rack%03d' "$r")
@@ -171,7 +204,7 @@ SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+$ACCOUNTING_LINES
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 MpiDefault=none
@@ -206,7 +239,7 @@ CONF
     else
         : > "$DIR/etc/plugstack.conf"
     fi
-    echo "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS" > "$DIR/etc/geometry"
+    echo "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING" > "$DIR/etc/geometry"
     write_helper_conf
 }
 
@@ -237,6 +270,65 @@ start_helper() {
     done
     tail -5 "$DIR/log/nvlsliced.log" >&2
     die "nvlsliced did not start"
+}
+
+start_mariadb() {
+    alive "$DIR/run/mariadbd.pid" && return 0
+    if [ ! -d "$DIR/mysql/mysql" ]; then
+        mkdir -p "$DIR/mysql"
+        mariadb-install-db --no-defaults --user=root --datadir="$DIR/mysql" --auth-root-authentication-method=socket \
+            >"$DIR/log/mariadb-install.log" 2>&1 || { tail -5 "$DIR/log/mariadb-install.log" >&2; die "mariadb-install-db failed"; }
+    fi
+    (cd / && exec setsid mariadbd --no-defaults --user=root --datadir="$DIR/mysql" --socket="$DIR/run/mysqld.sock" \
+        --pid-file="$DIR/run/mariadbd.pid" --port=$DB_PORT --bind-address=127.0.0.1 --log-error="$DIR/log/mariadbd.log" \
+        --innodb-buffer-pool-size=64M --innodb-lock-wait-timeout=900 --skip-log-bin) >/dev/null 2>&1 < /dev/null &
+    local _
+    for _ in $(seq 1 150); do
+        mariadb --no-defaults -S "$DIR/run/mysqld.sock" -e 'select 1' >/dev/null 2>&1 && break
+        sleep 0.2
+    done
+    mariadb --no-defaults -S "$DIR/run/mysqld.sock" -e "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'nvltest';
+        GRANT ALL ON nvltest_acct.* TO 'slurm'@'127.0.0.1';" || die "MariaDB did not start (see $DIR/log/mariadbd.log)"
+}
+
+start_slurmdbd() {
+    alive "$DIR/run/slurmdbd.pid" && return 0
+    cat > "$DIR/etc/slurmdbd.conf" <<DBD
+# Written by tests/cluster/cluster.sh
+AuthType=auth/munge
+AuthInfo=socket=$DIR/munge/munge.socket.2
+DbdHost=localhost
+DbdPort=$DBD_PORT
+SlurmUser=root
+PidFile=$DIR/run/slurmdbd.pid
+LogFile=$DIR/log/slurmdbd.log
+DebugLevel=info
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$DB_PORT
+StorageUser=slurm
+StoragePass=nvltest
+StorageLoc=nvltest_acct
+DBD
+    chmod 600 "$DIR/etc/slurmdbd.conf"
+    # slurmdbd reads slurmdbd.conf beside SLURM_CONF
+    (cd / && exec setsid /usr/sbin/slurmdbd -D) >"$DIR/log/slurmdbd.stdout" 2>&1 < /dev/null &
+    local _
+    for _ in $(seq 1 150); do
+        sacctmgr -n show cluster >/dev/null 2>&1 && return 0
+        sleep 0.2
+    done
+    tail -5 "$DIR/log/slurmdbd.log" >&2
+    die "slurmdbd did not answer"
+}
+
+# The associations the tests use: the cluster, two accounts, root in both.
+add_associations() {
+    sacctmgr -i add cluster nvltest >/dev/null 2>&1 || true
+    sacctmgr -i add account acct_a,acct_b cluster=nvltest fairshare=1 >/dev/null 2>&1 || true
+    sacctmgr -i add user root account=acct_a,acct_b cluster=nvltest >/dev/null 2>&1 || true
+    sacctmgr -n -p show assoc cluster=nvltest user=root format=account | grep -q acct_b ||
+        die "the test associations were not created: $(sacctmgr -n -p show assoc 2>&1 | head -3)"
 }
 
 start_munge() {
@@ -307,8 +399,9 @@ wait_ready() {
 
 healthy() {
     [ -f "$DIR/etc/geometry" ] || return 1
-    [ "$(cat "$DIR/etc/geometry")" = "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS" ] || return 1
+    [ "$(cat "$DIR/etc/geometry")" = "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING" ] || return 1
     alive "$DIR/run/slurmctld.pid" && alive "$DIR/run/munged.pid" || return 1
+    if [ "$ACCOUNTING" = 1 ]; then alive "$DIR/run/slurmdbd.pid" && alive "$DIR/run/mariadbd.pid" || return 1; fi
     local i
     for ((i = 1; i <= NODES; i++)); do alive "$DIR/run/slurmd-$(node_name "$i").pid" || return 1; done
     [ "$(sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2 == "idle" || $2 == "allocated" || $2 == "mixed" || $2 == "reserved"' | sort -u | wc -l)" -eq "$NODES" ]
@@ -349,6 +442,8 @@ down() {
     stop_pidfiles "$DIR"/run/nvlsliced*.pid "$DIR/run/nvlsliced.lock"
     stop_pidfiles "$DIR"/run/slurmd-*.pid "$DIR"/run/slurmd-*.wrapper.pid
     stop_pidfiles "$DIR/run/slurmctld.pid" "$DIR/run/slurmctld.wrapper.pid"
+    stop_pidfiles "$DIR/run/slurmdbd.pid"
+    stop_pidfiles "$DIR/run/mariadbd.pid"
     stop_pidfiles "$DIR/run/munged.pid"
     for ns in $(ip netns list 2>/dev/null | awk '/^nvlns[0-9]+/ {print $1}'); do
         kill_ns_procs "$ns"
@@ -370,7 +465,7 @@ up() {
         return 0
     fi
     down >/dev/null 2>&1 || true
-    rm -rf "$DIR/state" "$DIR/spool" "$DIR/log"
+    rm -rf "$DIR/state" "$DIR/spool" "$DIR/log" "$DIR/mysql"
     mkdir -p "$DIR"/{etc,munge,state,spool,log,run}
     chmod 700 "$DIR/munge"
     write_map
@@ -378,6 +473,11 @@ up() {
     write_conf
     start_munge
     setup_network
+    if [ "$ACCOUNTING" = 1 ]; then
+        start_mariadb
+        start_slurmdbd
+        add_associations
+    fi
     start_slurmctld
     for ((i = 1; i <= NODES; i++)); do start_slurmd "$i"; done
     wait_ready 90
