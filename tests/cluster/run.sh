@@ -138,6 +138,8 @@ echo "# the helper tests run in $(nvl_mode) mode"
 run_test "$HERE/test_helper.sh"
 run_test "$HERE/test_rules.sh"
 run_test "$HERE/test_load.sh"
+# with real accounting only (NVL_ACCOUNTING=1): it says so and passes otherwise
+if [ "${NVL_ACCOUNTING:-0}" = 1 ]; then run_test "$HERE/test_accounting.sh"; fi
 "$HERE/cluster.sh" kill-helper
 [ "${NVL_KEEP_CLUSTER:-0}" = 1 ] || "$HERE/cluster.sh" down >/dev/null
 echo "# cluster tests took $(( $(date +%s) - start )) s"

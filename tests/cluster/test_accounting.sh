@@ -1,0 +1,99 @@
+#!/bin/bash
+# Slurm's accounting rules keep working for slice jobs, on a cluster with
+# real accounting (cluster.sh with NVL_ACCOUNTING=1: slurmdbd, MariaDB,
+# AccountingStorageEnforce=associations,limits,qos, accounts acct_a and
+# acct_b). Each case runs the same jobs as plain jobs, then as slice jobs,
+# and compares: a job Slurm holds back by a limit waits untouched (no pin,
+# no gate taken off, no racks kept) and another account's job starts
+# meanwhile; lifted, the limit lets it start.
+#   NVL_ACCOUNTING=1 NVL_TESTS=test_accounting tests/cluster/run.sh BUILD_DIR
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+CL="$HERE/cluster.sh"
+OUT=$(mktemp -d)
+cd "$OUT"
+LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
+
+if ! sacctmgr -n show cluster >/dev/null 2>&1; then
+    echo "# accounting: this cluster runs no slurmdbd (NVL_ACCOUNTING=1): skipped"
+    summary "accounting"
+    exit 0
+fi
+"$CL" helper >/dev/null
+MODE=$(nvl_mode)
+resume_all
+wait_for 60 all_up || not_ok "all nodes up: $(sinfo -h -N -t down,drain,drained,draining,fail,unk,no_respond -o '%N %T')"
+state() { squeue -h -j "$1" -o %T 2>/dev/null; }
+running() { [ "$(state "$1")" = RUNNING ]; }
+
+# limit_case NAME SET CLEAR X-ARGS Y-ARGS REASON KIND
+#   SET / CLEAR: sacctmgr arguments that set and lift the limit; X: the
+#   job the limit holds back (16 nodes), submitted first with a higher
+#   priority; Y: another account's job, which must start meanwhile (on the
+#   rack the runner leaves free). KIND: plain or slice.
+limit_case() {
+    local name=$1 set=$2 clear=$3 xargs=$4 yargs=$5 reason=$6 kind=$7 opts="" r x y t0 ty
+    [ "$kind" = slice ] && opts="--nvl-slice=16"
+    cleanup; resume_all; wait_for 60 all_up; settle
+    # shellcheck disable=SC2086
+    sacctmgr -i $set >/dev/null || not_ok "$name: sacctmgr $set"
+    # the runner: 16 nodes of rack002 in acct_a
+    r=$(sbatch --parsable -A acct_a -w "$(outside_spares 'nvl[0019-0036]' 16)" -J runner --wrap 'sleep 300')
+    wait_for 20 running "$r" || not_ok "$name ($kind): the runner did not start: $(squeue -h -j "$r" -o '%T %r')"
+    # shellcheck disable=SC2086
+    x=$(sbatch --parsable -N 16 $opts $xargs -J held --wrap 'sleep 30')
+    sleep 1
+    t0=$(now)
+    # shellcheck disable=SC2086
+    y=$(sbatch --parsable -N 16 $opts $yargs --nice=1000 -J other --wrap 'sleep 30')
+    if wait_for 30 running "$y"; then ty=$(secs "$t0" "$(now)"); else ty=never; fi
+    echo "# measured: $name, $kind: the other account's job started after ${ty} s"
+    [ "$ty" != never ] && ok "$name ($kind): another account's lower-priority job starts meanwhile (${ty} s)" ||
+        not_ok "$name ($kind): another account's job starts meanwhile: $(squeue -h -j "$y" -o '%T %r') $(record "$y")"
+    expect_match "$name ($kind): the held job waits with Slurm's reason" "^PENDING $reason" "$(squeue -h -j "$x" -o '%T %r')"
+    if [ "$kind" = slice ] && [ "$MODE" = gate ]; then
+        expect_eq "$name ($kind): untouched: behind the gate, not pinned" "nvlslice_gate:1 (null)" \
+            "$(squeue -h -j "$x" -o %W) $(job_field "$x" ReqNodeList)"
+        expect_match "$name ($kind): its record names Slurm's reason" "held back by Slurm: $reason" "$(record "$x")"
+    fi
+    # shellcheck disable=SC2086
+    sacctmgr -i $clear >/dev/null || not_ok "$name: sacctmgr $clear"
+    scancel "$r" "$y"
+    if wait_for 60 running "$x"; then ok "$name ($kind): limit lifted, the held job starts"
+    else not_ok "$name ($kind): limit lifted, the held job starts: $(squeue -h -j "$x" -o '%T %r') $(record "$x")"; fi
+}
+
+echo "# accounting: association GrpTRES=node=16 reached"
+for kind in plain slice; do
+    limit_case "GrpTRES=node=16" "modify account acct_a set GrpTRES=node=16" "modify account acct_a set GrpTRES=node=-1" \
+        "-A acct_a" "-A acct_b" "AssocGrpNodeLimit" "$kind"
+done
+echo "# accounting: a held account (GrpJobs=0)"
+for kind in plain slice; do
+    limit_case "GrpJobs=0" "modify account acct_b set GrpJobs=0" "modify account acct_b set GrpJobs=-1" \
+        "-A acct_b" "-A acct_a" "AssocGrpJobsLimit" "$kind"
+done
+echo "# accounting: QOS MaxTRESPerUser=node=16"
+sacctmgr -i add qos capped >/dev/null 2>&1
+sacctmgr -i modify user root set qos+=capped >/dev/null 2>&1
+for kind in plain slice; do
+    limit_case "QOS MaxTRESPerUser=node=16" "modify qos capped set MaxTRESPerUser=node=16" \
+        "modify qos capped set MaxTRESPerUser=node=-1" "-A acct_a --qos=capped" "-A acct_b" \
+        "QOSMaxNodePerUserLimit" "$kind"
+done
+
+echo "# accounting: sacct's record of a repaired slice job has the shape of a requeue"
+cleanup; resume_all; wait_for 60 all_up; settle
+J=$(sbatch --parsable -N 16 --nvl-slice=16 -A acct_a --requeue --wrap 'sleep 300')
+wait_for 20 running "$J"
+n=$(scontrol show hostnames "$(squeue -h -j "$J" -o %N)" | sed -n 5p)
+scontrol update nodename="$n" state=drain reason="gpu xid 79"
+wait_for 30 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ] && scontrol show job $J | grep -q 'Restarts=1'"
+expect_match "sacct: a requeued first run, the second running, Restarts=1" "^$J REQUEUED .*$J RUNNING 1" \
+    "$(sacct -n -D -X -j "$J" -o JobID,State,Restarts -P | tr '|\n' '  ')"
+scontrol update nodename="$n" state=resume
+
+cleanup; resume_all
+rm -rf "$OUT"
+summary "accounting"
