@@ -41,7 +41,12 @@ bool reason_holds_back(std::string_view r) {
 std::optional<std::string> held_back_by_slurm(const SlurmJob& j, int64_t now) {
     if (j.state != JobState::Pending) return std::nullopt;
     const bool first_start = j.restarts == 0;
-    if (first_start && j.begin_time > now) {
+    // A pending job's begin_time is Slurm's StartTime: its begin time, or a
+    // later start the scheduler expects. Slurm says which with its reason
+    // (BeginTime, set before any license or node test); a job not looked at
+    // yet (None) whose StartTime lies ahead waits for its begin time too.
+    const bool unseen = j.reason.empty() || j.reason == "None";
+    if (first_start && j.begin_time > now && (unseen || j.reason == "BeginTime")) {
         char when[32] = "?";
         const time_t t = time_t(j.begin_time);
         struct tm tm {};

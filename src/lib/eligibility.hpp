@@ -23,7 +23,9 @@ bool reason_holds_back(std::string_view reason);
 
 // Why Slurm would not start `j` now for a reason of its own (nullopt: only
 // the gate, priority or resources stand in the way). `now` in epoch
-// seconds. A job that ran before (requeued) has a begin time Slurm set
+// seconds. A StartTime ahead counts as a begin time only when Slurm's
+// reason says so (or the job has no reason yet): it is also the start the
+// scheduler expects for a job waiting for nodes. A job that ran before (requeued) has a begin time Slurm set
 // for the requeue, which a repair may bring forward: only a first start's
 // begin time is the user's.
 std::optional<std::string> held_back_by_slurm(const SlurmJob& j, int64_t now);

@@ -425,7 +425,11 @@ TEST_CASE("Slurm's own reasons to hold a job back are told from the gate's, prio
     j.state = JobState::Pending;
     j.reason = "Licenses";
     CHECK_FALSE(held_back_by_slurm(j, 1000));
-    j.begin_time = 4600; // the user's --begin, an hour on
+    j.begin_time = 4600; // an hour on: the start Slurm expects for a job waiting for nodes
+    CHECK_FALSE(held_back_by_slurm(j, 1000));
+    j.reason = "BeginTime"; // the user's --begin, as Slurm says
+    CHECK_THAT(held_back_by_slurm(j, 1000).value_or(""), Catch::StartsWith("BeginTime (eligible at "));
+    j.reason = "None"; // not looked at by the scheduler yet
     CHECK_THAT(held_back_by_slurm(j, 1000).value_or(""), Catch::StartsWith("BeginTime (eligible at "));
     // after a requeue the begin time is Slurm's requeue delay, which a repair may bring forward
     j.restarts = 1;
@@ -450,7 +454,7 @@ TEST_CASE("gate mode acts only on jobs Slurm would start: others stay behind the
     lim.reason = "AssocGrpJobsLimit";
     SlurmJob& later = w.add(9, 16, 1);
     later.priority = 2000;
-    later.reason = "Licenses";
+    later.reason = "BeginTime";
     later.begin_time = w.now + 3600;
     for (SlurmJob* j : {&dep, &lim, &later}) j->licenses = "nvlslice_gate:1";
     SlurmJob& ok = w.add(10, 16, 1);
