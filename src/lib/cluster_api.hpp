@@ -49,6 +49,11 @@ struct SlurmJob {
     std::string licenses;   // as requested, e.g. "nvlslice_gate:1,matlab:2"
     int64_t end_time = 0;   // running: expected end (start + time limit); 0 = unknown
     int64_t time_limit = 0; // seconds; 0 = none (partition maximum or unlimited)
+    // Its association and QOS, for the limits Slurm tests only when it
+    // places a job (eligibility.hpp); 0 / "" when accounting is off.
+    uint32_t assoc_id = 0;
+    uint32_t user_id = 0;
+    std::string qos;
 };
 
 struct Reservation {

@@ -9,6 +9,7 @@
 // Not installed: only reconcile.hpp is the core's interface.
 #pragma once
 
+#include "eligibility.hpp"
 #include "reconcile.hpp"
 
 #include "defrag.hpp"
@@ -48,7 +49,7 @@ class Cycle {
     Cycle(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now, int64_t mono,
           HelperMemory& mem)
         : map_(map), nodes_(view.nodes), jobs_(view.jobs), spares_(view.spares), gate_(view.gate),
-          protection_(view.protection), cfg_(cfg), now_(now), mono_(mono), mem_(mem), snap_(map),
+          protection_(view.protection), limits_(view.limits), cfg_(cfg), now_(now), mono_(mono), mem_(mem), snap_(map),
           failed_(map.node_count(), 0) {
         if (!cfg.repair_drain_reasons.empty())
             drain_re_.emplace(cfg.repair_drain_reasons,
@@ -226,6 +227,14 @@ class Cycle {
     const std::optional<Reservation>& spares_;
     const std::optional<Reservation>& gate_;
     const std::optional<Reservation>& protection_;
+    const AcctLimits* limits_; // Slurm's accounting limits, when loaded
+    // Slurm's own reason to hold `j` back (its pending reason, its begin
+    // time, the accounting limits it tests only when it places), or nullopt.
+    std::optional<std::string> held_back(const SlurmJob& j) const {
+        if (auto h = held_back_by_slurm(j, now_)) return h;
+        if (limits_) return held_back_by_limits(j, *limits_);
+        return std::nullopt;
+    }
     const HelperConfig& cfg_;
     const int64_t now_;  // wall clock: compared with Slurm's times
     const int64_t mono_; // monotonic: the durations kept in mem_

@@ -103,7 +103,7 @@ void Cycle::place_waiting(const SliceJob& sj) {
         // the gate, untouched (no pin, no StartTime, no protection), and its
         // record says why; Slurm's own reason stays the job's.
         std::string why;
-        if (auto h = held_back_by_slurm(j, now_)) {
+        if (auto h = held_back(j)) {
             why = "held back by Slurm: " + *h;
         } else if (auto r = mem_.retry_at.find(j.id); r != mem_.retry_at.end() && r->second > mono_) {
             why = sj.rec && !sj.rec->reason.empty() ? sj.rec->reason : "placed again shortly";

@@ -284,24 +284,24 @@ void Cycle::finish_placed(const SliceJob& sj) {
         // tests only once it places, a reservation, a slow scheduler), or
         // held back by Slurm for a reason of its own since it was placed:
         // its racks are freed, it waits behind the gate again.
-        const auto held_back = held_back_by_slurm(j, now_);
+        const auto holds = held_back(j);
         const int64_t since = mem_.placed_since.emplace(j.id, mono_).first->second;
         const bool overdue = sj.rec->state == RecordState::Placed && j.restarts == 0 &&
                              mono_ - since > cfg_.replace_after_s;
-        if (!native(sj) && (held_back || (overdue && !taken))) {
+        if (!native(sj) && (holds || (overdue && !taken))) {
             PlacementRecord rec = *sj.rec;
             rec.state = RecordState::Waiting;
             rec.slices.clear();
-            rec.reason = held_back ? fmt::format("held back by Slurm: {}", *held_back)
+            rec.reason = holds ? fmt::format("held back by Slurm: {}", *holds)
                                    : fmt::format("placed {} s ago and not started (Slurm: {}); placed again in {} s",
                                                  mono_ - since, j.reason.empty() ? "no reason given" : j.reason,
                                                  cfg_.replace_after_s);
             gate(sj);
             record(sj, rec);
             mem_.placed_since.erase(j.id);
-            if (!held_back) mem_.retry_at[j.id] = mono_ + cfg_.replace_after_s;
+            if (!holds) mem_.retry_at[j.id] = mono_ + cfg_.replace_after_s;
             log(fmt::format("job {}: pinned to {} but {}: gated again, its racks freed", j.id, hl(pinned),
-                            held_back ? "held back by Slurm (" + *held_back + ")"
+                            holds ? "held back by Slurm (" + *holds + ")"
                                       : fmt::format("not started within replace_after ({} s)", cfg_.replace_after_s)));
             settled_.insert(j.id);
             return;

@@ -59,4 +59,42 @@ std::optional<std::string> held_back_by_slurm(const SlurmJob& j, int64_t now) {
     return j.reason;
 }
 
+std::optional<std::string> held_back_by_limits(const SlurmJob& j, const AcctLimits& a) {
+    if (j.state != JobState::Pending || j.num_nodes <= 0) return std::nullopt;
+    const int64_t n = j.num_nodes;
+    auto over = [](int64_t limit, int64_t used, int64_t add) { return limit >= 0 && used + add > limit; };
+    const AcctLimits::Qos* q = nullptr;
+    for (const auto& x : a.qos)
+        if (x.name == j.qos) q = &x;
+    if (q) {
+        if (over(q->max_nodes_per_job, 0, n)) return std::string("QOSMaxNodePerJobLimit");
+        if (over(q->grp_nodes, q->used_nodes, n)) return std::string("QOSGrpNodeLimit");
+        if (over(q->grp_jobs, q->used_jobs, 1)) return std::string("QOSGrpJobsLimit");
+        for (const auto& u : q->users)
+            if (u.uid == j.user_id) {
+                if (over(q->max_nodes_per_user, u.nodes, n)) return std::string("QOSMaxNodePerUserLimit");
+                if (over(q->max_jobs_per_user, u.jobs, 1)) return std::string("QOSMaxJobsPerUserLimit");
+            }
+        if (over(q->max_nodes_per_user, 0, n)) return std::string("QOSMaxNodePerUserLimit");
+    }
+    const bool q_grp_nodes = q && q->grp_nodes >= 0, q_grp_jobs = q && q->grp_jobs >= 0,
+               q_job_nodes = q && q->max_nodes_per_job >= 0;
+    auto find = [&](uint32_t id) -> const AcctLimits::Assoc* {
+        for (const auto& x : a.assocs)
+            if (x.id == id) return &x;
+        return nullptr;
+    };
+    const AcctLimits::Assoc* at = find(j.assoc_id);
+    if (at) {
+        if (over(at->max_jobs, at->used_jobs, 1)) return std::string("AssocMaxJobsLimit");
+        if (!q_job_nodes && over(at->max_nodes_per_job, 0, n)) return std::string("AssocMaxNodePerJobLimit");
+    }
+    // the Grp limits of its association and of every account above it
+    for (int depth = 0; at && depth < 64; ++depth, at = at->parent ? find(at->parent) : nullptr) {
+        if (!q_grp_nodes && over(at->grp_nodes, at->used_nodes, n)) return std::string("AssocGrpNodeLimit");
+        if (!q_grp_jobs && over(at->grp_jobs, at->used_jobs, 1)) return std::string("AssocGrpJobsLimit");
+    }
+    return std::nullopt;
+}
+
 } // namespace nvl

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace nvl {
 
@@ -29,5 +30,38 @@ bool reason_holds_back(std::string_view reason);
 // for the requeue, which a repair may bring forward: only a first start's
 // begin time is the user's.
 std::optional<std::string> held_back_by_slurm(const SlurmJob& j, int64_t now);
+
+// Slurm's accounting limits and their use as slurmctld holds them
+// (scontrol show assoc_mgr), for the limits Slurm tests only when it places
+// a job: the usage-based node and job counts (acct_policy's post-select
+// test). Behind the gate license on Slurm 22.05 no reason shows them, and
+// on 24.11+ only once the job was tried. -1: no limit.
+struct AcctLimits {
+    struct Assoc {
+        uint32_t id = 0, parent = 0;
+        std::string acct, user; // user "" for an account's association
+        int64_t grp_nodes = -1, grp_jobs = -1, max_jobs = -1, max_nodes_per_job = -1;
+        int64_t used_nodes = 0, used_jobs = 0; // running jobs, of it and below it
+    };
+    struct Use {
+        uint32_t uid = 0;
+        int64_t nodes = 0, jobs = 0;
+    };
+    struct Qos {
+        std::string name;
+        int64_t grp_nodes = -1, grp_jobs = -1, max_nodes_per_user = -1, max_jobs_per_user = -1,
+                max_nodes_per_job = -1;
+        int64_t used_nodes = 0, used_jobs = 0;
+        std::vector<Use> users; // per user, in this QOS
+    };
+    std::vector<Assoc> assocs;
+    std::vector<Qos> qos;
+};
+
+// Which limit keeps Slurm from starting `j` with its nodes now, named as
+// Slurm names its reason (AssocGrpNodeLimit, QOSMaxNodePerUserLimit, ...),
+// or nullopt. A QOS limit takes the place of the association's limit of the
+// same kind, as in Slurm (acct_policy_set_qos_order without OverPartQOS).
+std::optional<std::string> held_back_by_limits(const SlurmJob& j, const AcctLimits& a);
 
 } // namespace nvl

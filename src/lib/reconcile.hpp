@@ -40,6 +40,7 @@
 #pragma once
 
 #include "cluster_api.hpp"
+#include "eligibility.hpp"
 #include "defrag.hpp"
 #include "model.hpp"
 #include "slice_job.hpp"
@@ -233,6 +234,7 @@ struct ClusterView {
     const std::optional<Reservation>& spares;     // cfg.reservation
     const std::optional<Reservation>& gate;       // cfg.gate_reservation
     const std::optional<Reservation>& protection; // cfg.protect_reservation
+    const AcctLimits* limits = nullptr;           // Slurm's accounting limits (gate mode, when enforced)
 };
 
 // `now`: the wall clock (epoch seconds), for what Slurm's own times are

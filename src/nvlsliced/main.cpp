@@ -294,6 +294,7 @@ int main(int argc, char** argv) {
             if (gethostname(host, sizeof host - 1) == 0) my_names.emplace_back(host);
         }
         std::optional<bool> was_active;
+        bool limits_failed = false; // loading the accounting limits failed last time (said once)
         // slurmctld away: said once when it goes, once when it is back.
         struct Outage {
             std::optional<std::chrono::steady_clock::time_point> since;
@@ -366,10 +367,29 @@ int main(int argc, char** argv) {
                 // one request for the spare, gate and protection reservations
                 auto resvs = slurm.load_reservations(
                     {s.reconcile.reservation, s.reconcile.gate_reservation, s.reconcile.protect_reservation});
+                // Slurm's accounting limits, when it enforces them and a
+                // gated job waits: the ones it tests only when it places a
+                // job are hidden behind the gate (Slurm 22.05)
+                std::optional<AcctLimits> limits;
+                if (features.enforce_limits && std::any_of(jobs.begin(), jobs.end(), [&](const SlurmJob& j) {
+                        return j.state == JobState::Pending && has_license(j.licenses, s.reconcile.gate_license);
+                    })) {
+                    try {
+                        limits = slurm.load_limits();
+                        if (limits_failed) say(LOG_INFO, "accounting limits read again");
+                        limits_failed = false;
+                    } catch (const Error& e) {
+                        if (!limits_failed)
+                            say(LOG_WARNING, fmt::format("{}: placing without them (a placed job that Slurm does not "
+                                                         "start is taken back after replace_after)",
+                                                         e.what()));
+                        limits_failed = true;
+                    }
+                }
                 phases.load = since(t0);
                 auto t1 = std::chrono::steady_clock::now();
-                CycleOutput out = reconcile(map, {nodes, jobs, resvs[0], resvs[1], resvs[2]}, s.reconcile,
-                                            std::time(nullptr), mem, mono_seconds());
+                CycleOutput out = reconcile(map, {nodes, jobs, resvs[0], resvs[1], resvs[2], limits ? &*limits : nullptr},
+                                            s.reconcile, std::time(nullptr), mem, mono_seconds());
                 phases.decide = since(t1);
                 follow_up = out.follow_up;
                 for (const auto& line : out.log) say_core(line);

@@ -11,6 +11,7 @@
 extern "C" {
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
+#include <slurm/slurmdb.h>
 }
 
 #include <cstring>
@@ -185,7 +186,79 @@ std::vector<SlurmJob> SlurmCluster::load_jobs() {
         r.licenses = str(j.licenses);
         if (r.state == JobState::Running && j.end_time > j.start_time) r.end_time = j.end_time;
         if (j.time_limit != NO_VAL && j.time_limit != INFINITE) r.time_limit = int64_t(j.time_limit) * 60;
+        r.assoc_id = j.assoc_id;
+        r.user_id = j.user_id;
+        r.qos = str(j.qos);
         out.push_back(std::move(r));
+    }
+    return out;
+}
+
+AcctLimits SlurmCluster::load_limits() {
+    assoc_mgr_info_request_msg_t req;
+    std::memset(&req, 0, sizeof req);
+    req.flags = ASSOC_MGR_INFO_FLAG_ASSOC | ASSOC_MGR_INFO_FLAG_QOS;
+    assoc_mgr_info_msg_t* msg = nullptr;
+    if (slurm_load_assoc_mgr_info(&req, &msg) != SLURM_SUCCESS || !msg) fail("loading the accounting limits");
+    struct Free {
+        assoc_mgr_info_msg_t* m;
+        ~Free() { slurm_free_assoc_mgr_info_msg(m); }
+    } guard{msg};
+    // the node TRES's position in the arrays of this reply
+    int node = -1;
+    for (uint32_t i = 0; i < msg->tres_cnt; ++i)
+        if (msg->tres_names && msg->tres_names[i] && std::strcmp(msg->tres_names[i], "node") == 0) node = int(i);
+    auto tres = [&](const uint64_t* a) -> int64_t {
+        if (!a || node < 0) return -1;
+        const uint64_t v = a[node];
+        return v == INFINITE64 || v == NO_VAL64 ? -1 : int64_t(v);
+    };
+    auto used = [&](const uint64_t* a) -> int64_t { return a && node >= 0 ? int64_t(a[node]) : 0; };
+    auto count = [](uint32_t v) -> int64_t { return v == INFINITE || v == NO_VAL ? -1 : int64_t(v); };
+    AcctLimits out;
+    if (msg->assoc_list) {
+        auto* it = slurm_list_iterator_create(msg->assoc_list);
+        while (auto* a = static_cast<slurmdb_assoc_rec_t*>(slurm_list_next(it))) {
+            AcctLimits::Assoc r;
+            r.id = a->id;
+            r.parent = a->parent_id;
+            r.acct = str(a->acct);
+            r.user = str(a->user);
+            r.grp_nodes = tres(a->grp_tres_ctld);
+            r.grp_jobs = count(a->grp_jobs);
+            r.max_jobs = count(a->max_jobs);
+            r.max_nodes_per_job = tres(a->max_tres_ctld);
+            if (a->usage) {
+                r.used_nodes = used(a->usage->grp_used_tres);
+                r.used_jobs = a->usage->used_jobs;
+            }
+            out.assocs.push_back(std::move(r));
+        }
+        slurm_list_iterator_destroy(it);
+    }
+    if (msg->qos_list) {
+        auto* it = slurm_list_iterator_create(msg->qos_list);
+        while (auto* q = static_cast<slurmdb_qos_rec_t*>(slurm_list_next(it))) {
+            AcctLimits::Qos r;
+            r.name = str(q->name);
+            r.grp_nodes = tres(q->grp_tres_ctld);
+            r.grp_jobs = count(q->grp_jobs);
+            r.max_nodes_per_user = tres(q->max_tres_pu_ctld);
+            r.max_jobs_per_user = count(q->max_jobs_pu);
+            r.max_nodes_per_job = tres(q->max_tres_pj_ctld);
+            if (q->usage) {
+                r.used_nodes = used(q->usage->grp_used_tres);
+                r.used_jobs = q->usage->grp_used_jobs;
+                if (q->usage->user_limit_list) {
+                    auto* u = slurm_list_iterator_create(q->usage->user_limit_list);
+                    while (auto* l = static_cast<slurmdb_used_limits_t*>(slurm_list_next(u)))
+                        r.users.push_back({l->uid, used(l->tres), int64_t(l->jobs)});
+                    slurm_list_iterator_destroy(u);
+                }
+            }
+            out.qos.push_back(std::move(r));
+        }
+        slurm_list_iterator_destroy(it);
     }
     return out;
 }

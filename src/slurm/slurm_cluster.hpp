@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cluster_api.hpp"
+#include "eligibility.hpp"
 
 namespace nvl {
 
@@ -15,6 +16,9 @@ class SlurmCluster final : public ClusterApi {
     // Several reservations in one request, in the order of `names` ("" or
     // a missing one: nullopt).
     std::vector<std::optional<Reservation>> load_reservations(const std::vector<std::string>& names);
+    // Slurm's association and QOS limits with their use, as slurmctld's
+    // association manager holds them (scontrol show assoc_mgr): one request.
+    AcctLimits load_limits();
     void pin_job(JobId id, const std::string& nodes, int64_t start_at) override;
     void set_admin_comment(JobId id, const std::string& text) override;
     void hold(JobId id) override;

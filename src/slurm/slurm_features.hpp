@@ -25,11 +25,17 @@ extern "C" {
 
 namespace nvl {
 
+// AccountingStorageEnforce's limits, qos and safe bits (slurmctld's
+// ACCOUNTING_ENFORCE_* flags, not in Slurm's public headers; the same
+// from 22.05 to 26.05).
+inline constexpr uint32_t kEnforceLimits = (1u << 1) | (1u << 3) | (1u << 4);
+
 struct SlurmFeatures {
     bool segments = false;       // built against a Slurm with --segment (24.05+)
     std::string topology_plugin; // the controller's TopologyPlugin, e.g. "topology/block"
     std::string version;         // the controller's version, e.g. "24.11.5"
     std::vector<std::string> controllers; // SlurmctldHost names, primary first
+    bool enforce_limits = false; // AccountingStorageEnforce has limits (or safe, qos): Slurm holds jobs to them
 };
 
 // One request to slurmctld: its configuration, as it runs now (configless
@@ -44,6 +50,7 @@ inline SlurmFeatures probe_slurm() {
         throw Error(fmt::format("cannot read slurmctld's configuration: {}", slurm_strerror(errno)));
     if (conf->topology_plugin) f.topology_plugin = conf->topology_plugin;
     if (conf->version) f.version = conf->version;
+    f.enforce_limits = (conf->accounting_storage_enforce & kEnforceLimits) != 0;
     for (uint32_t i = 0; i < conf->control_cnt; ++i)
         if (conf->control_machine && conf->control_machine[i]) f.controllers.emplace_back(conf->control_machine[i]);
     slurm_calls::free_ctl_conf(conf);
@@ -71,6 +78,7 @@ inline SlurmFeatures local_slurm_features() {
     f.segments = true;
 #endif
     if (conf->topology_plugin) f.topology_plugin = conf->topology_plugin;
+    f.enforce_limits = (conf->accounting_storage_enforce & kEnforceLimits) != 0;
     // the client's own version (slurm_api_version(): 0xMMmmuu)
     const long v = slurm_api_version();
     f.version = fmt::format("{}.{:02}.{}", SLURM_VERSION_MAJOR(v), SLURM_VERSION_MINOR(v), SLURM_VERSION_MICRO(v));

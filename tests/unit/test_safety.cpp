@@ -527,3 +527,79 @@ TEST_CASE("a pin that has not started within replace_after is dropped and its ra
     CHECK(find(held, ActionKind::SetLicenses, 8));
     CHECK_THAT(find(held, ActionKind::SetRecord, 8)->arg, Catch::EndsWith("held back by Slurm: Dependency"));
 }
+
+TEST_CASE("accounting limits Slurm tests only when it places a job are read from its association manager",
+          "[safety][eligibility][quick]") {
+    AcctLimits a;
+    // root account (1) > acct_a (2) > root's association in acct_a (3)
+    a.assocs.push_back({1, 0, "root", "", -1, -1, -1, -1, 16, 1});
+    a.assocs.push_back({2, 1, "acct_a", "", 16, -1, -1, -1, 16, 1});
+    a.assocs.push_back({3, 2, "acct_a", "root", -1, -1, -1, -1, 16, 1});
+    SlurmJob j;
+    j.state = JobState::Pending;
+    j.num_nodes = 16;
+    j.assoc_id = 3;
+    j.qos = "normal";
+    // acct_a runs 16 nodes under GrpTRES=node=16
+    CHECK(held_back_by_limits(j, a).value_or("") == "AssocGrpNodeLimit");
+    a.assocs[1].grp_nodes = 32;
+    CHECK_FALSE(held_back_by_limits(j, a));
+    // a held account: GrpJobs=0 above it
+    a.assocs[0].grp_jobs = 0;
+    CHECK(held_back_by_limits(j, a).value_or("") == "AssocGrpJobsLimit");
+    a.assocs[0].grp_jobs = -1;
+    // the job's own association: MaxJobs
+    a.assocs[2].max_jobs = 1;
+    CHECK(held_back_by_limits(j, a).value_or("") == "AssocMaxJobsLimit");
+    a.assocs[2].max_jobs = -1;
+    // a QOS MaxTRESPerUser=node=16: a 32-node job, and a 16-node one while the user runs 8
+    AcctLimits::Qos q;
+    q.name = "capped";
+    q.max_nodes_per_user = 16;
+    q.users.push_back({1000, 8, 1});
+    a.qos.push_back(q);
+    j.qos = "capped";
+    j.user_id = 1000;
+    CHECK(held_back_by_limits(j, a).value_or("") == "QOSMaxNodePerUserLimit");
+    j.num_nodes = 8;
+    CHECK_FALSE(held_back_by_limits(j, a));
+    // a QOS limit takes the place of the association's of the same kind
+    a.qos[0].grp_nodes = 64;
+    a.assocs[1].grp_nodes = 16;
+    CHECK_FALSE(held_back_by_limits(j, a));
+    a.qos[0].grp_nodes = -1;
+    CHECK(held_back_by_limits(j, a).value_or("") == "AssocGrpNodeLimit");
+    // a job of an association Slurm did not report: nothing known, nothing held
+    j.assoc_id = 99;
+    j.qos = "other";
+    CHECK_FALSE(held_back_by_limits(j, a));
+}
+
+TEST_CASE("a job an accounting limit holds back is not placed; another account's job is", "[safety][eligibility][quick]") {
+    World w(2);
+    AcctLimits limits;
+    limits.assocs.push_back({2, 0, "acct_a", "", 16, -1, -1, -1, 16, 1});
+    limits.assocs.push_back({3, 2, "acct_a", "root", -1, -1, -1, -1, 16, 1});
+    limits.assocs.push_back({4, 0, "acct_b", "root", -1, -1, -1, -1, 0, 0});
+    SlurmJob& runner = w.add(6, 16, 1);
+    w.run_on(runner, "n[019-034]");
+    runner.admin_comment = "nvlslice/1 placed slice=16 slices=n[019-034] repairs=0 moves=0 job=6";
+    SlurmJob& x = w.add(7, 16, 1);
+    x.licenses = "nvlslice_gate:1";
+    x.reason = "Licenses"; // 22.05: the gate hides the limit
+    x.assoc_id = 3;
+    x.priority = 5000;
+    SlurmJob& y = w.add(8, 16, 1);
+    y.licenses = "nvlslice_gate:1";
+    y.reason = "Licenses";
+    y.assoc_id = 4;
+    y.priority = 100;
+    auto out = reconcile(w.map, {w.nodes, w.jobs, w.resv, w.gate, w.protection, &limits}, w.cfg, w.now, w.mem, w.mono);
+    CAPTURE(out.log);
+    CHECK_FALSE(find(out, ActionKind::Pin, 7));
+    CHECK_FALSE(find(out, ActionKind::SetLicenses, 7));
+    CHECK_THAT(find(out, ActionKind::SetRecord, 7)->arg, Catch::EndsWith("held back by Slurm: AssocGrpNodeLimit"));
+    CHECK_FALSE(find(out, ActionKind::Protect));
+    REQUIRE(find(out, ActionKind::Pin, 8));
+    CHECK(find(out, ActionKind::Pin, 8)->arg == "n[001-016]");
+}
