@@ -155,6 +155,28 @@ S=$(sbatch --parsable -N 16 --nvl-slice=16 -J other --wrap 'sleep 30')
 if wait_for 30 bash -c "[ \"\$(squeue -h -j $P,$S -t R | wc -l)\" = 2 ]"; then ok "other jobs start meanwhile (plain and slice)"
 else not_ok "other jobs start meanwhile: $(squeue -h -j "$P,$S" -o '%i %T %r') $(record "$S")"; fi
 
+if [ "$MODE" = gate ]; then
+echo "# rules: scancel of a waiting slice job leaves no pin and no protection"
+cleanup; resume_all
+wait_for 60 all_up; settle
+B1=$(sbatch --parsable -w "$(outside_spares 'nvl[0001-0018]' 16)" -t 2 -J busy --wrap 'sleep 100')
+B2=$(sbatch --parsable -w "$(outside_spares 'nvl[0019-0036]' 16)" -t 3 -J busy --wrap 'sleep 100')
+wait_for 15 bash -c "[ \"\$(squeue -h -j $B1,$B2 -t R | wc -l)\" = 2 ]"
+T=$(sbatch --parsable -N 32 --nvl-slice=16 -t 5 -J top --wrap 'sleep 30')
+scontrol update jobid="$T" priority=1000000 >/dev/null 2>&1
+if wait_for 20 bash -c 'scontrol show reservation nvlslice_protect 2>/dev/null | grep -q "Nodes=nvl"'; then
+    ok "the waiting top job had racks protected"
+else
+    not_ok "the waiting top job had racks protected: $(record "$T")"
+fi
+scancel "$T"
+if wait_for 10 bash -c '! scontrol show reservation nvlslice_protect 2>/dev/null | grep -q "Nodes=nvl"'; then
+    ok "scancel: the protection is gone"
+else
+    not_ok "scancel: the protection is gone: $(scontrol show reservation nvlslice_protect 2>&1 | head -2)"
+fi
+fi
+
 echo "# rules: an interactive slice job loses a node: reported, no loop, other jobs unharmed"
 cleanup; resume_all
 wait_for 60 all_up; settle
@@ -181,7 +203,8 @@ cleanup; resume_all
 wait_for 60 all_up; settle
 F=$(sbatch --parsable -N 2 --begin=now+30 --comment 'nvlslice/1 nodes=16 slice=16 count=1' --wrap 'sleep 300')
 U=$(sbatch --parsable -N 1 --begin=now+30 --comment 'nvlslice/1 nodes=abc' --wrap 'sleep 300')
-wait_for 10 bash -c "scontrol show job $F | grep -q 'AdminComment=nvlslice/1 ignored'"
+# both records: the helper writes them one after the other
+wait_for 10 bash -c "scontrol show job $F | grep -q 'AdminComment=nvlslice/1 ignored' && scontrol show job $U | grep -q 'AdminComment=nvlslice/1 ignored'"
 expect_match "the mismatched tag is named in its record" 'ignored .*left to Slurm: its tag asks for 16 nodes, the job for 2' "$(record "$F")"
 expect_match "the unreadable one too" 'ignored .*left to Slurm: its nvlslice tag is unreadable' "$(record "$U")"
 R=$(sbatch --parsable -N 32 --nvl-slice=16 --wrap 'sleep 30')
