@@ -125,7 +125,9 @@ void Cycle::place_waiting(const SliceJob& sj) {
     }
     if (native(sj) && !has_placement(sj)) {
         const SliceJob kept = keep_off_degraded(sj);
-        place_job(kept);
+        // a spare is lent only to a job Slurm would start now: the pin's
+        // StartTime must never bring a begin time forward
+        if (!held_back(j)) place_job(kept);
         const bool flag_changed = (sj.rec && sj.rec->off_degraded) != (kept.rec && kept.rec->off_degraded);
         if (flag_changed && !did(j.id, ActionKind::SetRecord)) record(kept, *kept.rec);
         return;

@@ -782,6 +782,20 @@ TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares;
     CHECK(find(out, ActionKind::Exclude)->arg == "n[001-016,018-036]");
     CHECK_FALSE(find(out, ActionKind::SetLicenses));
     CHECK_THAT(find(out, ActionKind::SetRecord)->arg, Catch::Contains("lent=1"));
+    // one Slurm holds back (its owner's --begin, an hour on) is lent nothing:
+    // the pin's StartTime would bring its begin time forward
+    World b(2);
+    b.cfg.hand_off = HandOff::Native;
+    SlurmJob& bbig = add_native_job(b, 7, 16, 2);
+    b.run_on(bbig, "n[001-016,019-034]");
+    bbig.admin_comment = big.admin_comment;
+    b.resv = w.resv;
+    SlurmJob& later = add_native_job(b, 8, 1, 1, /*ckpt=*/true);
+    later.reason = "BeginTime";
+    later.begin_time = b.now + 3600;
+    auto bo = b.cycle();
+    CHECK_FALSE(find(bo, ActionKind::Exclude));
+    CHECK_FALSE(find(bo, ActionKind::Pin));
     // requeued (it yielded to defragmentation): Slurm would wait out its
     // credential lifetime; the helper lets it start in the next second
     World y(2);
