@@ -228,13 +228,22 @@ class Cycle {
     const std::optional<Reservation>& gate_;
     const std::optional<Reservation>& protection_;
     const AcctLimits* limits_; // Slurm's accounting limits, when loaded
-    // Slurm's own reason to hold `j` back (its pending reason, its begin
-    // time, the accounting limits it tests only when it places), or nullopt.
-    std::optional<std::string> held_back(const SlurmJob& j) const {
+    // Slurm's own reason to hold the job back (its pending reason, its
+    // begin time, the accounting limits it tests only when it places), or
+    // nullopt. Every update of a pending job (the record written, by the
+    // helper or an admin) resets Slurm's reason to None until its next
+    // scheduling pass (_update_job): a job recorded as held back stays so
+    // until Slurm gives a reason again.
+    std::optional<std::string> held_back(const SliceJob& sj) const {
+        const SlurmJob& j = *sj.job;
         if (auto h = held_back_by_slurm(j, now_)) return h;
+        if ((j.reason.empty() || j.reason == "None") && sj.rec && sj.rec->state == RecordState::Waiting &&
+            sj.rec->reason.rfind(kHeldBack, 0) == 0)
+            return sj.rec->reason.substr(kHeldBack.size());
         if (limits_) return held_back_by_limits(j, *limits_);
         return std::nullopt;
     }
+    static constexpr std::string_view kHeldBack = "held back by Slurm: ";
     const HelperConfig& cfg_;
     const int64_t now_;  // wall clock: compared with Slurm's times
     const int64_t mono_; // monotonic: the durations kept in mem_

@@ -103,8 +103,8 @@ void Cycle::place_waiting(const SliceJob& sj) {
         // the gate, untouched (no pin, no StartTime, no protection), and its
         // record says why; Slurm's own reason stays the job's.
         std::string why;
-        if (auto h = held_back(j)) {
-            why = "held back by Slurm: " + *h;
+        if (auto h = held_back(sj)) {
+            why = std::string(kHeldBack) + *h;
         } else if (auto r = mem_.retry_at.find(j.id); r != mem_.retry_at.end() && r->second > mono_) {
             why = sj.rec && !sj.rec->reason.empty() ? sj.rec->reason : "placed again shortly";
             out_.follow_up = out_.follow_up || r->second - mono_ <= 1;
@@ -127,7 +127,7 @@ void Cycle::place_waiting(const SliceJob& sj) {
         const SliceJob kept = keep_off_degraded(sj);
         // a spare is lent only to a job Slurm would start now: the pin's
         // StartTime must never bring a begin time forward
-        if (!held_back(j)) place_job(kept);
+        if (!held_back(sj)) place_job(kept);
         const bool flag_changed = (sj.rec && sj.rec->off_degraded) != (kept.rec && kept.rec->off_degraded);
         if (flag_changed && !did(j.id, ActionKind::SetRecord)) record(kept, *kept.rec);
         return;

@@ -284,7 +284,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
         // tests only once it places, a reservation, a slow scheduler), or
         // held back by Slurm for a reason of its own since it was placed:
         // its racks are freed, it waits behind the gate again.
-        const auto holds = held_back(j);
+        const auto holds = held_back(sj);
         const int64_t since = mem_.placed_since.emplace(j.id, mono_).first->second;
         const bool overdue = sj.rec->state == RecordState::Placed && j.restarts == 0 &&
                              mono_ - since > cfg_.replace_after_s;
@@ -292,7 +292,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
             PlacementRecord rec = *sj.rec;
             rec.state = RecordState::Waiting;
             rec.slices.clear();
-            rec.reason = holds ? fmt::format("held back by Slurm: {}", *holds)
+            rec.reason = holds ? std::string(kHeldBack) + *holds
                                    : fmt::format("placed {} s ago and not started (Slurm: {}); placed again in {} s",
                                                  mono_ - since, j.reason.empty() ? "no reason given" : j.reason,
                                                  cfg_.replace_after_s);

@@ -146,8 +146,11 @@ else
 fi
 expect_eq "plain Slurm: both pending with Slurm's reasons" "PENDING Dependency PENDING BeginTime" \
     "$(squeue -h -j "${DEP[plain]}" -o '%T %r') $(squeue -h -j "${LATER[plain]}" -o '%T %r')"
-expect_eq "slice jobs: the same" "PENDING Dependency PENDING BeginTime" \
-    "$(squeue -h -j "${DEP[slice]}" -o '%T %r') $(squeue -h -j "${LATER[slice]}" -o '%T %r')"
+# Slurm resets a pending job's reason to None on every update (the record
+# the helper wrote) until its next scheduling pass
+slice_reasons() { echo "$(squeue -h -j "${DEP[slice]}" -o '%T %r') $(squeue -h -j "${LATER[slice]}" -o '%T %r')"; }
+wait_for 20 bash -c "[ \"\$(squeue -h -j ${DEP[slice]} -o %r) \$(squeue -h -j ${LATER[slice]} -o %r)\" = 'Dependency BeginTime' ]"
+expect_eq "slice jobs: the same (once Slurm looked at them again)" "PENDING Dependency PENDING BeginTime" "$(slice_reasons)"
 expect_eq "the user's --begin is kept, as plain Slurm keeps it" "$want_begin" "$(begin_of "${LATER[slice]}")"
 # others start meanwhile: a plain 8-node job beside the runner, a slice job on the other rack
 P=$(sbatch --parsable -N 8 -w "$(outside_spares 'nvl[0020-0036]' 8)" -J other --wrap 'sleep 30')

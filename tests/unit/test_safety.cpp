@@ -603,3 +603,26 @@ TEST_CASE("a job an accounting limit holds back is not placed; another account's
     REQUIRE(find(out, ActionKind::Pin, 8));
     CHECK(find(out, ActionKind::Pin, 8)->arg == "n[001-016]");
 }
+
+TEST_CASE("a job held back by Slurm stays so while an update has reset Slurm's reason to None",
+          "[safety][eligibility][quick]") {
+    World w(2);
+    SlurmJob& dep = w.add(7, 16, 1);
+    dep.licenses = "nvlslice_gate:1";
+    dep.reason = "Dependency";
+    auto out = w.cycle();
+    REQUIRE(find(out, ActionKind::SetRecord, 7));
+    dep.admin_comment = find(out, ActionKind::SetRecord, 7)->arg;
+    // the record's update reset Slurm's reason (_update_job) until its next pass
+    dep.reason = "None";
+    auto reset = w.cycle();
+    CAPTURE(reset.log);
+    CHECK_FALSE(find(reset, ActionKind::Pin, 7));
+    CHECK_FALSE(find(reset, ActionKind::SetLicenses, 7));
+    CHECK_FALSE(find(reset, ActionKind::SetRecord, 7));
+    // Slurm's next pass: the dependency is satisfied, the gate is all that is left
+    dep.reason = "Licenses";
+    auto free = w.cycle();
+    CHECK(find(free, ActionKind::Pin, 7));
+    CHECK(find(free, ActionKind::SetLicenses, 7));
+}
