@@ -84,6 +84,7 @@ class RackMap {
     MapDefaults defaults_;
     std::vector<Domain> domains_;
     std::vector<std::string> names_;
+    size_t name_bytes_ = 0; // of all names_, capped (add_domain)
     std::vector<DomainId> node_domain_;
     std::unordered_map<std::string, NodeId> node_index_;
     std::unordered_map<std::string, DomainId> domain_index_;

@@ -159,3 +159,17 @@ TEST_CASE("BlockSizes follow Slurm's rule: a base, then the base times powers of
     RackMap again = read_topology_conf(write_topology_conf_block(m), "again");
     CHECK(again.node_count() == 36);
 }
+
+TEST_CASE("a map's node names are capped in bytes as well as in count", "[topology][quick]") {
+    // 12 blocks of 4000 nodes with 1000-byte names: 48 MB of names, which
+    // took tens of seconds under ASan (found while fuzzing)
+    std::string conf;
+    const std::string stem(990, 'n');
+    for (int b = 0; b < 12; ++b)
+        conf += "BlockName=b" + std::to_string(b) + " Nodes=" + stem + "b" + std::to_string(b) + "x[1-4000]\n";
+    CHECK_THROWS_WITH(read_topology_conf(conf, "t.conf"), Catch::Contains("node names would take more than 32 MiB"));
+    // a real cluster's names are far below it
+    std::string small;
+    for (int b = 0; b < 12; ++b) small += "BlockName=b" + std::to_string(b) + " Nodes=nvl" + std::to_string(b) + "x[1-18]\n";
+    CHECK(read_topology_conf(small, "t.conf").node_count() == 12 * 18);
+}
