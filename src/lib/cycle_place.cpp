@@ -1,6 +1,5 @@
 // Placing waiting slice jobs, defragmentation, protection of racks.
 #include "cycle.hpp"
-#include "eligibility.hpp"
 
 #include <algorithm>
 #include <ctime>

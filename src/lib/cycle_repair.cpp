@@ -1,7 +1,6 @@
 // Running slice jobs (repairs, escaped gates) and pending ones that already
 // have a placement.
 #include "cycle.hpp"
-#include "eligibility.hpp"
 
 #include <algorithm>
 #include <ctime>

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <ctime>
 
@@ -59,6 +60,11 @@ std::optional<std::string> held_back_by_slurm(const SlurmJob& j, int64_t now) {
     return j.reason;
 }
 
+const AcctLimits::Assoc* AcctLimits::assoc(uint32_t id) const {
+    auto it = std::lower_bound(assocs.begin(), assocs.end(), id, [](const Assoc& x, uint32_t v) { return x.id < v; });
+    return it != assocs.end() && it->id == id ? &*it : nullptr;
+}
+
 std::optional<std::string> held_back_by_limits(const SlurmJob& j, const AcctLimits& a) {
     if (j.state != JobState::Pending || j.num_nodes <= 0) return std::nullopt;
     const int64_t n = j.num_nodes;
@@ -79,18 +85,13 @@ std::optional<std::string> held_back_by_limits(const SlurmJob& j, const AcctLimi
     }
     const bool q_grp_nodes = q && q->grp_nodes >= 0, q_grp_jobs = q && q->grp_jobs >= 0,
                q_job_nodes = q && q->max_nodes_per_job >= 0;
-    auto find = [&](uint32_t id) -> const AcctLimits::Assoc* {
-        for (const auto& x : a.assocs)
-            if (x.id == id) return &x;
-        return nullptr;
-    };
-    const AcctLimits::Assoc* at = find(j.assoc_id);
+    const AcctLimits::Assoc* at = a.assoc(j.assoc_id);
     if (at) {
         if (over(at->max_jobs, at->used_jobs, 1)) return std::string("AssocMaxJobsLimit");
         if (!q_job_nodes && over(at->max_nodes_per_job, 0, n)) return std::string("AssocMaxNodePerJobLimit");
     }
     // the Grp limits of its association and of every account above it
-    for (int depth = 0; at && depth < 64; ++depth, at = at->parent ? find(at->parent) : nullptr) {
+    for (int depth = 0; at && depth < 64; ++depth, at = at->parent ? a.assoc(at->parent) : nullptr) {
         if (!q_grp_nodes && over(at->grp_nodes, at->used_nodes, n)) return std::string("AssocGrpNodeLimit");
         if (!q_grp_jobs && over(at->grp_jobs, at->used_jobs, 1)) return std::string("AssocGrpJobsLimit");
     }

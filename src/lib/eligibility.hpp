@@ -54,8 +54,10 @@ struct AcctLimits {
         int64_t used_nodes = 0, used_jobs = 0;
         std::vector<Use> users; // per user, in this QOS
     };
-    std::vector<Assoc> assocs;
+    std::vector<Assoc> assocs; // sorted by id (the adapter sorts them)
     std::vector<Qos> qos;
+    // The association `id` (a binary search), or nullptr.
+    const Assoc* assoc(uint32_t id) const;
 };
 
 // Which limit keeps Slurm from starting `j` with its nodes now, named as

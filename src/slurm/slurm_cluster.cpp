@@ -14,6 +14,7 @@ extern "C" {
 #include <slurm/slurmdb.h>
 }
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 
@@ -216,50 +217,52 @@ AcctLimits SlurmCluster::load_limits() {
     auto used = [&](const uint64_t* a) -> int64_t { return a && node >= 0 ? int64_t(a[node]) : 0; };
     auto count = [](uint32_t v) -> int64_t { return v == INFINITE || v == NO_VAL ? -1 : int64_t(v); };
     AcctLimits out;
-    if (msg->assoc_list) {
-        auto* it = slurm_list_iterator_create(msg->assoc_list);
-        while (auto* a = static_cast<slurmdb_assoc_rec_t*>(slurm_list_next(it))) {
-            AcctLimits::Assoc r;
-            r.id = a->id;
-            r.parent = a->parent_id;
-            r.acct = str(a->acct);
-            r.user = str(a->user);
-            r.grp_nodes = tres(a->grp_tres_ctld);
-            r.grp_jobs = count(a->grp_jobs);
-            r.max_jobs = count(a->max_jobs);
-            r.max_nodes_per_job = tres(a->max_tres_ctld);
-            if (a->usage) {
-                r.used_nodes = used(a->usage->grp_used_tres);
-                r.used_jobs = a->usage->used_jobs;
-            }
-            out.assocs.push_back(std::move(r));
-        }
+    // every element of a libslurm list (none for a null list)
+    auto each = [](auto* list, auto&& fn) {
+        if (!list) return;
+        auto* it = slurm_list_iterator_create(list);
+        while (void* e = slurm_list_next(it)) fn(e);
         slurm_list_iterator_destroy(it);
-    }
-    if (msg->qos_list) {
-        auto* it = slurm_list_iterator_create(msg->qos_list);
-        while (auto* q = static_cast<slurmdb_qos_rec_t*>(slurm_list_next(it))) {
-            AcctLimits::Qos r;
-            r.name = str(q->name);
-            r.grp_nodes = tres(q->grp_tres_ctld);
-            r.grp_jobs = count(q->grp_jobs);
-            r.max_nodes_per_user = tres(q->max_tres_pu_ctld);
-            r.max_jobs_per_user = count(q->max_jobs_pu);
-            r.max_nodes_per_job = tres(q->max_tres_pj_ctld);
-            if (q->usage) {
-                r.used_nodes = used(q->usage->grp_used_tres);
-                r.used_jobs = q->usage->grp_used_jobs;
-                if (q->usage->user_limit_list) {
-                    auto* u = slurm_list_iterator_create(q->usage->user_limit_list);
-                    while (auto* l = static_cast<slurmdb_used_limits_t*>(slurm_list_next(u)))
-                        r.users.push_back({l->uid, used(l->tres), int64_t(l->jobs)});
-                    slurm_list_iterator_destroy(u);
-                }
-            }
-            out.qos.push_back(std::move(r));
+    };
+    each(msg->assoc_list, [&](void* e) {
+        const auto* a = static_cast<const slurmdb_assoc_rec_t*>(e);
+        AcctLimits::Assoc r;
+        r.id = a->id;
+        r.parent = a->parent_id;
+        r.acct = str(a->acct);
+        r.user = str(a->user);
+        r.grp_nodes = tres(a->grp_tres_ctld);
+        r.grp_jobs = count(a->grp_jobs);
+        r.max_jobs = count(a->max_jobs);
+        r.max_nodes_per_job = tres(a->max_tres_ctld);
+        if (a->usage) {
+            r.used_nodes = used(a->usage->grp_used_tres);
+            r.used_jobs = a->usage->used_jobs;
         }
-        slurm_list_iterator_destroy(it);
-    }
+        out.assocs.push_back(std::move(r));
+    });
+    // by id, as held_back_by_limits() looks them up
+    std::sort(out.assocs.begin(), out.assocs.end(),
+              [](const AcctLimits::Assoc& x, const AcctLimits::Assoc& y) { return x.id < y.id; });
+    each(msg->qos_list, [&](void* e) {
+        const auto* q = static_cast<const slurmdb_qos_rec_t*>(e);
+        AcctLimits::Qos r;
+        r.name = str(q->name);
+        r.grp_nodes = tres(q->grp_tres_ctld);
+        r.grp_jobs = count(q->grp_jobs);
+        r.max_nodes_per_user = tres(q->max_tres_pu_ctld);
+        r.max_jobs_per_user = count(q->max_jobs_pu);
+        r.max_nodes_per_job = tres(q->max_tres_pj_ctld);
+        if (q->usage) {
+            r.used_nodes = used(q->usage->grp_used_tres);
+            r.used_jobs = q->usage->grp_used_jobs;
+            each(q->usage->user_limit_list, [&](void* u) {
+                const auto* l = static_cast<const slurmdb_used_limits_t*>(u);
+                r.users.push_back({l->uid, used(l->tres), int64_t(l->jobs)});
+            });
+        }
+        out.qos.push_back(std::move(r));
+    });
     return out;
 }
 

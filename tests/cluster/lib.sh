@@ -70,6 +70,9 @@ nvl_mode() {
     sed -n 's/.*started: .*, mode \([a-z]*\) (.*/\1/p' "$NVL_CLUSTER_DIR/log/nvlsliced.log" 2>/dev/null | tail -1
 }
 
+# A job's state as squeue prints it ("" once it has left).
+state() { squeue -h -j "$1" -o %T 2>/dev/null; }
+
 # A slice job's placement record (admin_comment) and the spare reservation.
 record() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p' | sed 's/ *$//'; }
 resv_nodes() { scontrol show reservation nvlslice_spares 2>/dev/null | sed -n 's/^ *Nodes=\([^ ]*\).*/\1/p'; }

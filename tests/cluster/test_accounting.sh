@@ -24,7 +24,6 @@ fi
 MODE=$(nvl_mode)
 resume_all
 wait_for 60 all_up || not_ok "all nodes up: $(sinfo -h -N -t down,drain,drained,draining,fail,unk,no_respond -o '%N %T')"
-state() { squeue -h -j "$1" -o %T 2>/dev/null; }
 running() { [ "$(state "$1")" = RUNNING ]; }
 
 # limit_case NAME SET CLEAR X-ARGS Y-ARGS REASON KIND [RUNNER-ARGS]

@@ -10,7 +10,6 @@ OUT=$(mktemp -d)
 cd "$OUT"
 LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
 
-state() { squeue -h -j "$1" -o %T 2>/dev/null; }
 "$CL" helper >/dev/null
 MODE=$(nvl_mode)
 # the previous script's last case killed a slurmd: every node registered
