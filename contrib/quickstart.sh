@@ -174,7 +174,9 @@ test_suite() {
     fi
     # Real-cluster tiers: Debian 12's Slurm 22.05 (gate mode), then Slurm
     # 24.11 with topology/block (native mode) from a Debian 13 root that the
-    # tier builds once and caches (tests/cluster/debian13-root.sh).
+    # tier builds once and caches (tests/cluster/debian13-root.sh). Each
+    # tier ends on the same cluster started again with real accounting
+    # (MariaDB, slurmdbd: tests/cluster/test_accounting.sh).
     # NVL_TIERS=22.05 runs the first only.
     local tiers=${NVL_TIERS:-22.05 24.11} tier out rc=0 trc cp cf tp=${hp:-0} tf=${hf:-1} promtool
     promtool=$(fetch_tool prometheus usr/bin/promtool)
@@ -183,10 +185,10 @@ test_suite() {
         out=$(mktemp)
         set +e
         if [ "$tier" = 22.05 ]; then
-            { as_root env NVL_PROMTOOL="$promtool" "$SRC/tests/cluster/run.sh" "$BUILD"; echo $? > "$out.rc"; } 2>&1 |
+            { as_root env NVL_PROMTOOL="$promtool" NVL_ACCOUNTING=after "$SRC/tests/cluster/run.sh" "$BUILD"; echo $? > "$out.rc"; } 2>&1 |
                 tee "$out"
         else
-            { as_root env NVL_SLURM="$tier" "$SRC/tests/cluster/run.sh"; echo $? > "$out.rc"; } 2>&1 | tee "$out"
+            { as_root env NVL_SLURM="$tier" NVL_ACCOUNTING=after "$SRC/tests/cluster/run.sh"; echo $? > "$out.rc"; } 2>&1 | tee "$out"
         fi
         trc=$(cat "$out.rc"); rm -f "$out.rc"
         set -e

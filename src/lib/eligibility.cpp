@@ -1,5 +1,7 @@
 #include "eligibility.hpp"
 
+#include "slice_job.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -96,6 +98,11 @@ std::optional<std::string> held_back_by_limits(const SlurmJob& j, const AcctLimi
         if (!q_grp_jobs && over(at->grp_jobs, at->used_jobs, 1)) return std::string("AssocGrpJobsLimit");
     }
     return std::nullopt;
+}
+
+bool needs_limits(const SlurmJob& j, std::string_view gate_license) {
+    return j.state == JobState::Pending &&
+           (has_license(j.licenses, gate_license) || std::string_view(j.comment).substr(0, kTagPrefix.size()) == kTagPrefix);
 }
 
 } // namespace nvl

@@ -66,4 +66,10 @@ struct AcctLimits {
 // same kind, as in Slurm (acct_policy_set_qos_order without OverPartQOS).
 std::optional<std::string> held_back_by_limits(const SlurmJob& j, const AcctLimits& a);
 
+// Whether the helper needs Slurm's accounting limits for `j` this cycle: a
+// pending job behind the gate (gate mode: the gate hides the limit's
+// reason) or a pending slice job (native mode: Slurm's reason may not be
+// set yet, and the helper's first record of the job would reset it).
+bool needs_limits(const SlurmJob& j, std::string_view gate_license);
+
 } // namespace nvl

@@ -2,6 +2,7 @@
 // reservation, repairs slices when nodes drain or go down, defragments.
 // A reconcile loop over the core (reconcile.hpp) and the libslurm adapter.
 #include "controller.hpp"
+#include "eligibility.hpp"
 #include "helper_config.hpp"
 #include "map_io.hpp"
 #include "metrics.hpp"
@@ -368,11 +369,12 @@ int main(int argc, char** argv) {
                 auto resvs = slurm.load_reservations(
                     {s.reconcile.reservation, s.reconcile.gate_reservation, s.reconcile.protect_reservation});
                 // Slurm's accounting limits, when it enforces them and a
-                // gated job waits: the ones it tests only when it places a
-                // job are hidden behind the gate (Slurm 22.05)
+                // slice job waits: the ones it tests only when it places a
+                // job are hidden behind the gate (Slurm 22.05), and a new
+                // job may have no reason yet (needs_limits)
                 std::optional<AcctLimits> limits;
                 if (features.enforce_limits && std::any_of(jobs.begin(), jobs.end(), [&](const SlurmJob& j) {
-                        return j.state == JobState::Pending && has_license(j.licenses, s.reconcile.gate_license);
+                        return needs_limits(j, s.reconcile.gate_license);
                     })) {
                     try {
                         limits = slurm.load_limits();

@@ -312,7 +312,10 @@ StorageLoc=nvltest_acct
 DBD
     chmod 600 "$DIR/etc/slurmdbd.conf"
     # slurmdbd reads slurmdbd.conf beside SLURM_CONF
-    (cd / && exec setsid /usr/sbin/slurmdbd -D) >"$DIR/log/slurmdbd.stdout" 2>&1 < /dev/null &
+    # NVL_SLURMDBD_LIBDIR: a MariaDB client library for slurmdbd (run.sh)
+    local libdir=${NVL_SLURMDBD_LIBDIR:-}
+    [ -n "$libdir" ] && [ -f "$libdir/libmariadb.so.3" ] || libdir=
+    (cd / && exec env ${libdir:+LD_LIBRARY_PATH=$libdir} setsid /usr/sbin/slurmdbd -D) >"$DIR/log/slurmdbd.stdout" 2>&1 < /dev/null &
     local _
     for _ in $(seq 1 150); do
         sacctmgr -n show cluster >/dev/null 2>&1 && return 0

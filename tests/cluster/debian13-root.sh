@@ -15,7 +15,8 @@
 #   NVL_ROOT_SUITE      the Debian release (trixie); the packages' tier uses a
 #                       bookworm root of its own (run.sh, NVL_SLURM=installed)
 #   NVL_ROOT_PACKAGES   the packages to install in it (default: Slurm 24.11's
-#                       daemons and clients, and what building nvlslice needs)
+#                       daemons, clients, slurmdbd and MariaDB, and what
+#                       building nvlslice needs)
 #   NVL_ROOT_CGROUP     1: `shell` also binds the host's /sys/fs/cgroup tree
 #   NVL_DEBIAN_MIRROR   Debian mirror for debootstrap (default: the host's own
 #                       apt sources, so the root uses whatever mirror the host can
@@ -35,7 +36,7 @@ ROOT=${NVL_DEBIAN13_ROOT:-/var/cache/nvlslice/debian13-root}
 SELF=$HERE/$(basename "$0")
 SUITE=${NVL_ROOT_SUITE:-trixie}
 PACKAGES=(
-    slurmctld slurmd slurm-client munge libslurm-dev
+    slurmctld slurmd slurm-client munge libslurm-dev slurmdbd mariadb-server
     g++ make autoconf automake libtool pkg-config
     libhwloc-dev libyaml-dev libfmt-dev catch2
     iproute2 procps ca-certificates

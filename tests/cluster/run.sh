@@ -4,33 +4,57 @@
 #   tests/cluster/run.sh BUILD_DIR
 # Stops the cluster afterwards unless NVL_KEEP_CLUSTER=1. NVL_TESTS="test_rules"
 # runs only the scripts named (test_plugin, test_native, test_helper,
-# test_rules, test_load).
+# test_rules, test_load, test_accounting). NVL_ACCOUNTING=1 runs every script
+# with real accounting (cluster.sh); NVL_ACCOUNTING=after runs them without,
+# then starts the cluster again with accounting for test_accounting.
 #
 #   NVL_SLURM=24.11 tests/cluster/run.sh
 # runs the same tests on Slurm 24.11 with topology/block: in the cached
 # Debian 13 root of debian13-root.sh, the project is built there (against
 # libslurm 24.11, Catch2 3) and this script runs again inside the root, with
 # the same one-netns-per-node layout and that root's stock daemons and
-# clients.
+# clients. NVL_SLURM=26.05 does the same with Slurm 26.05 in a Debian sid
+# root (/var/cache/nvlslice/sid-root, or NVL_SID_ROOT).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-if [ "${NVL_SLURM:-}" = 24.11 ] && [ -z "${NVL_IN_ROOT:-}" ]; then
+if { [ "${NVL_SLURM:-}" = 24.11 ] || [ "${NVL_SLURM:-}" = 26.05 ]; } && [ -z "${NVL_IN_ROOT:-}" ]; then
     ROOTSH=$HERE/debian13-root.sh
+    if [ "$NVL_SLURM" = 26.05 ]; then
+        # Debian sid's Slurm 26.05, in a root of its own made the same way
+        export NVL_ROOT_SUITE=sid NVL_DEBIAN13_ROOT=${NVL_SID_ROOT:-/var/cache/nvlslice/sid-root}
+    fi
     "$ROOTSH" ensure || exit 1
+    if [ "${NVL_ACCOUNTING:-0}" != 0 ]; then
+        # Debian 13's slurmdbd 24.11.5 with its libmariadb3 1:11.8.9 exits at
+        # start ("_check_mysql_concat_is_sane: null result", client error
+        # 5027); with Debian 12's MariaDB client library it works against the
+        # same server. The root's slurmdbd runs with the host's (cluster.sh).
+        dblib=$(ldconfig -p | awk '$1 == "libmariadb.so.3" { print $NF; exit }')
+        if [ -z "$dblib" ]; then
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q libmariadb3 >/dev/null 2>&1 ||
+                { apt-get update -q >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -q libmariadb3 >/dev/null 2>&1; }
+            dblib=$(ldconfig -p | awk '$1 == "libmariadb.so.3" { print $NF; exit }')
+        fi
+        [ -n "$dblib" ] || { echo "run.sh: NVL_ACCOUNTING: the host's MariaDB client library (libmariadb3) is missing" >&2; exit 1; }
+        root=$("$ROOTSH" path)
+        rm -rf "$root/var/tmp/nvlslice-dbclient" && mkdir -p "$root/var/tmp/nvlslice-dbclient"
+        cp -L "$dblib" "$root/var/tmp/nvlslice-dbclient/libmariadb.so.3"
+    fi
     # A copy of the tree, with the root's own autotools: the host's
     # generated files are not the root's to reuse.
     src=/var/tmp/nvlslice-src inner=/var/tmp/nvlslice-build
-    echo "# the 24.11 tier: building in the Debian 13 root"
+    echo "# the $NVL_SLURM tier: building in the Debian $NVL_SLURM root"
     "$ROOTSH" shell bash -c "set -e; rm -rf $src $inner; mkdir -p $src $inner
         tar -C /src --exclude=./build --exclude=./.git -cf - . | tar -C $src -xf -
         cd $src && autoreconf -fi >/dev/null 2>&1
         cd $inner && $src/configure -q >/dev/null && make -s -j\$(nproc) >/dev/null
         make -s -j\$(nproc) check >/dev/null || { tail -30 tests/unit/nvl-unit.log; exit 1; }
-        echo \"unit (Debian 13: Slurm 24.11, Catch2 3): \$(sed -n 's/^All tests passed ([0-9]* assertions* in \\([0-9]*\\) test cases*).*/\\1/p' tests/unit/nvl-unit.log) passed\"
+        echo \"unit (Slurm $NVL_SLURM, Catch2 3): \$(sed -n 's/^All tests passed ([0-9]* assertions* in \\([0-9]*\\) test cases*).*/\\1/p' tests/unit/nvl-unit.log) passed\"
         make -s distcheck DISTCHECK_CONFIGURE_FLAGS=-q >distcheck.log 2>&1 || { tail -30 distcheck.log; exit 1; }
-        echo \"make distcheck (Debian 13): \$(grep -c 'archives ready' distcheck.log) tarball ready\"" ||
-        { echo "run.sh: the build, the unit tests or make distcheck in the Debian 13 root failed" >&2; exit 1; }
-    exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_SLURM=24.11 NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" NVL_TESTS="${NVL_TESTS:-}" \
+        echo \"make distcheck (Slurm $NVL_SLURM root): \$(grep -c 'archives ready' distcheck.log) tarball ready\"" ||
+        { echo "run.sh: the build, the unit tests or make distcheck in the $NVL_SLURM root failed" >&2; exit 1; }
+    exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_SLURM="$NVL_SLURM" NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" NVL_TESTS="${NVL_TESTS:-}" \
+        NVL_ACCOUNTING="${NVL_ACCOUNTING:-0}" NVL_SLURMDBD_LIBDIR=/var/tmp/nvlslice-dbclient \
         $src/tests/cluster/run.sh "$inner"
 fi
 # The packages' tier: `NVL_SLURM=installed tests/cluster/run.sh BUILD_DIR`
@@ -101,7 +125,7 @@ defrag:
 export NVL_FABRIC_REPORT=$HERE/../data/fabric/cluster-36.txt
 export NVL_PLUGIN_ARGS="check_gpus=fail hwloc_xml=$NVL_CLUSTER_DIR/hwloc/%n.xml check_fabric=fail fabric_report=$NVL_CLUSTER_DIR/fabric.txt fabric_drain=yes mode=gate"
 start=$(date +%s)
-"$HERE/cluster.sh" up || exit 1
+"$HERE/cluster.sh" up || { "$HERE/cluster.sh" down >/dev/null 2>&1; exit 1; }
 total_pass=0 total_fail=0
 # NVL_TESTS="test_rules test_load": only these scripts (all by default)
 run_test() {
@@ -140,6 +164,21 @@ run_test "$HERE/test_rules.sh"
 run_test "$HERE/test_load.sh"
 # with real accounting only (NVL_ACCOUNTING=1): it says so and passes otherwise
 if [ "${NVL_ACCOUNTING:-0}" = 1 ]; then run_test "$HERE/test_accounting.sh"; fi
+# NVL_ACCOUNTING=after: the tests above on a cluster without accounting, then
+# the same cluster started again with real accounting (MariaDB, slurmdbd) for
+# test_accounting alone, in the mode of this tier
+if [ "${NVL_ACCOUNTING:-0}" = after ]; then
+    case " ${NVL_TESTS:-test_accounting} " in *" test_accounting "*)
+        echo "# the same cluster again, with real accounting (MariaDB, slurmdbd)"
+        "$HERE/cluster.sh" kill-helper
+        "$HERE/cluster.sh" down >/dev/null
+        export NVL_ACCOUNTING=1
+        "$HERE/cluster.sh" up || { "$HERE/cluster.sh" down >/dev/null 2>&1; exit 1; }
+        sed -i 's/ mode=gate$/ mode=auto/' "$NVL_CLUSTER_DIR/etc/plugstack.conf"
+        "$HERE/cluster.sh" helper || exit 1
+        run_test "$HERE/test_accounting.sh" ;;
+    esac
+fi
 "$HERE/cluster.sh" kill-helper
 [ "${NVL_KEEP_CLUSTER:-0}" = 1 ] || "$HERE/cluster.sh" down >/dev/null
 echo "# cluster tests took $(( $(date +%s) - start )) s"

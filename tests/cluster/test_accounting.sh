@@ -69,6 +69,40 @@ limit_case() {
     else not_ok "$name ($kind): limit lifted, the held job starts: $(squeue -h -j "$x" -o '%T %r') $(record "$x")"; fi
 }
 
+echo "# accounting: fair-share: the account with less usage starts first"
+# acct_a gets usage (32 nodes for 20 s); Slurm's decay thread adds it within
+# PriorityCalcPeriod (a minute); then both racks are busy, acct_a's job is
+# submitted first, acct_b's a second later, and one rack frees
+cleanup; resume_all; wait_for 60 all_up; settle
+# root's fair-share factor in an account (Fair Tree gives it per user)
+fs_of() { sshare -n -P -A "$1" -o Account,User,FairShare 2>/dev/null | awk -F'|' -v a="$1" '$1 ~ a && $2 == "root" { print $3; exit }'; }
+u=$(sbatch --parsable -N 32 -A acct_a -J usage --wrap 'sleep 20')
+wait_for 20 running "$u" || not_ok "fair-share: the usage job did not start: $(squeue -h -j "$u" -o '%T %r')"
+fs_lower() { awk -v a="$(fs_of acct_a)" -v b="$(fs_of acct_b)" 'BEGIN { exit !(a != "" && b != "" && a + 0 < b + 0) }'; }
+wait_for 120 fs_lower
+echo "# measured: fair-share factors after the usage: acct_a $(fs_of acct_a), acct_b $(fs_of acct_b)"
+check "acct_a's fair-share factor fell below acct_b's" fs_lower
+fairshare_case() { # fairshare_case plain|slice: prints the account whose job started first, and the two priorities
+    local opts="" b1 b2 x y first
+    [ "$1" = slice ] && opts="--nvl-slice=16"
+    cleanup; resume_all; wait_for 60 all_up; settle
+    b1=$(sbatch --parsable -w "$(outside_spares 'nvl[0001-0018]' 16)" -J busy --wrap 'sleep 300')
+    b2=$(sbatch --parsable -w "$(outside_spares 'nvl[0019-0036]' 16)" -J busy --wrap 'sleep 300')
+    wait_for 15 bash -c "[ \"\$(squeue -h -j $b1,$b2 -t R | wc -l)\" = 2 ]"
+    x=$(sbatch --parsable -N 16 $opts -A acct_a -J fs_a --wrap 'sleep 30')
+    sleep 1
+    y=$(sbatch --parsable -N 16 $opts -A acct_b -J fs_b --wrap 'sleep 30')
+    sleep 1
+    scancel "$b1"
+    wait_for 30 bash -c "[ -n \"\$(squeue -h -j $x,$y -t R -o %a)\" ]"
+    first=$(squeue -h -j "$x,$y" -t R -o %a | head -1)
+    echo "${first:-none} $(squeue -h -j "$x" -o %Q) $(squeue -h -j "$y" -o %Q)"
+}
+plain=$(fairshare_case plain); slice=$(fairshare_case slice)
+echo "# measured: fair-share, started first: plain Slurm ${plain%% *}, slice jobs ${slice%% *} (priorities acct_a, acct_b: plain ${plain#* }, slice ${slice#* })"
+expect_eq "plain Slurm: acct_b's later job starts first (less usage)" "acct_b" "${plain%% *}"
+expect_eq "slice jobs: the same order" "acct_b" "${slice%% *}"
+
 echo "# accounting: association GrpTRES=node=16 reached"
 for kind in plain slice; do
     limit_case "GrpTRES=node=16" "modify account acct_a set GrpTRES=node=16" "modify account acct_a set GrpTRES=node=-1" \

@@ -93,7 +93,7 @@ fi
 echo "# rules: holds are Slurm's"
 cleanup; resume_all
 wait_for 60 all_up; settle
-H=$(sbatch --parsable --hold -N 16 --nvl-slice=16 --wrap 'sleep 60')
+H=$(sbatch --parsable --hold -N 16 --nvl-slice=16 --comment 'run 7; lr=3e-4 | "quoted"' --wrap 'sleep 60')
 sleep 4
 expect_eq "sbatch --hold: the slice job stays held while room is free" "PENDING JobHeldUser" "$(state "$H") $(job_field "$H" Reason)"
 scontrol release "$H"
@@ -106,6 +106,9 @@ expect_match "an admin's requeuehold of a running slice job stays held" '^PENDIN
 scontrol release "$H"
 wait_for 40 bash -c "[ \"\$(squeue -h -j $H -o %T)\" = RUNNING ]"
 expect_eq "released by the admin, it runs again" "RUNNING" "$(state "$H")"
+# placed, requeued, placed again: the user's own comment is still theirs
+expect_match "scontrol show job: the user's comment intact after the hand-offs" '^nvlslice/1 nodes=16 .*\| run 7; lr=3e-4 \| "quoted"$' "$(job_comment "$H")"
+expect_match "squeue %k: the same" '\| run 7; lr=3e-4 \| "quoted"$' "$(squeue -h -j "$H" -o %k)"
 cleanup; resume_all
 wait_for 60 all_up; settle
 B2=$(sbatch --parsable -w "$(outside_spares 'nvl[0001-0018]' 16),$(outside_spares 'nvl[0019-0036]' 16)" -J busy -t 1 --wrap 'sleep 12')
@@ -156,6 +159,42 @@ P=$(sbatch --parsable -N 8 -w "$(outside_spares 'nvl[0020-0036]' 8)" -J other --
 S=$(sbatch --parsable -N 16 --nvl-slice=16 -J other --wrap 'sleep 30')
 if wait_for 30 bash -c "[ \"\$(squeue -h -j $P,$S -t R | wc -l)\" = 2 ]"; then ok "other jobs start meanwhile (plain and slice)"
 else not_ok "other jobs start meanwhile: $(squeue -h -j "$P,$S" -o '%i %T %r') $(record "$S")"; fi
+
+echo "# rules: a top-priority job Slurm holds back (a dependency, --begin) keeps no racks from others, as with plain Slurm"
+# both racks busy; the top job (32 nodes, priority raised) waits on a
+# dependency or its begin time; one rack frees: a lower-priority 16-node job
+# starts there. Before, the helper protected both racks for the top job.
+top_held_case() { # top_held_case plain|slice dependency|begin: prints the seconds until the other job ran
+    local opts="" b1 b2 t o hold t0
+    [ "$1" = slice ] && opts="--nvl-slice=16"
+    cleanup; resume_all
+    wait_for 60 all_up; settle
+    b1=$(sbatch --parsable -w "$(outside_spares 'nvl[0001-0018]' 16)" -J busy --wrap 'sleep 300')
+    b2=$(sbatch --parsable -w "$(outside_spares 'nvl[0019-0036]' 16)" -J busy --wrap 'sleep 300')
+    wait_for 15 bash -c "[ \"\$(squeue -h -j $b1,$b2 -t R | wc -l)\" = 2 ]"
+    if [ "$2" = dependency ]; then hold="--dependency=afterok:$b2"; else hold="--begin=now+3600"; fi
+    t=$(sbatch --parsable -N 32 $opts $hold -J top --wrap 'sleep 30')
+    scontrol update jobid="$t" priority=1000000 >/dev/null 2>&1
+    if [ "$1" = slice ] && [ "$MODE" = gate ]; then
+        wait_for 15 bash -c "scontrol show job $t | grep -q 'held back by Slurm'" ||
+            echo "# top job $t ($2): no 'held back' record: $(record "$t")" >&2
+    else
+        sleep 3 # Slurm's scheduler and the helper's cycles look at it
+    fi
+    o=$(sbatch --parsable -N 16 $opts -J other --wrap 'sleep 30')
+    scancel "$b1"
+    t0=$(now)
+    if wait_for 40 bash -c "[ \"\$(squeue -h -j $o -o %T)\" = RUNNING ]"; then echo "$(secs "$t0" "$(now)")"; else echo never; fi
+    echo "$(state "$t") $(squeue -h -j "$t" -o %r) $(scontrol show reservation nvlslice_protect 2>/dev/null | grep -o 'Nodes=[^ ]*')" > "$OUT/top-$1-$2.txt"
+}
+for variant in dependency begin; do
+    d_plain=$(top_held_case plain "$variant"); d_slice=$(top_held_case slice "$variant")
+    want=Dependency; [ "$variant" = begin ] && want=BeginTime
+    echo "# measured: top job held back by its $variant; the other 16-node job started after: plain Slurm ${d_plain} s, slice jobs ${d_slice} s"
+    check "plain Slurm ($variant): the other job starts while the top job waits" [ "$d_plain" != never ]
+    check "slice jobs ($variant): the same (${d_slice} s)" [ "$d_slice" != never ]
+    expect_match "the top slice job still waits with Slurm's reason, no racks protected for it" "^PENDING ($want|None|Licenses) *\$" "$(cat "$OUT/top-slice-$variant.txt")"
+done
 
 if [ "$MODE" = gate ]; then
 echo "# rules: scancel of a waiting slice job leaves no pin and no protection"

@@ -604,6 +604,48 @@ TEST_CASE("a job an accounting limit holds back is not placed; another account's
     CHECK(find(out, ActionKind::Pin, 8)->arg == "n[001-016]");
 }
 
+TEST_CASE("native mode: a slice job an accounting limit holds back is left untouched, no record resets Slurm's reason",
+          "[safety][eligibility][native][quick]") {
+    World w(2);
+    w.cfg.hand_off = HandOff::Native;
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    AcctLimits limits;
+    limits.assocs.push_back({2, 0, "acct_a", "", 16, -1, -1, -1, 16, 1});
+    limits.assocs.push_back({3, 2, "acct_a", "root", -1, -1, -1, -1, 16, 1});
+    SlurmJob& runner = w.add(6, 16, 1);
+    w.run_on(runner, "n[019-034]");
+    SlurmJob& x = w.add(7, 16, 1);
+    RequestTag t = *RequestTag::parse(x.comment);
+    t.hand_off = HandOff::Native;
+    x.comment = t.str();
+    x.assoc_id = 3;
+    x.reason = "None"; // just submitted: Slurm has not tried it yet
+    auto out = reconcile(w.map, {w.nodes, w.jobs, w.resv, w.gate, w.protection, &limits}, w.cfg, w.now, w.mem, w.mono);
+    CAPTURE(out.log);
+    // any update would reset the reason Slurm is about to give it
+    CHECK_FALSE(find(out, ActionKind::SetRecord, 7));
+    CHECK_FALSE(find(out, ActionKind::Exclude, 7));
+    // without the limits it is a job Slurm places: recorded once
+    auto open = reconcile(w.map, {w.nodes, w.jobs, w.resv, w.gate, w.protection, nullptr}, w.cfg, w.now, w.mem, w.mono);
+    CHECK(find(open, ActionKind::SetRecord, 7));
+}
+
+TEST_CASE("the helper reads Slurm's limits only while a slice job waits", "[safety][eligibility][quick]") {
+    SlurmJob j;
+    j.state = JobState::Pending;
+    CHECK_FALSE(needs_limits(j, "nvlslice_gate"));
+    j.licenses = "nvlslice_gate:1";
+    CHECK(needs_limits(j, "nvlslice_gate")); // gate mode: behind the gate
+    j.licenses.clear();
+    j.comment = "nvlslice/1 nodes=16 slice=16 count=1 auto=0 placement=strict checkpointable=0 handoff=native | run 7";
+    CHECK(needs_limits(j, "nvlslice_gate")); // native mode: a tagged job
+    j.state = JobState::Running;
+    CHECK_FALSE(needs_limits(j, "nvlslice_gate"));
+    j.state = JobState::Pending;
+    j.comment = "run 7 nvlslice/1";
+    CHECK_FALSE(needs_limits(j, "nvlslice_gate"));
+}
+
 TEST_CASE("a job held back by Slurm stays so while an update has reset Slurm's reason to None",
           "[safety][eligibility][quick]") {
     World w(2);
