@@ -60,6 +60,8 @@ limit_case() {
             "$(squeue -h -j "$x" -o %W) $(job_field "$x" ReqNodeList)"
         expect_match "$name ($kind): its record names Slurm's reason" "held back by Slurm: $reason" "$(record "$x")"
     else
+        # Slurm 24.11 shows None for a moment between its passes, plain jobs too
+        wait_for 10 bash -c "squeue -h -j $x -o '%T %r' | grep -Eq '^PENDING $reason'"
         expect_match "$name ($kind): the held job waits with Slurm's reason" "^PENDING $reason" "$(squeue -h -j "$x" -o '%T %r')"
     fi
     # shellcheck disable=SC2086
