@@ -14,6 +14,18 @@ void Cycle::build_snapshot() {
         for (const auto& n : hostlist_expand(protection_->nodes))
             if (auto id = map_.find_node(n)) unprotected_[*id] = false;
     }
+    // the rack defragmentation freed is its job's while that job waits
+    if (auto& t = mem_.defrag_target) {
+        auto waits = std::find_if(jobs_.begin(), jobs_.end(), [&](const SlurmJob& j) {
+            return j.id == t->job && j.state == JobState::Pending;
+        });
+        if (waits == jobs_.end() || mono_ - t->since > cfg_.replace_after_s || t->domain >= map_.domains().size()) {
+            t.reset();
+        } else {
+            off_defrag_target_.assign(map_.node_count(), true);
+            for (NodeId id : map_.domain(t->domain).nodes) off_defrag_target_[id] = false;
+        }
+    }
     reserved_.assign(map_.node_count(), 0);
     if (spares_)
         for (auto& n : hostlist_expand(spares_->nodes))

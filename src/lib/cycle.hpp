@@ -262,16 +262,17 @@ class Cycle {
     struct FailedShape {
         int slice, count;
         PlacementMode mode;
-        bool split, lend, restricted;
+        bool split, lend, restricted, kept_off;
         bool operator==(const FailedShape& o) const {
             return slice == o.slice && count == o.count && mode == o.mode && split == o.split && lend == o.lend &&
-                   restricted == o.restricted;
+                   restricted == o.restricted && kept_off == o.kept_off;
         }
     };
     std::vector<std::pair<FailedShape, PlacementResult>> failed_shapes_; // valid until the next take()
     bool defrag_done_ = false;
     std::unordered_map<JobId, Reason> waits_; // why each job placed this cycle could not be
     std::vector<bool> unprotected_;           // per node: outside the protection (empty: no protection)
+    std::vector<bool> off_defrag_target_;     // per node: outside the rack defragmentation freed (empty: none)
     JobId top_ = 0;                           // the first job placement was tried for: the top priority
     CycleOutput out_;
 };

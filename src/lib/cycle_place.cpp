@@ -159,10 +159,19 @@ bool Cycle::place_job(const SliceJob& sj) {
     rec.lent = false;
     // Thousands of waiting jobs share a few shapes: while the snapshot does
     // not change, a shape that did not fit does not fit again.
-    const FailedShape key{sj.tag.slice, sj.tag.count, req.mode, req.allow_split, may_lend, restricted};
+    // the rack defragmentation freed for another job stays its own
+    const bool kept_off = !off_defrag_target_.empty() && mem_.defrag_target && mem_.defrag_target->job != j.id;
+    const FailedShape key{sj.tag.slice, sj.tag.count, req.mode, req.allow_split, may_lend, restricted, kept_off};
     auto memo = std::find_if(failed_shapes_.begin(), failed_shapes_.end(),
                              [&](const auto& f) { return f.first == key; });
     if (restricted && memo == failed_shapes_.end()) req.allowed = unprotected_;
+    if (kept_off && memo == failed_shapes_.end()) {
+        if (req.allowed.empty()) {
+            req.allowed = off_defrag_target_;
+        } else {
+            for (size_t i = 0; i < req.allowed.size(); ++i) req.allowed[i] = req.allowed[i] && off_defrag_target_[i];
+        }
+    }
     PlacementResult r = memo != failed_shapes_.end() ? memo->second : place(snap_, req);
     if (memo == failed_shapes_.end() && !r.ok && may_lend) {
         // Spares are not left idle: preemptible work may borrow them until a
@@ -293,6 +302,7 @@ void Cycle::try_defrag(const SliceJob& sj) {
     }
     out_.stats.defrag_preemptions += int(best_victims.size());
     mem_.last_defrag = mono_;
+    mem_.defrag_target = HelperMemory::DefragTarget{blocked.id, best, mono_};
     defrag_done_ = true;
     log(fmt::format("job {}: defragmentation: requeued checkpointable job(s) {} to free {} for a {}-node slice "
                     "(cost {:.0f} node-seconds)",

@@ -211,6 +211,15 @@ struct HelperMemory {
     std::vector<std::string> degraded;
     // Nodes Slurm flags NOT_RESPONDING (and not DOWN yet): since when.
     std::unordered_map<std::string, int64_t> not_responding_since;
+    // The rack defragmentation freed, and for which job: no other slice job
+    // (the requeued ones least of all) is placed there while that job waits
+    // for the rack's nodes to finish completing, for at most replace_after.
+    struct DefragTarget {
+        JobId job = 0;
+        DomainId domain = 0;
+        int64_t since = 0;
+    };
+    std::optional<DefragTarget> defrag_target;
 };
 
 // Which cluster-wide actions back off together: one per kind, per node

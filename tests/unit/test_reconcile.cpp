@@ -372,6 +372,59 @@ TEST_CASE("defragmentation requeues only checkpointable jobs, the cheapest rack,
     CHECK_FALSE(find(none, ActionKind::Requeue));
 }
 
+TEST_CASE("the rack defragmentation freed stays its job's while the requeued job's nodes complete",
+          "[reconcile][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    w.cfg.defrag_after_s = 120;
+    w.cfg.defrag_interval_s = 300;
+    SlurmJob& blocked = w.add_slice_job(9, 16, 1);
+    blocked.submit_time = w.now - 1000;
+    // r1: a non-checkpointable 14-node job (room for 2 more); r2: a
+    // checkpointable 3-node job, the one defragmentation may requeue
+    SlurmJob& plain = w.add_slice_job(3, 14, 1, false, false);
+    w.run_on(plain, "n[001-014]");
+    plain.admin_comment = "nvlslice/1 placed slice=14 slices=n[001-014] repairs=0 moves=0";
+    SlurmJob& ckpt = w.add_slice_job(4, 3, 1, false, true);
+    w.run_on(ckpt, "n[019-021]");
+    ckpt.admin_comment = "nvlslice/1 placed slice=3 slices=n[019-021] repairs=0 moves=0";
+    auto by = [](const CycleOutput& o, ActionKind k, JobId id) -> const Action* {
+        for (const auto& a : o.actions)
+            if (a.kind == k && a.job == id) return &a;
+        return nullptr;
+    };
+    auto out = w.cycle();
+    REQUIRE(by(out, ActionKind::Requeue, 4));
+    // Slurm requeued it (pending, gated again, its record says it yielded);
+    // n019 is still completing, so r2 is not whole yet
+    ckpt.state = JobState::Pending;
+    ckpt.nodes.clear();
+    ckpt.restarts = 1;
+    ckpt.licenses = "nvlslice_gate:1";
+    REQUIRE(by(out, ActionKind::SetRecord, 4));
+    ckpt.admin_comment = by(out, ActionKind::SetRecord, 4)->arg;
+    w.node("n020").state = NodeState::Idle;
+    w.node("n021").state = NodeState::Idle;
+    w.now += 2;
+    auto next = w.cycle();
+    CAPTURE(next.log);
+    CHECK_FALSE(by(next, ActionKind::Pin, 9));
+    // before: the requeued job went straight back onto the rack it had just
+    // freed (n[020-022]); now it goes elsewhere (r1, on a lent spare)
+    REQUIRE(by(next, ActionKind::Pin, 4));
+    CHECK(by(next, ActionKind::Pin, 4)->arg == "n[015-017]");
+    w.run_on(ckpt, "n[015-017]");
+    ckpt.admin_comment = by(next, ActionKind::SetRecord, 4)->arg;
+    w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
+    // the node completes: the blocked job gets the rack
+    w.node("n019").state = NodeState::Idle;
+    w.now += 1;
+    auto last = w.cycle();
+    CAPTURE(last.log);
+    REQUIRE(by(last, ActionKind::Pin, 9));
+    CHECK(by(last, ActionKind::Pin, 9)->arg == "n[019-034]");
+}
+
 TEST_CASE("prefer mode splits only after its wait", "[reconcile][quick]") {
     World w(2);
     for (const char* n : {"n001", "n002", "n003", "n019", "n020", "n021"}) w.node(n).state = NodeState::Allocated;
