@@ -18,12 +18,13 @@
 namespace nvl {
 namespace {
 
-enum class Policy { FirstFit, WholeRacks, Block, Nvlslice };
+enum class Policy { FirstFit, WholeRacks, Block, BlockExpedite, Nvlslice };
 const char* name(Policy p) {
     switch (p) {
     case Policy::FirstFit: return "first_fit";
     case Policy::WholeRacks: return "whole_racks";
     case Policy::Block: return "block";
+    case Policy::BlockExpedite: return "block_expedite";
     case Policy::Nvlslice: return "nvlslice";
     }
     return "?";
@@ -76,7 +77,7 @@ Trace make_trace(const SimParams& p) {
     return t;
 }
 
-enum EvKind { Arrive, Finish, Fail, NodeBack };
+enum EvKind { Arrive, Finish, Fail, NodeBack, Eligible };
 struct Event {
     double time;
     int kind;
@@ -95,6 +96,7 @@ struct RunJob {
     double run_start = 0;
     double work_start = 0; // run_start + the restart delay of a restart
     double failed_at = -1; // a node failure stopped it then; -1: not recovering
+    double eligible_at = 0; // plain requeue: Slurm's begin time
     double speed = 1;
     std::vector<NodeId> nodes; // allocated (whole racks: all of them)
     int used = 0;              // nodes doing work
@@ -112,9 +114,11 @@ class Sim {
     static RackMap make_map(const SimParams& p, Policy pol) {
         return regular_map(p.racks, p.nodes_per_rack, pol == Policy::Nvlslice ? p.spares : 0);
     }
+    bool plain_requeue() const { return pol_ == Policy::FirstFit || pol_ == Policy::WholeRacks || pol_ == Policy::Block; }
+    void note_resume(int j, double now, double work_start);
     bool try_start(int j, double now, Reason* why = nullptr);
     void maybe_defrag(int j, double now);
-    void stop(int j, double now, bool keep_nodes);
+    double stop(int j, double now, bool keep_nodes); // the GPU-hours of work lost
     void schedule(double now);
     void account_run(int j, double now);
     JobTraits traits(int j) const;
@@ -135,6 +139,9 @@ class Sim {
     double healthy_hours_ = 0, last_event_ = 0;
     double recovery_sum_ = 0;
     int recoveries_ = 0;
+    double failure_lost_ = 0; // GPU-hours lost to failures (the failed jobs, and lent spares taken back for them)
+    // per failure, seconds: running again, working again; the same for big jobs
+    std::vector<double> resume_, resume_work_, resume_big_, resume_big_work_;
     double last_defrag_ = -1;
     const HelperConfig helper_; // the daemon's defaults: the same defragmentation pace
 };
@@ -156,6 +163,7 @@ void Sim::run_on(int j, const std::vector<NodeId>& nodes, double now) {
     if (r.failed_at >= 0) {
         recovery_sum_ += r.work_start - r.failed_at;
         ++recoveries_;
+        note_resume(j, now, r.work_start);
         r.failed_at = -1;
     }
     if (!r.started_once) {
@@ -166,6 +174,30 @@ void Sim::run_on(int j, const std::vector<NodeId>& nodes, double now) {
     }
     ++r.gen;
     ev_.push({r.work_start + r.remaining / r.speed, Finish, j, r.gen, 0});
+}
+
+void Sim::note_resume(int j, double now, double work_start) {
+    const RunJob& r = jobs_[size_t(j)];
+    const bool big = t_.jobs[size_t(j)].nodes >= 64;
+    resume_.push_back((now - r.failed_at) * 3600);
+    resume_work_.push_back((work_start - r.failed_at) * 3600);
+    if (big) {
+        resume_big_.push_back(resume_.back());
+        resume_big_work_.push_back(resume_work_.back());
+    }
+}
+
+Percentiles percentiles(std::vector<double> v) {
+    Percentiles p;
+    p.n = int(v.size());
+    if (v.empty()) return p;
+    std::sort(v.begin(), v.end());
+    auto rank = [&](double q) { return v[std::min(v.size() - 1, size_t(std::ceil(q * double(v.size()))) - 1)]; };
+    p.p50 = rank(0.50);
+    p.p90 = rank(0.90);
+    p.p99 = rank(0.99);
+    p.max = v.back();
+    return p;
 }
 
 void Sim::account_run(int j, double now) {
@@ -231,14 +263,15 @@ bool Sim::try_start(int j, double now, Reason* why) {
 }
 
 // The run ends early (failure): keep the work up to the last checkpoint.
-void Sim::stop(int j, double now, bool keep_nodes) {
+double Sim::stop(int j, double now, bool keep_nodes) {
     const TraceJob& tj = t_.jobs[size_t(j)];
     RunJob& r = jobs_[size_t(j)];
     account_run(j, now);
     const double wall = std::max(0.0, now - r.work_start);
     const double kept_wall = tj.ckpt ? std::floor(wall / p_.checkpoint_hours) * p_.checkpoint_hours : 0.0;
     const double kept = kept_wall * r.speed;
-    res_.lost_gpu_hours += (wall - kept_wall) * r.used * 4;
+    const double lost = (wall - kept_wall) * r.used * 4;
+    res_.lost_gpu_hours += lost;
     useful_ += kept * r.used;
     if (tj.nodes >= p_.slice) useful_slice_ += kept * r.used;
     r.remaining = std::max(0.0, r.remaining - kept);
@@ -248,12 +281,17 @@ void Sim::stop(int j, double now, bool keep_nodes) {
         for (NodeId id : r.nodes)
             if (snap_.node(id).state == NodeState::Allocated && snap_.node(id).job_id == JobId(j + 1))
                 snap_.set(id, {NodeState::Idle, 0, -1, false});
+    return lost;
 }
 
 void Sim::schedule(double now) {
     // FIFO with a short look-ahead (the same for every policy).
     int looked = 0;
     for (auto it = queue_.begin(); it != queue_.end() && looked < 8;) {
+        if (jobs_[size_t(*it)].eligible_at > now) { // Slurm's begin time: not considered yet
+            ++it;
+            continue;
+        }
         ++looked;
         Reason why = Reason::None;
         if (try_start(*it, now, &why)) {
@@ -358,16 +396,17 @@ PolicyResult Sim::run() {
                     for (JobId v : plan.preempt) {
                         const int vj = int(v) - 1;
                         if (vj < 0 || !jobs_[size_t(vj)].running) continue;
-                        stop(vj, now, false);
+                        failure_lost_ += stop(vj, now, false);
                         ++res_.restarts;
                         queue_.push_front(vj);
                     }
-                    stop(j, now, true);
+                    failure_lost_ += stop(j, now, true);
                     for (NodeId id : r.nodes)
                         if (snap_.node(id).state == NodeState::Allocated)
                             snap_.set(id, {NodeState::Idle, 0, -1, false});
                     r.placement = plan.placement;
                     r.failed_at = now;
+                    ++res_.failures_hit;
                     run_on(j, plan.placement.nodes(), now); // a restart: it pays the delay
                     ++res_.repairs;
                     ++res_.restarts;
@@ -375,10 +414,21 @@ PolicyResult Sim::run() {
                     continue;
                 }
             }
-            stop(j, now, false);
+            failure_lost_ += stop(j, now, false);
             ++res_.restarts;
+            ++res_.failures_hit;
             r.failed_at = now;
-            queue_.push_front(j);
+            if (plain_requeue()) {
+                // back of the queue (its submit time is reset), eligible
+                // after the begin-time delay
+                r.eligible_at = now + p_.requeue_delay_s / 3600;
+                queue_.push_back(j);
+                ev_.push({r.eligible_at, Eligible, j, 0, 0});
+            } else {
+                // expedited (sorted first, its old nodes its first pick) or
+                // nvlslice's fallback: the head of the queue, at once
+                queue_.push_front(j);
+            }
             schedule(now);
             continue;
         } else if (e.kind == NodeBack) {
@@ -395,6 +445,18 @@ PolicyResult Sim::run() {
         useful_ += w;
         if (t_.jobs[j].nodes >= p_.slice) useful_slice_ += w;
     }
+    // failed jobs still waiting: their wait so far (a lower bound)
+    for (size_t j = 0; j < jobs_.size(); ++j) {
+        RunJob& r = jobs_[j];
+        if (r.running || r.failed_at < 0) continue;
+        ++res_.unresumed;
+        note_resume(int(j), horizon, horizon);
+    }
+    res_.resume_s = percentiles(resume_);
+    res_.resume_work_s = percentiles(resume_work_);
+    res_.resume_big_s = percentiles(resume_big_);
+    res_.resume_big_work_s = percentiles(resume_big_work_);
+    res_.lost_gpu_hours_per_failure = res_.failures_hit ? failure_lost_ / res_.failures_hit : 0;
     healthy_hours_ += double(snap_.total_healthy()) * (horizon - last_event_);
     res_.busy_healthy = healthy_hours_ > 0 ? alloc_ / healthy_hours_ : 0;
     const double cap = double(map_.node_count()) * horizon;
@@ -411,12 +473,13 @@ PolicyResult Sim::run() {
 std::vector<PolicyResult> run_trace(const SimParams& p) {
     if (p.racks < 1 || p.nodes_per_rack < 2 || p.slice < 1 || p.slice > p.nodes_per_rack - p.spares || p.days <= 0 ||
         p.mtbf_days <= 0 || p.mean_job_hours <= 0 || p.load <= 0 || p.checkpoint_hours <= 0 || p.restart_hours < 0 ||
+        p.requeue_delay_s < 0 ||
         !(p.split_speed > 0 && p.split_speed <= 1))
         throw Error("trace: need racks >= 1, slice <= nodes per rack - spares, and positive days, MTBF, job hours, "
-                    "load, checkpoint interval, restart delay >= 0, 0 < split speed <= 1");
+                    "load, checkpoint interval, restart delay and requeue delay >= 0, 0 < split speed <= 1");
     Trace t = make_trace(p);
     std::vector<PolicyResult> out;
-    for (Policy pol : {Policy::FirstFit, Policy::WholeRacks, Policy::Block, Policy::Nvlslice})
+    for (Policy pol : {Policy::FirstFit, Policy::WholeRacks, Policy::Block, Policy::BlockExpedite, Policy::Nvlslice})
         out.push_back(Sim(p, t, pol).run());
     return out;
 }

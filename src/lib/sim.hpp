@@ -1,5 +1,5 @@
 // nvlslice — a seeded discrete-event simulation of a GPU cluster under
-// four placement policies, on the real engine (nvl-sim trace).
+// five placement policies, on the real engine (nvl-sim trace).
 //
 // One trace (job arrivals, sizes, durations, checkpointable share, node
 // failures and repairs) is generated from the seed and replayed under each
@@ -8,7 +8,9 @@
 //  whole_racks  slice jobs (>= one slice) get whole racks (ceil(N/18)), the
 //               rest of a rack idles; smaller jobs are packed best fit into
 //               racks already in use
-//  block        one rack per slice, best fit, no spares (topology/block)
+//  block        one rack per slice, best fit, no spares (topology/block),
+//               Slurm's plain requeue after a failure
+//  block_expedite  the same with Slurm's expedited requeue (25.11+)
 //  nvlslice     the engine with spares as each rack's failure budget,
 //               repairs from them, moves, smaller slices on degraded racks,
 //               small jobs packed into broken racks, spares lent to
@@ -19,9 +21,23 @@
 // loses the work since the job's last checkpoint (or all of it, if not
 // checkpointable). Every restart (a requeue after a failure, a repair in
 // place, a lent spare taken back, a defragmentation) costs every policy the
-// same `restart_hours` before work resumes. Other policies requeue a failed
-// job at the head of the queue; nvlslice repairs it in place when its rack
-// or another rack has room.
+// same `restart_hours` before work resumes. How a failed job comes back:
+//  plain requeue (first_fit, whole_racks, block), as Slurm 24.11 and 26.05
+//    do it (job_mgr.c batch_requeue_fini): the old nodes are released, the
+//    job may start again only `requeue_delay_s` later (begin time = now +
+//    cred_expire + 1, 121 s by default; 26.05 SchedulerParameters=
+//    requeue_delay), and its submit time is reset (the age factor starts
+//    again from zero), so it queues behind the jobs already waiting;
+//  expedited requeue (block_expedite; 25.11+, --requeue=expedite with
+//    SlurmctldParameters=enable_expedited_requeue): no begin-time delay, the
+//    old nodes are held until it is requeued, and it sorts before every
+//    other job (job_scheduler.c sort_job_queue2): first pick, at once;
+//  nvlslice: repaired in place when its rack or another rack has room (the
+//    helper's repair); otherwise it goes back to the head of the queue (the
+//    helper places a requeued slice job before new ones, without the
+//    begin-time delay).
+// Not modelled, for every policy alike: failure detection (a drain is seen
+// at once), epilogs and the seconds slurmctld and the helper take.
 #pragma once
 
 #include "defrag.hpp"
@@ -46,6 +62,7 @@ struct SimParams {
     double checkpoint_hours = 1; // interval
     double split_speed = 0.57;
     double restart_hours = 0.25; // requeue, startup and communicator setup, paid by every restart
+    double requeue_delay_s = 121; // plain requeue: Slurm's begin-time delay (cred_expire 120 s + 1)
     LendScope lend = LendScope::Checkpointable;
     // nvlslice's defragmentation pace, as the helper is configured
     // (defaults: the helper's own, HelperConfig).
@@ -53,6 +70,12 @@ struct SimParams {
     int defrag_after_s = -1;    // -1: the helper's default
     int defrag_interval_s = -1; // -1: the helper's default
     uint64_t seed = 1;
+};
+
+// A distribution over the failures of one run (seconds), nearest-rank.
+struct Percentiles {
+    double p50 = 0, p90 = 0, p99 = 0, max = 0;
+    int n = 0;
 };
 
 struct PolicyResult {
@@ -71,6 +94,14 @@ struct PolicyResult {
     double busy_healthy = 0;    // allocated node-hours / healthy node-hours (simulated, not assumed)
     int defrag_preemptions = 0; // nvlslice: checkpointable jobs requeued to free a rack
     double lost_gpu_hours = 0;  // work lost to failures (GPUs x hours)
+    // Per failure that stopped a running job: from the failure to the job
+    // running again (restart cost excluded) and to it working again
+    // (included); all jobs, and jobs of 64 nodes and more. A job still
+    // waiting at the end counts with its wait so far (a lower bound).
+    Percentiles resume_s, resume_work_s, resume_big_s, resume_big_work_s;
+    int failures_hit = 0; // failures that stopped a running job
+    int unresumed = 0;    // of them, still not running at the end
+    double lost_gpu_hours_per_failure = 0;
 };
 
 std::vector<PolicyResult> run_trace(const SimParams& p);

@@ -18,8 +18,10 @@ using namespace nvl;
 static const char* kUsage = R"(usage: nvl-sim capacity [options]
        nvl-sim trace [options]
 
-trace: a seeded discrete-event simulation replayed under four policies
-(first_fit, whole_racks, block, nvlslice) on the real engine.
+trace: a seeded discrete-event simulation replayed under five policies
+(first_fit, whole_racks, block, block_expedite, nvlslice) on the real engine;
+Slurm's policies bring a failed job back by its plain requeue
+(block_expedite: its expedited requeue, 25.11+).
   --racks N --nodes-per-rack N --slice N --spares N   cluster (128 x 18, 16, 2)
   --days D             simulated days (30)
   --load L             offered work / capacity (1.3: the queue stays full)
@@ -29,6 +31,7 @@ trace: a seeded discrete-event simulation replayed under four policies
   --mtbf-days D[,D..]  per-node MTBF, one table each (490)
   --repair-hours H     node repair (24)
   --restart-hours H    paid by every restart of every policy (0.25)
+  --requeue-delay S    plain requeue: Slurm's begin-time delay (121: cred_expire + 1)
   --split-speed F      speed of a job whose slice crosses racks (0.57)
   --lend-spares S      none | single-node | checkpointable (checkpointable)
   --defrag on|off --defrag-after S --defrag-interval S
@@ -110,7 +113,18 @@ struct Stat {
 struct PolicyStats {
     std::string policy;
     Stat slice_goodput, goodput, util, busy_healthy, wait, recovery, split, repairs, moves, restarts, defrag, lost;
-    Stat vs_block, vs_whole, vs_first; // nvlslice / baseline, seed by seed (paired on the same trace)
+    Stat vs_block, vs_expedite, vs_whole, vs_first; // nvlslice / baseline, seed by seed (paired on the same trace)
+    // per failure (seconds), each a per-seed figure: running again, working again; jobs >= 64 nodes
+    struct Dist {
+        Stat p50, p90, p99, max;
+        void add(const Percentiles& p) {
+            p50.add(p.p50);
+            p90.add(p.p90);
+            p99.add(p.p99);
+            max.add(p.max);
+        }
+    } resume, resume_work, resume_big, resume_big_work;
+    Stat failures, unresumed, lost_per_failure;
 };
 
 } // namespace
@@ -129,6 +143,7 @@ static int trace_main(int argc, char** argv) {
                     {"mtbf-days", true},
                     {"repair-hours", true},
                     {"restart-hours", true},
+                    {"requeue-delay", true},
                     {"split-speed", true},
                     {"lend-spares", true},
                     {"defrag", true},
@@ -156,6 +171,7 @@ static int trace_main(int argc, char** argv) {
     p.checkpoint_hours = o.real("checkpoint-hours", 1, 0.01, 10000);
     p.node_repair_hours = o.real("repair-hours", 24, 0, 1e5);
     p.restart_hours = o.real("restart-hours", 0.25, 0, 1000);
+    p.requeue_delay_s = o.real("requeue-delay", 121, 0, 1e6);
     p.split_speed = o.real("split-speed", 0.57, 0.01, 1);
     if (o.has("lend-spares")) p.lend = parse_lend_scope(o.str("lend-spares"));
     if (o.has("defrag")) {
@@ -187,6 +203,14 @@ static int trace_main(int argc, char** argv) {
                 const auto& r = rs[i];
                 auto& st = stats[i];
                 st.vs_block.add(r.goodput / gp("block"));
+                st.vs_expedite.add(r.goodput / gp("block_expedite"));
+                st.resume.add(r.resume_s);
+                st.resume_work.add(r.resume_work_s);
+                st.resume_big.add(r.resume_big_s);
+                st.resume_big_work.add(r.resume_big_work_s);
+                st.failures.add(r.failures_hit);
+                st.unresumed.add(r.unresumed);
+                st.lost_per_failure.add(r.lost_gpu_hours_per_failure);
                 st.vs_whole.add(r.goodput / gp("whole_racks"));
                 st.vs_first.add(r.goodput / gp("first_fit"));
                 st.policy = r.policy;
@@ -250,6 +274,12 @@ static int trace_main(int argc, char** argv) {
         }
         f << "</svg>\n";
     }
+    // {"p50":..,"p90":..,"p99":..,"max":..,"p99_min":..,"p99_max":..}: means over the seeds
+    auto dist_json = [](const PolicyStats::Dist& d) {
+        return fmt::format("{{\"p50\":{:.0f},\"p90\":{:.0f},\"p99\":{:.0f},\"max\":{:.0f},\"p99_min\":{:.0f},"
+                           "\"p99_max\":{:.0f}}}",
+                           d.p50.mean(), d.p90.mean(), d.p99.mean(), d.max.mean(), d.p99.min, d.p99.max);
+    };
     if (o.has("json")) {
         std::string scen;
         for (size_t m = 0; m < mtbfs.size(); ++m) {
@@ -260,16 +290,21 @@ static int trace_main(int argc, char** argv) {
                                      "\"busy_of_healthy\":{:.4f},\"mean_wait_h\":{:.2f},\"mean_recovery_h\":{:.3f},"
                                      "\"goodput_vs_block\":{:.4f},\"split_slices\":{:.1f},"
                                      "\"repairs\":{:.1f},\"moves\":{:.1f},\"restarts\":{:.1f},"
-                                     "\"defrag_preemptions\":{:.1f},\"lost_gpu_hours\":{:.0f}}}",
+                                     "\"defrag_preemptions\":{:.1f},\"lost_gpu_hours\":{:.0f},"
+                                     "\"goodput_vs_block_expedite\":{:.4f},\"failures\":{:.1f},\"unresumed\":{:.1f},"
+                                     "\"lost_gpu_hours_per_failure\":{:.1f},\"resume_s\":{},\"resume_with_restart_s\":{},"
+                                     "\"resume_64plus_s\":{},\"resume_64plus_with_restart_s\":{}}}",
                                      items.empty() ? "" : ",", r.policy, r.goodput.mean(), r.goodput.min,
                                      r.goodput.max, r.slice_goodput.mean(), r.util.mean(), r.busy_healthy.mean(),
                                      r.wait.mean(), r.recovery.mean(), r.vs_block.mean(), r.split.mean(), r.repairs.mean(), r.moves.mean(),
-                                     r.restarts.mean(), r.defrag.mean(), r.lost.mean());
+                                     r.restarts.mean(), r.defrag.mean(), r.lost.mean(), r.vs_expedite.mean(),
+                                     r.failures.mean(), r.unresumed.mean(), r.lost_per_failure.mean(), dist_json(r.resume),
+                                     dist_json(r.resume_work), dist_json(r.resume_big), dist_json(r.resume_big_work));
             scen += fmt::format("{}{{\"mtbf_days\":{},\"policies\":[{}]}}", scen.empty() ? "" : ",", mtbfs[m], items);
         }
-        fmt::print("{{\"days\":{},\"seeds\":{},\"restart_hours\":{},\"lend_spares\":\"{}\",\"seconds\":{:.2f},"
-                   "\"scenarios\":[{}]}}\n",
-                   p.days, seeds.size(), p.restart_hours, to_string(p.lend), secs, scen);
+        fmt::print("{{\"days\":{},\"seeds\":{},\"restart_hours\":{},\"requeue_delay_s\":{},\"lend_spares\":\"{}\","
+                   "\"seconds\":{:.2f},\"scenarios\":[{}]}}\n",
+                   p.days, seeds.size(), p.restart_hours, p.requeue_delay_s, to_string(p.lend), secs, scen);
         return 0;
     }
     fmt::print("trace: {} racks x {} nodes, {} days, load {}, {:.0f}% checkpointable (every {} h), restart delay {} h, "
@@ -291,9 +326,24 @@ static int trace_main(int argc, char** argv) {
                        r.lost.mean());
         const auto& nv = find(rs, "nvlslice");
         auto ratio = [](const Stat& st) { return fmt::format("{:.3f}x ({:.3f}-{:.3f})", st.mean(), st.min, st.max); };
-        fmt::print("nvlslice goodput, seed by seed (mean, min-max): {} block, {} whole racks, {} first fit\n",
-                   ratio(nv.vs_block), ratio(nv.vs_whole), ratio(nv.vs_first));
+        fmt::print("nvlslice goodput, seed by seed (mean, min-max): {} block, {} block_expedite, {} whole racks, "
+                   "{} first fit\n",
+                   ratio(nv.vs_block), ratio(nv.vs_expedite), ratio(nv.vs_whole), ratio(nv.vs_first));
+        fmt::print("\nWhat a failed job loses (seconds from the node failure; p99 min-max over the seeds; restart "
+                   "cost {:.0f} s)\n",
+                   p.restart_hours * 3600);
+        fmt::print("{:<15} {:>8} {:>7} {:>7} {:>8} {:>15} {:>8} {:>10} {:>10} {:>9} {:>9}\n", "policy", "failures",
+                   "p50", "p90", "p99", "p99 min-max", "max", "p99 +rst", "64+ p99", "lost GPU-h", "unresumed");
+        for (const auto& r : rs)
+            fmt::print("{:<15} {:>8.0f} {:>7.0f} {:>7.0f} {:>8.0f} {:>15} {:>8.0f} {:>10.0f} {:>10.0f} {:>10.1f} {:>9.1f}\n",
+                       r.policy, r.failures.mean(), r.resume.p50.mean(), r.resume.p90.mean(), r.resume.p99.mean(),
+                       fmt::format("{:.0f}-{:.0f}", r.resume.p99.min, r.resume.p99.max), r.resume.max.mean(),
+                       r.resume_work.p99.mean(), r.resume_big.p99.mean(), r.lost_per_failure.mean(),
+                       r.unresumed.mean());
     }
+    fmt::print("\nAssumed, not simulated: failures are seen at once (a drain), epilogs and the seconds slurmctld and "
+               "nvlsliced take are not modelled; Slurm's queue is FIFO by submit time with a look-ahead of 8 (a plain "
+               "requeue resets the submit time: the job queues behind those waiting).\n");
     fmt::print("({:.1f} s)\n", secs);
     return 0;
 }
