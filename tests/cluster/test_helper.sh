@@ -36,6 +36,28 @@ BASE=$(secs "$t0" "$(now)")
 echo "# measured: plain Slurm, requeue -> pending with its 32 nodes free: $BASE s"
 scancel "$P"; wait_for 20 bash -c '[ -z "$(squeue -h -o %i)" ]'
 
+echo "# helper: the baseline: plain Slurm, a node of a running 16-node job fails (drain + requeue) -> running again"
+# What a site without nvlslice does when a health check finds a bad GPU:
+# drain the node and requeue the job; Slurm holds it until its begin time
+# (requeue + cred_expire + 1: 30 s here, 120 s by default) and starts it
+# on other nodes.
+P=$(sbatch --parsable -N 16 --requeue -J plain16 --wrap 'srun sleep 300')
+wait_for 20 bash -c "[ \"\$(squeue -h -j $P -o %T)\" = RUNNING ]"; sleep 1
+pn=$(scontrol show hostnames "$(squeue -h -j "$P" -o %N)" | sed -n 5p)
+t0=$(now)
+scontrol update nodename="$pn" state=drain reason="gpu xid 79"
+scontrol requeue "$P"
+if wait_for 120 bash -c "[ \"\$(squeue -h -j $P -o %T)\" = RUNNING ] && scontrol show job $P | grep -q 'Restarts=1'"; then
+    RERUN=$(secs "$t0" "$(now)")
+    echo "# measured: plain Slurm, drain + requeue -> running again: $RERUN s (cred_expire=30 here; Slurm's default of 120 s adds 90 s)"
+    ok "plain Slurm's requeued job runs again ($RERUN s), off the drained node: $(squeue -h -j "$P" -o %N)"
+else
+    RERUN=never
+    not_ok "plain Slurm's requeued job runs again: $(squeue -h -j "$P" -o '%T %r')"
+fi
+scancel "$P"; wait_for 20 bash -c '[ -z "$(squeue -h -o %i)" ]'
+scontrol update nodename="$pn" state=resume
+
 echo "# helper: a 2-slice job on a fragmented cluster waits with the reason, then lands 16 + 16"
 P1=$(sbatch --parsable -w nvl0003 -J frag1 --wrap 'sleep 300')
 P2=$(sbatch --parsable -w nvl0024 -J frag2 --wrap 'sleep 300')
@@ -69,7 +91,7 @@ scontrol update nodename=nvl0005 state=drain reason="gpu xid 79"
 if wait_for 15 running_on "$J" 'nvl[0001-0004,0006-0017,0019-0034]'; then
     t1=$(now); ok "running again on the spare nvl0017 in $(secs "$t0" "$t1") s"
     d=$(secs "$t0" "$t1")
-    echo "# measured: drain -> running again: $d s (plain Slurm's own requeue -> nodes free: $BASE s)"
+    echo "# measured: drain -> running again: $d s (plain Slurm: requeue -> nodes free $BASE s, drain + requeue -> running again $RERUN s)"
     if awk -v d="$d" 'BEGIN { exit !(d <= 5.0) }'; then
         ok "within 5 s of the drain"
     else
