@@ -1008,6 +1008,45 @@ TEST_CASE("repair_not_responding_after: a silent node of a running slice job is 
     CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown));
 }
 
+TEST_CASE("native mode: a job Slurm holds back is kept off a degraded rack without moving its begin time, and is "
+          "lent nothing",
+          "[reconcile][rack][native][eligibility][quick]") {
+    World w(2);
+    w.cfg.hand_off = HandOff::Native;
+    w.cfg.rack_failure_reasons = "contained";
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    // the user's --begin an hour ahead, and a job waiting on a dependency
+    SlurmJob& later = add_native_job(w, 7, 16, 1, /*ckpt=*/true);
+    later.begin_time = w.now + 3600;
+    later.reason = "BeginTime";
+    SlurmJob& dep = add_native_job(w, 8, 16, 1, /*ckpt=*/true);
+    dep.reason = "Dependency";
+    w.node("n005").state = NodeState::Drained;
+    w.node("n005").reason = "NVLink contained error";
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    for (JobId id : {JobId(7), JobId(8)}) {
+        CAPTURE(id);
+        const Action* exc = nullptr;
+        for (const auto& a : out.actions)
+            if (a.kind == ActionKind::Exclude && a.job == id) exc = &a;
+        REQUIRE(exc);
+        CHECK(exc->arg == "n[001-018]");
+        CHECK(exc->start_at == 0); // no StartTime: Slurm's begin time and dependency stay as they are
+        for (const auto& a : out.actions) {
+            CHECK_FALSE((a.job == id && a.kind == ActionKind::Pin));
+            CHECK_FALSE((a.job == id && a.kind == ActionKind::Release));
+        }
+    }
+    // nothing lent to them either: the spares stay reserved
+    for (const auto& a : out.actions)
+        if (a.kind == ActionKind::SetReservation) {
+            const auto held = hostlist_expand(a.arg);
+            CHECK(std::count(held.begin(), held.end(), "n035") == 1);
+            CHECK(std::count(held.begin(), held.end(), "n036") == 1);
+        }
+}
+
 TEST_CASE("native mode: a waiting segment job is kept off degraded racks by its exclusion, lifted on recovery",
           "[reconcile][rack][native][quick]") {
     World w(2);
