@@ -100,8 +100,11 @@ scontrol release "$H"
 wait_for 15 bash -c "[ \"\$(squeue -h -j $H -o %T)\" = RUNNING ]"
 expect_eq "released by its owner, it is placed" "RUNNING" "$(state "$H")"
 scontrol requeuehold "$H"
-# the requeue completes (seconds on 24.11): then held, at priority 0
-wait_for 30 bash -c "[ \"\$(squeue -h -j $H -o %T)\" = PENDING ]"
+# the requeue completes (seconds on 24.11): then held, at priority 0.
+# squeue can show PENDING before the epilogs finish and COMPLETING again
+# after (22.05, under load): await the whole end state
+held_again() { [[ "$(state "$H") $(job_field "$H" Reason) $(job_field "$H" Priority)" =~ ^PENDING\ (JobHeldAdmin|job_requeued_in_held_state)\ 0$ ]]; }
+wait_for 40 held_again
 expect_match "an admin's requeuehold of a running slice job stays held" '^PENDING (JobHeldAdmin|job_requeued_in_held_state) 0$' "$(state "$H") $(job_field "$H" Reason) $(job_field "$H" Priority)"
 scontrol release "$H"
 wait_for 40 bash -c "[ \"\$(squeue -h -j $H -o %T)\" = RUNNING ]"
