@@ -59,9 +59,10 @@ std::string kinds(const CycleOutput& o) {
     return s;
 }
 
-const Action* find(const CycleOutput& o, ActionKind k) {
+// The first action of kind `k` (of job `job`, when it is not 0).
+const Action* find(const CycleOutput& o, ActionKind k, JobId job = 0) {
     for (const auto& a : o.actions)
-        if (a.kind == k) return &a;
+        if (a.kind == k && (!job || a.job == job)) return &a;
     return nullptr;
 }
 
@@ -388,41 +389,36 @@ TEST_CASE("the rack defragmentation freed stays its job's while the requeued job
     SlurmJob& ckpt = w.add_slice_job(4, 3, 1, false, true);
     w.run_on(ckpt, "n[019-021]");
     ckpt.admin_comment = "nvlslice/1 placed slice=3 slices=n[019-021] repairs=0 moves=0";
-    auto by = [](const CycleOutput& o, ActionKind k, JobId id) -> const Action* {
-        for (const auto& a : o.actions)
-            if (a.kind == k && a.job == id) return &a;
-        return nullptr;
-    };
     auto out = w.cycle();
-    REQUIRE(by(out, ActionKind::Requeue, 4));
+    REQUIRE(find(out, ActionKind::Requeue, 4));
     // Slurm requeued it (pending, gated again, its record says it yielded);
     // n019 is still completing, so r2 is not whole yet
     ckpt.state = JobState::Pending;
     ckpt.nodes.clear();
     ckpt.restarts = 1;
     ckpt.licenses = "nvlslice_gate:1";
-    REQUIRE(by(out, ActionKind::SetRecord, 4));
-    ckpt.admin_comment = by(out, ActionKind::SetRecord, 4)->arg;
+    REQUIRE(find(out, ActionKind::SetRecord, 4));
+    ckpt.admin_comment = find(out, ActionKind::SetRecord, 4)->arg;
     w.node("n020").state = NodeState::Idle;
     w.node("n021").state = NodeState::Idle;
     w.now += 2;
     auto next = w.cycle();
     CAPTURE(next.log);
-    CHECK_FALSE(by(next, ActionKind::Pin, 9));
+    CHECK_FALSE(find(next, ActionKind::Pin, 9));
     // before: the requeued job went straight back onto the rack it had just
     // freed (n[020-022]); now it goes elsewhere (r1, on a lent spare)
-    REQUIRE(by(next, ActionKind::Pin, 4));
-    CHECK(by(next, ActionKind::Pin, 4)->arg == "n[015-017]");
+    REQUIRE(find(next, ActionKind::Pin, 4));
+    CHECK(find(next, ActionKind::Pin, 4)->arg == "n[015-017]");
     w.run_on(ckpt, "n[015-017]");
-    ckpt.admin_comment = by(next, ActionKind::SetRecord, 4)->arg;
+    ckpt.admin_comment = find(next, ActionKind::SetRecord, 4)->arg;
     w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
     // the node completes: the blocked job gets the rack
     w.node("n019").state = NodeState::Idle;
     w.now += 1;
     auto last = w.cycle();
     CAPTURE(last.log);
-    REQUIRE(by(last, ActionKind::Pin, 9));
-    CHECK(by(last, ActionKind::Pin, 9)->arg == "n[019-034]");
+    REQUIRE(find(last, ActionKind::Pin, 9));
+    CHECK(find(last, ActionKind::Pin, 9)->arg == "n[019-034]");
 }
 
 TEST_CASE("prefer mode splits only after its wait", "[reconcile][quick]") {
@@ -1027,16 +1023,12 @@ TEST_CASE("native mode: a job Slurm holds back is kept off a degraded rack witho
     CAPTURE(out.log);
     for (JobId id : {JobId(7), JobId(8)}) {
         CAPTURE(id);
-        const Action* exc = nullptr;
-        for (const auto& a : out.actions)
-            if (a.kind == ActionKind::Exclude && a.job == id) exc = &a;
+        const Action* exc = find(out, ActionKind::Exclude, id);
         REQUIRE(exc);
         CHECK(exc->arg == "n[001-018]");
         CHECK(exc->start_at == 0); // no StartTime: Slurm's begin time and dependency stay as they are
-        for (const auto& a : out.actions) {
-            CHECK_FALSE((a.job == id && a.kind == ActionKind::Pin));
-            CHECK_FALSE((a.job == id && a.kind == ActionKind::Release));
-        }
+        CHECK_FALSE(find(out, ActionKind::Pin, id));
+        CHECK_FALSE(find(out, ActionKind::Release, id));
     }
     // nothing lent to them either: the spares stay reserved
     for (const auto& a : out.actions)
