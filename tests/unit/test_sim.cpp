@@ -6,7 +6,9 @@
 using namespace nvl;
 
 namespace {
-const PolicyResult& by(const std::vector<PolicyResult>& rs, const std::string& name) {
+// a C string, not a std::string: no temporary for the returned reference to
+// outlive (GCC 14 warns, -Wdangling-reference)
+const PolicyResult& by(const std::vector<PolicyResult>& rs, const char* name) {
     for (const auto& r : rs)
         if (r.policy == name) return r;
     FAIL("no policy " << name);
