@@ -52,6 +52,10 @@ AC_DEFUN([NVL_WITH_SLURM], [
   # 24.11 dropped slurm_get_errno(): errno carries the error instead.
   AC_CHECK_DECLS([slurm_get_errno], [AC_DEFINE([HAVE_SLURM_GET_ERRNO], [1], [libslurm has slurm_get_errno])], [],
     [[#include <slurm/slurm.h>]])
+  # 25.05: a plugin may say how a failing remote slurm_spank_init is taken
+  # (slurm_spank_init_failure_mode: ESPANK_NODE_FAILURE drains the node,
+  # the default; ESPANK_JOB_FAILURE fails the job alone).
+  AC_CHECK_DECLS([ESPANK_JOB_FAILURE], [], [], [[#include <slurm/spank.h>]])
   # Segments (24.05+): --segment on the client, segment_size in a job request.
   AC_CHECK_MEMBERS([job_desc_msg_t.segment_size],
     [AC_DEFINE([HAVE_SLURM_SEGMENTS], [1], [Slurm jobs can ask for segments (--segment)])], [],

@@ -1,6 +1,8 @@
 // nvlslice SPANK plugin — the one boundary file: every symbol Slurm looks
 // up is here, and every entry point catches everything, logs once with the
 // "nvlslice: " prefix and returns -1. No C++ exception reaches Slurm.
+#include "config.h"
+
 #include "plugin.hpp"
 
 #include "map_io.hpp"
@@ -16,6 +18,16 @@ extern const char plugin_type[];
 extern const unsigned int plugin_version;
 extern const unsigned int spank_plugin_version;
 SPANK_PLUGIN(nvlslice, 1);
+#if HAVE_DECL_ESPANK_JOB_FAILURE
+// Chosen on purpose (Slurm 25.05+; earlier Slurm drains the node): the one
+// thing that fails slurm_spank_init on a node is this plugin's own
+// plugstack.conf line, usually one file shared by every node, so draining
+// would take each node a job touches out of service for a configuration
+// error; the job fails with the error in slurmd's log instead. A user's
+// bad option is refused at submission, before any node; hardware faults
+// are found at task start and drain only with fabric_drain=yes.
+int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
+#endif
 }
 
 namespace nvl::spank {
