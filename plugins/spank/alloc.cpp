@@ -164,11 +164,48 @@ void submit_hand_off(spank_t sp) {
     const char* mode = tag.mode == PlacementMode::Prefer ? "prefer" : "strict";
     if (native) {
         api.must_set("segment", std::to_string(tag.slice));
+        // Only where the feature is active: nvlsliced takes it off degraded
+        // racks, so Slurm never offers one to this job, from its submission on.
+        std::string want_constraint;
+        if (!st.config.feature.empty()) {
+            std::string user_c;
+            if (api.isset(api.opt, "constraint"))
+                if (auto c = api.value("constraint")) user_c = *c;
+            if (auto joined = constraint_with(user_c, st.config.feature)) {
+                api.must_set("constraint", *joined);
+                want_constraint = *joined;
+            } else {
+                log_info(fmt::format("--constraint={}: brackets or parentheses cannot be joined with the feature {} "
+                                     "(plugstack.conf feature=); the job keeps its own constraint, and nvlsliced keeps "
+                                     "it off degraded racks from its first look at it",
+                                     user_c, st.config.feature));
+            }
+        }
+        // One IMEX channel per slice where Slurm can give it (25.11+ with
+        // switch/nvidia_imex): a slice is one NVLink domain.
+        std::optional<std::string> want_network;
+        try {
+            const SlurmFeatures f = local_slurm_features();
+            std::string user_n;
+            if (api.isset(api.opt, "network"))
+                if (auto n = api.value("network")) user_n = *n;
+            want_network = network_for_slices(user_n, f.switch_type, f.version);
+        } catch (const Error& e) {
+            log_verbose(fmt::format("IMEX channels per slice not asked for: {}", e.what()));
+        }
+        if (want_network) api.must_set("network", *want_network);
         // Verify instead of trusting: the job must leave segmented and tagged.
         auto back = api.value("comment");
         auto back_seg = api.value("segment");
         if (!back || *back != comment || !back_seg || *back_seg != std::to_string(tag.slice))
             throw Error("the submission did not keep --segment and the slice tag; refusing to submit the slice job");
+        if (!want_constraint.empty()) {
+            auto back_c = api.value("constraint");
+            if (!back_c || *back_c != want_constraint)
+                throw Error(fmt::format("the submission did not keep --constraint={}; refusing to submit the slice "
+                                        "job",
+                                        want_constraint));
+        }
         log_verbose(fmt::format("slice job handed to Slurm (native): {} slice(s) of {} nodes, {}, --segment={}",
                                 tag.count, tag.slice, mode, tag.slice));
         return;

@@ -18,7 +18,8 @@ struct SlurmNode {
     bool failed = false;                  // DOWN or FAIL: always repaired
     bool completing = false;              // a job is still finishing there
     std::string reason;                   // admin's drain/down reason
-    std::string features;
+    std::string features;        // available features (AvailableFeatures), comma-separated
+    std::string active_features{}; // ActiveFeatures: what Slurm matches a --constraint against
     uint32_t weight = 0; // Slurm's scheduling weight; 0 = not reported
     bool not_responding = false; // NOT_RESPONDING: slurmctld's pings go unanswered
 };
@@ -113,6 +114,10 @@ class ClusterApi {
     // jobs at once (requeued if they may be), as for a node it marks DOWN
     // itself, and the node stays out until an admin resumes it.
     virtual void set_node_down(const std::string& node, const std::string& reason) = 0;
+    // Sets the nodes' (a hostlist) active features, a subset of their
+    // available ones: Slurm gives a job with a --constraint only nodes
+    // where it is active.
+    virtual void set_active_features(const std::string& nodes, const std::string& features) = 0;
 };
 
 } // namespace nvl

@@ -228,13 +228,20 @@ void Cycle::collect_slice_jobs() {
         if (j.state != JobState::Pending || j.held || !has_placement(sj)) continue; // released, record caught up or not
         // gate mode: its ReqNodeList; native: the nodes it was pinned to
         // (an exclusion of all others), which its record lists
-        if (native(sj) ? j.exc_nodes.empty() : j.req_nodes.empty()) continue;
+        if (native(sj) ? !native_pinned(j) : j.req_nodes.empty()) continue;
         // a repair's or restart's target is its record, written before the
         // pin (which may not have followed)
         const bool target_in_record = sj.rec->state != RecordState::Placed && !sj.rec->slices.empty();
         for (NodeId id : target_in_record ? recorded_nodes(sj) : pinned_nodes(sj))
             if (is_free(snap_.node(id).state)) snap_.set(id, {NodeState::Allocated, j.id, -1, false});
     }
+}
+
+bool Cycle::excludes_any(const SlurmJob& j, const std::vector<NodeId>& ids) const {
+    if (j.exc_nodes.empty()) return false;
+    for (const auto& n : hostlist_expand(j.exc_nodes))
+        if (auto id = map_.find_node(n); id && std::find(ids.begin(), ids.end(), *id) != ids.end()) return true;
+    return false;
 }
 
 std::string Cycle::all_but(const std::vector<NodeId>& ids) const {
@@ -385,6 +392,7 @@ CycleOutput Cycle::run() {
     // plugin packs small jobs; the helper does neither.
     if (cfg_.hand_off != HandOff::Native) protect_top();
     keep_spares();
+    keep_features();
     if (cfg_.hand_off != HandOff::Native) keep_weights();
     keep_gate();
     return std::move(out_);

@@ -130,11 +130,18 @@ class Cycle {
         if (held_by_us(sj)) act({ActionKind::Release, sj.job->id, {}});
     }
     // Pins a job to `ids` from `start_at` (0: leave StartTime): its
-    // ReqNodeList in gate mode; in native mode every other node excluded
-    // (ExcNodeList), since Slurm 24.05-25.05 refuse a ReqNodeList on a job
-    // of several segments while an exclusion works on any.
+    // ReqNodeList in gate mode, and in native mode where the controller
+    // takes it as a node pool (Slurm 25.11+: the segments are chosen inside
+    // it, and it is exactly one placement); otherwise, in native mode,
+    // every other node excluded (ExcNodeList), since Slurm 24.05-25.05
+    // refuse a ReqNodeList on a job of several segments while an exclusion
+    // works on any.
     void pin(const SliceJob& sj, const std::vector<NodeId>& ids, int64_t start_at) {
-        if (!native(sj)) {
+        if (!native(sj) || cfg_.node_pools) {
+            // an exclusion of this job's new nodes (one of an earlier pin by
+            // exclusion) would contradict the pool: lifted first; a rack
+            // exclusion (keep_off_degraded) never meets a placement
+            if (native(sj) && excludes_any(*sj.job, ids)) act({ActionKind::Exclude, sj.job->id, {}});
             act({start_at ? ActionKind::Pin : ActionKind::PinOnly, sj.job->id, hl(ids), start_at});
             return;
         }
@@ -144,6 +151,15 @@ class Cycle {
         Action a{ActionKind::Exclude, sj.job->id, all_but(ids)};
         a.start_at = start_at;
         act(std::move(a));
+    }
+    bool excludes_any(const SlurmJob& j, const std::vector<NodeId>& ids) const;
+    // Whether a placed native job is pinned in Slurm: by its node pool, or
+    // by its exclusion of every other node (pin()).
+    bool native_pinned(const SlurmJob& j) const { return cfg_.node_pools ? !j.req_nodes.empty() : !j.exc_nodes.empty(); }
+    // Back to Slurm's own placement: the pin (either kind) lifted.
+    void unpin_native(const SlurmJob& j) {
+        if (!j.exc_nodes.empty()) act({ActionKind::Exclude, j.id, {}});
+        if (cfg_.node_pools && !j.req_nodes.empty()) act({ActionKind::PinOnly, j.id, {}});
     }
     bool pinned_now(JobId id) const {
         return did(id, ActionKind::Pin) || did(id, ActionKind::PinOnly) || did(id, ActionKind::Exclude);
@@ -173,6 +189,7 @@ class Cycle {
                       const char* label);
     void keep_spares();
     void keep_weights();
+    void keep_features();
     // A job whose last action Slurm refused waits out its backoff: true
     // while it does (its record says why, once).
     bool backing_off(const SliceJob& sj);

@@ -2,6 +2,7 @@
 #include "cycle.hpp"
 
 #include <algorithm>
+#include <map>
 #include <ctime>
 
 namespace nvl::detail {
@@ -99,6 +100,66 @@ void Cycle::keep_weights() {
         act(std::move(a));
     }
     // not logged: it changes with every job that starts or ends (sinfo -o %w shows it)
+}
+
+namespace {
+// Whether a comma-separated feature list names `f`.
+bool names_feature(std::string_view list, std::string_view f) {
+    size_t a = 0;
+    while (a <= list.size()) {
+        size_t b = list.find(',', a);
+        if (b == std::string_view::npos) b = list.size();
+        if (list.substr(a, b - a) == f) return true;
+        a = b + 1;
+    }
+    return false;
+}
+// The list with `f` added at its end or taken out, the rest in order.
+std::string with_feature(std::string_view list, std::string_view f, bool on) {
+    std::string out;
+    size_t a = 0;
+    while (a < list.size()) {
+        size_t b = list.find(',', a);
+        if (b == std::string_view::npos) b = list.size();
+        std::string_view x = list.substr(a, b - a);
+        if (!x.empty() && x != f) out.append(out.empty() ? "" : ",").append(x);
+        a = b + 1;
+    }
+    if (on) out.append(out.empty() ? "" : ",").append(f);
+    return out;
+}
+} // namespace
+
+void Cycle::keep_features() {
+    const std::string& f = cfg_.healthy_feature;
+    if (f.empty()) return;
+    // new active feature list -> the nodes that get it; only nodes where
+    // slurm.conf makes the feature available (the admin's choice)
+    std::map<std::string, std::vector<std::string>> change;
+    std::map<DomainId, bool> racks; // the racks that change, and to what
+    for (const auto& n : nodes_) {
+        auto id = map_.find_node(n.name);
+        if (!id || !names_feature(n.features, f)) continue;
+        const DomainId d = map_.domain_of(*id);
+        const bool want = !snap_.degraded(d);
+        if (names_feature(n.active_features, f) == want) continue;
+        change[with_feature(n.active_features, f, want)].push_back(n.name);
+        racks[d] = want;
+    }
+    if (change.empty()) return;
+    // first of all actions: before anything lets a job start, so that no
+    // new slice job is offered a rack that degraded in this cycle
+    const size_t before = out_.actions.size();
+    for (auto& [features, names] : change) {
+        Action a{ActionKind::SetFeatures, 0, hostlist_compress(names)};
+        a.features = features;
+        act(std::move(a));
+    }
+    std::rotate(out_.actions.begin(), out_.actions.begin() + long(before), out_.actions.end());
+    for (const auto& [d, on] : racks)
+        log(on ? fmt::format("rack {} is healthy: feature {} active on its nodes again", map_.domain(d).name, f)
+               : fmt::format("rack {} is degraded: feature {} taken off its nodes, no new slice job goes there",
+                             map_.domain(d).name, f));
 }
 
 void Cycle::keep_gate() {

@@ -96,7 +96,7 @@ void Cycle::place_waiting(const SliceJob& sj) {
     if (j.held && !held_by_us(sj)) return; // a user's or an admin's hold: theirs to release
     const bool open = !j.held && !gated(j);
     // placed, waiting for Slurm to start it
-    if (open && has_placement(sj) && !(native(sj) ? j.exc_nodes.empty() : j.req_nodes.empty())) return;
+    if (open && has_placement(sj) && (native(sj) ? native_pinned(j) : !j.req_nodes.empty())) return;
     if (!native(sj) && !has_placement(sj)) {
         // Slurm would not start it for a reason of its own: it stays behind
         // the gate, untouched (no pin, no StartTime, no protection), and its

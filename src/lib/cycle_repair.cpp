@@ -267,7 +267,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
             rec.reason = fmt::format("task job {} of its array started on its placement; placing the rest",
                                      split_task);
             if (native(sj)) {
-                if (!j.exc_nodes.empty()) act({ActionKind::Exclude, j.id, {}});
+                unpin_native(j);
             } else {
                 gate(sj);
             }
@@ -311,7 +311,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
             rec.state = RecordState::Waiting;
             if (native(sj)) {
                 // back to Slurm's own placement
-                if (!j.exc_nodes.empty()) act({ActionKind::Exclude, j.id, {}});
+                unpin_native(j);
                 rec.reason = "its nodes were taken by another job; left to Slurm's placement";
                 record(sj, rec);
                 log(fmt::format("job {}: nodes {} taken by other jobs; unpinned, Slurm places it", j.id,

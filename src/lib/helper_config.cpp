@@ -1,5 +1,6 @@
 #include "helper_config.hpp"
 
+#include "plugin_config.hpp"
 #include "yaml_doc.hpp"
 
 #include <fmt/format.h>
@@ -59,7 +60,7 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
         root,
         {"map", "spares", "gpus_per_node", "default_slice", "cycle_ms", "metrics_listen", "lock_file", "log", "reservation",
          "repair_drain_reasons", "rack_failure_reasons", "repair_not_responding_after", "prefer_wait", "replace_after", "lend_spares", "steer_weights", "gate_license", "gate_reservation", "protect", "protect_reservation",
-         "mode", "defrag"},
+         "mode", "defrag", "healthy_feature"},
         [&](const std::string& k, yaml_node_t*, yaml_node_t* v) {
             if (k == "map")
                 s.map = doc.scalar(v, k);
@@ -108,7 +109,13 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
                 s.reconcile.protect = doc.boolean(v, k);
             else if (k == "protect_reservation")
                 s.reconcile.protect_reservation = doc.scalar(v, k);
-            else if (k == "mode") {
+            else if (k == "healthy_feature") {
+                s.reconcile.healthy_feature = doc.scalar(v, k);
+                if (!s.reconcile.healthy_feature.empty() && !valid_feature_name(s.reconcile.healthy_feature))
+                    doc.fail(v, fmt::format("\"healthy_feature\": \"{}\" is not a Slurm node feature name (letters, "
+                                            "digits, '_', '.', '-'; as in slurm.conf Features=)",
+                                            s.reconcile.healthy_feature));
+            } else if (k == "mode") {
                 try {
                     s.reconcile.hand_off = parse_hand_off(doc.scalar(v, k), "mode");
                 } catch (const Error& e) {

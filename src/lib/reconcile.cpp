@@ -26,6 +26,7 @@ const char* to_string(ActionKind k) {
     case ActionKind::Gate: return "gate";
     case ActionKind::NodeDown: return "node-down";
     case ActionKind::AllowRequeue: return "allow-requeue";
+    case ActionKind::SetFeatures: return "features";
     }
     return "?";
 }
@@ -61,6 +62,7 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
             case ActionKind::Gate: api.ensure_gate(cfg.gate_reservation, cfg.gate_license); break;
             case ActionKind::NodeDown: api.set_node_down(a.arg, a.reason); break;
             case ActionKind::AllowRequeue: api.allow_requeue(a.job); break;
+            case ActionKind::SetFeatures: api.set_active_features(a.arg, a.features); break;
             }
         } catch (const Unreachable& e) {
             // slurmctld is away: the rest of the batch was decided from a
@@ -87,8 +89,9 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
 }
 
 std::string backoff_key(const Action& a) {
-    if (a.kind == ActionKind::SetWeight || a.kind == ActionKind::NodeDown)
-        return fmt::format("{} {} {}", to_string(a.kind), a.arg, a.weight);
+    if (a.kind == ActionKind::SetWeight || a.kind == ActionKind::NodeDown || a.kind == ActionKind::SetFeatures)
+        return fmt::format("{} {} {}", to_string(a.kind), a.arg, a.kind == ActionKind::SetFeatures ? a.features
+                                                                                                   : std::to_string(a.weight));
     return to_string(a.kind);
 }
 

@@ -97,6 +97,18 @@ struct HelperConfig {
     // racks for the top job (Slurm's backfill does); the gate stays for
     // prefer jobs, which Slurm's segments cannot run split.
     HandOff hand_off = HandOff::Gate;
+    // Native mode's pin on a controller that takes a node list on a job of
+    // several segments as a pool (Slurm 25.11+, has_node_pools()): the
+    // job's ReqNodeList is exactly its placement's nodes. Otherwise every
+    // other node is excluded (ExcNodeList), which any segment job accepts.
+    bool node_pools = false;
+    // A node feature that the plugin's native submissions constrain slice
+    // jobs to (plugstack.conf feature=): active on the nodes of healthy
+    // racks, taken off (ActiveFeatures) the nodes of degraded ones, so that
+    // Slurm never offers a degraded rack to a new slice job, whether the
+    // helper has looked at that job yet or not. "" = off. Only nodes where
+    // slurm.conf makes it available (Features=) carry it.
+    std::string healthy_feature;
 };
 
 // Pin: required nodes and StartTime; PinOnly: required nodes only;
@@ -122,7 +134,8 @@ enum class ActionKind {
     Gate,
     Exclude,
     NodeDown,
-    AllowRequeue
+    AllowRequeue,
+    SetFeatures
 };
 const char* to_string(ActionKind k);
 
@@ -134,6 +147,7 @@ struct Action {
     uint32_t weight = 0;  // SetWeight
     int64_t end_at = 0;   // Protect: its end
     std::string reason{}; // NodeDown: the node's reason, for Slurm and the admin
+    std::string features{}; // SetFeatures: the nodes' (arg) active features
 };
 
 struct CycleStats {

@@ -72,6 +72,26 @@ HandOff resolve_hand_off(HandOff wanted, bool have_segments, std::string_view to
     return have_segments && topology_plugin == "topology/block" ? HandOff::Native : HandOff::Gate;
 }
 
+bool has_node_pools(std::string_view v) {
+    int major = 0, minor = 0;
+    size_t i = 0;
+    auto number = [&](int& out) {
+        const size_t from = i;
+        while (i < v.size() && i - from < 4 && v[i] >= '0' && v[i] <= '9') out = out * 10 + (v[i++] - '0');
+        return i > from;
+    };
+    if (!number(major) || i >= v.size() || v[i++] != '.' || !number(minor)) return false;
+    return major > 25 || (major == 25 && minor >= 11);
+}
+
+std::optional<std::string> network_for_slices(std::string_view user, std::string_view switch_type,
+                                              std::string_view version) {
+    if (switch_type != "switch/nvidia_imex" || !has_node_pools(version)) return std::nullopt; // both 25.11
+    if (user.find("unique-channel-per-segment") != std::string_view::npos) return std::nullopt;
+    return user.empty() ? std::string("unique-channel-per-segment")
+                        : std::string(user) + ",unique-channel-per-segment";
+}
+
 std::optional<RequestTag> RequestTag::parse(std::string_view comment) {
     auto words = words_after_prefix(comment);
     if (!words) return std::nullopt;

@@ -39,6 +39,20 @@ HandOff parse_hand_off(std::string_view v, std::string_view what);
 // Auto resolved: native needs segments (a build feature) and the running
 // topology plugin to be topology/block.
 HandOff resolve_hand_off(HandOff wanted, bool have_segments, std::string_view topology_plugin);
+// Whether slurmctld of this version ("26.05.5") takes a node list (-w,
+// ReqNodeList) on a job of several segments as a pool to choose the
+// segments from: 25.11 and later do (eval_nodes_block.c); 24.05-25.05 refuse
+// to place such a job. A behaviour of the controller, so the running
+// controller's version decides, not the build. Unparsable: false.
+bool has_node_pools(std::string_view controller_version);
+// A native slice job's --network where Slurm gives each segment an IMEX
+// channel of its own (SwitchType=switch/nvidia_imex, Slurm 25.11+: the
+// option unique-channel-per-segment): each slice is one NVLink domain, and
+// memory is shared only inside one. The user's own --network options are
+// kept. nullopt: leave --network as it is (another switch plugin, an
+// older Slurm, or the user asked for it already).
+std::optional<std::string> network_for_slices(std::string_view user_network, std::string_view switch_type,
+                                              std::string_view version);
 
 struct RequestTag {
     int nodes = 0;

@@ -274,15 +274,19 @@ int main(int argc, char** argv) {
         }
         const HandOff wanted = s.reconcile.hand_off;
         s.reconcile.hand_off = choose_hand_off(wanted, features);
+        s.reconcile.node_pools = has_node_pools(features.version);
         if (s.reconcile.hand_off == HandOff::Native && !features.segments)
             throw Error(fmt::format("{}: mode: native, but this nvlsliced was built against a Slurm without --segment "
                                     "(24.05 or later is needed)",
                                     config));
-        say(fmt::format("started: map {} ({} racks, {} nodes), mode {} ({}; Slurm {}, {}), cycle {} ms, reservation "
+        say(fmt::format("started: map {} ({} racks, {} nodes), mode {} ({}; Slurm {}, {}{}), cycle {} ms, reservation "
                         "{}, metrics {}{}",
                         s.map, map.domains().size(), map.node_count(), to_string(s.reconcile.hand_off),
                         wanted == HandOff::Auto ? "chosen from the running Slurm" : "set in the configuration",
                         features.version, features.topology_plugin.empty() ? "no topology plugin" : features.topology_plugin,
+                        s.reconcile.hand_off != HandOff::Native ? ""
+                        : s.reconcile.node_pools             ? "; pins with a node pool"
+                                                             : "; pins by excluding other nodes",
                         s.cycle_ms, s.reconcile.reservation.empty() ? "(none)" : s.reconcile.reservation,
                         server ? fmt::format("{}:{}", server->host(), server->port()) : "(off)", dry ? ", dry run" : ""));
 
@@ -331,6 +335,7 @@ int main(int argc, char** argv) {
                     next.s.lock_file = s.lock_file;
                     next.s.metrics_listen = s.metrics_listen;
                     next.s.reconcile.hand_off = mode;
+                    next.s.reconcile.node_pools = has_node_pools(features.version);
                     s = std::move(next.s);
                     map = std::move(next.map);
                     metrics.set_racks(rack_names(map));

@@ -142,6 +142,7 @@ std::vector<SlurmNode> SlurmCluster::load_nodes() {
         r.state = decode_node(n.node_state, r.failed, r.completing, r.not_responding);
         r.reason = str(n.reason);
         r.features = str(n.features);
+        r.active_features = n.features_act ? str(n.features_act) : r.features; // unset: all available
         r.weight = n.weight;
         out.push_back(std::move(r));
     }
@@ -402,6 +403,15 @@ void SlurmCluster::set_node_weight(const std::string& nodes, uint32_t weight) {
     m.node_names = const_cast<char*>(nodes.c_str());
     m.weight = weight;
     if (slurm_update_node(&m) != SLURM_SUCCESS) fail(fmt::format("setting weight {} on {}", weight, nodes));
+}
+
+void SlurmCluster::set_active_features(const std::string& nodes, const std::string& features) {
+    update_node_msg_t m;
+    slurm_init_update_node_msg(&m);
+    m.node_names = const_cast<char*>(nodes.c_str());
+    m.features_act = const_cast<char*>(features.c_str());
+    if (slurm_update_node(&m) != SLURM_SUCCESS)
+        fail(fmt::format("setting the active features of {} to \"{}\"", nodes, features));
 }
 
 void SlurmCluster::set_node_down(const std::string& node, const std::string& reason) {

@@ -32,6 +32,7 @@ class SlurmCluster final : public ClusterApi {
                          int64_t end_at) override;
     void ensure_gate(const std::string& reservation, const std::string& license) override;
     void set_node_weight(const std::string& nodes, uint32_t weight) override;
+    void set_active_features(const std::string& nodes, const std::string& features) override;
     void set_node_down(const std::string& node, const std::string& reason) override;
 
   private:

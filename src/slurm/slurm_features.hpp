@@ -34,6 +34,7 @@ struct SlurmFeatures {
     bool segments = false;       // built against a Slurm with --segment (24.05+)
     std::string topology_plugin; // the controller's TopologyPlugin, e.g. "topology/block"
     std::string version;         // the controller's version, e.g. "24.11.5"
+    std::string switch_type;     // SwitchType, e.g. "switch/nvidia_imex"
     std::vector<std::string> controllers; // SlurmctldHost names, primary first
     bool enforce_limits = false; // AccountingStorageEnforce has limits (or safe, qos): Slurm holds jobs to them
 };
@@ -49,6 +50,7 @@ inline SlurmFeatures probe_slurm() {
     if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS || !conf)
         throw Error(fmt::format("cannot read slurmctld's configuration: {}", slurm_strerror(errno)));
     if (conf->topology_plugin) f.topology_plugin = conf->topology_plugin;
+    if (conf->switch_type) f.switch_type = conf->switch_type;
     if (conf->version) f.version = conf->version;
     f.enforce_limits = (conf->accounting_storage_enforce & kEnforceLimits) != 0;
     for (uint32_t i = 0; i < conf->control_cnt; ++i)
@@ -78,6 +80,7 @@ inline SlurmFeatures local_slurm_features() {
     f.segments = true;
 #endif
     if (conf->topology_plugin) f.topology_plugin = conf->topology_plugin;
+    if (conf->switch_type) f.switch_type = conf->switch_type;
     f.enforce_limits = (conf->accounting_storage_enforce & kEnforceLimits) != 0;
     // the client's own version (slurm_api_version(): 0xMMmmuu)
     const long v = slurm_api_version();

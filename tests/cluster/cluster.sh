@@ -181,7 +181,9 @@ PriorityCalcPeriod=1"
     fi
     for ((r = 1; r <= RACKS; r++)); do
         lo=$(( (r - 1) * PER + 1 )); hi=$(( r * PER ))
-        feat=$(printf 'rack%03d' "$r")
+        # its rack, and the feature native slice jobs are constrained to
+        # (plugstack.conf feature=, nvlsliced's healthy_feature)
+        feat=$(printf 'rack%03d,nvlslice_ok' "$r")
         nodes_line+="NodeName=$(printf 'nvl[%04d-%04d]' "$lo" "$hi") NodeAddr=$SUBNET.[$((FIRST_IP + lo - 1))-$((FIRST_IP + hi - 1))] CPUs=1 RealMemory=500 Features=$feat State=UNKNOWN"$'\n'
     done
     cat > "$CONF" <<CONF

@@ -10,7 +10,12 @@ cd "$OUT"
 LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
 
 echo "# native: nvlsliced chose native mode from the running Slurm"
-expect_match "its log names the mode and why" 'mode native \(chosen from the running Slurm; Slurm [0-9.]+, topology/block\)' "$(grep 'started:' "$LOG" | tail -1)"
+started=$(grep 'started:' "$LOG" | tail -1)
+expect_match "its log names the mode and why" 'mode native \(chosen from the running Slurm; Slurm [0-9.]+, topology/block; pins (with a node pool|by excluding other nodes)\)' "$started"
+# Slurm 25.11 and later take a node list on a job of several segments as a pool
+ver=$(sed -n 's/.*; Slurm \([0-9]*\)\.\([0-9]*\)\..*/\1\2/p' <<< "$started")
+if [ "${ver:-0}" -ge 2511 ]; then pool=1; how="with a node pool"; else pool=0; how="by excluding other nodes"; fi
+expect_match "it pins $how on this Slurm" "pins $how" "$started"
 
 echo "# native: bad values are refused before submission, no job created"
 before=$(job_count)
@@ -37,6 +42,73 @@ expect_match "nvlsliced recorded its slices" '^nvlslice/1 placed slice=16 slices
 wait_for 10 bash -c "[ \"\$(wc -l < $OUT/n-$J.out 2>/dev/null)\" -ge 32 ]"
 expect_eq "tasks see slice 0 on rack001 and slice 1 on rack002 (the same NVL_* as in gate mode)" "16 0 rack001 16,16 1 rack002 16" \
     "$(awk '{print $2, $3, $4}' "$OUT/n-$J.out" | sort | uniq -c | awk '{print $1, $2, $3, $4}' | paste -sd,)"
+
+echo "# native: a drained node is repaired from the rack's spare, pinned $how"
+t0=$(now)
+scontrol update nodename=nvl0005 state=drain reason="nvlslice test: repair"
+if wait_for 30 bash -c "[ \"\$(squeue -h -j $J -o '%T %N')\" = 'RUNNING nvl[0001-0004,0006-0017,0019-0034]' ]"; then
+    ok "running again on the rack's spare nvl0017 in $(secs "$t0" "$(now)") s"
+else
+    not_ok "repair: $(squeue -h -j "$J" -o '%T %N %r')"
+fi
+if [ "$pool" = 1 ]; then
+    expect_eq "its ReqNodeList is the placement (a pool of exactly its nodes)" "nvl[0001-0004,0006-0017,0019-0034]" "$(job_field "$J" ReqNodeList)"
+    expect_eq "no exclusion" "(null)" "$(job_field "$J" ExcNodeList)"
+else
+    expect_eq "every other node excluded" "nvl[0005,0018,0035-0036]" "$(job_field "$J" ExcNodeList)"
+fi
+scancel "$J"
+wait_done "$J" 20
+scontrol update nodename=nvl0005 state=resume
+
+echo "# native: slice jobs submitted while a rack degrades: none starts there once nvlsliced has seen it"
+cleanup; resume_all
+wait_for 60 all_up || not_ok "all nodes up before the case: $(sinfo -h -N -t down,drain,drained,draining,fail,unk,no_respond -o '%N %T')"
+settle
+expect_match "the feature is active on every node (slurm.conf Features=)" '^36$' "$(sinfo -h -N -o '%N %b' | sort -u | grep -c 'nvlslice_ok')"
+LOADJOBS=$OUT/load-jobs
+: > "$LOADJOBS"
+( for i in $(seq 1 48); do
+      sbatch --parsable -N 8 --nvl-slice=8 -J degload --wrap 'sleep 6' >> "$LOADJOBS" 2>/dev/null
+      sleep 0.25
+  done ) &
+SUBMITTER=$!
+sleep 3
+BAD=nvl0003
+t_drain=$(date +%s)
+scontrol update nodename="$BAD" state=drain reason="Xid 145: NVLink contained error"
+if wait_for 10 grep -q "rack rack001 is degraded: feature nvlslice_ok taken off its nodes" "$LOG"; then
+    t_off=$(date -d "$(grep "rack rack001 is degraded: feature nvlslice_ok taken off" "$LOG" | tail -1 | cut -d' ' -f1)" +%s)
+    ok "nvlsliced took the feature off rack001 $((t_off - t_drain)) s after the drain"
+else
+    t_off=$t_drain
+    not_ok "nvlsliced took the feature off rack001: $(grep -i 'rack001' "$LOG" | tail -3)"
+fi
+expect_eq "sinfo: no node of rack001 has it active" "" "$(sinfo -h -N -n 'nvl[0001-0018]' -o '%N %b' | grep nvlslice_ok)"
+wait "$SUBMITTER"
+# every job that started on rack001: when (its last start)
+late="" early=0 n=0
+while read -r j; do
+    [ -n "$j" ] || continue
+    n=$((n + 1))
+    info=$(scontrol show job "$j" 2>/dev/null)
+    nodes=$(sed -n 's/^ *NodeList=\([^ ]*\).*/\1/p' <<< "$info")
+    st=$(sed -n 's/.* StartTime=\([^ ]*\) .*/\1/p' <<< "$info")
+    case "$nodes" in ''|'(null)') continue ;; esac
+    grep -qE '^nvl00(0[1-9]|1[0-8])$' <(scontrol show hostnames "$nodes") || continue
+    [ "$st" = Unknown ] && continue
+    if [ "$(date -d "$st" +%s)" -gt "$t_off" ]; then late+=" $j@$st($nodes)"; else early=$((early + 1)); fi
+done < "$LOADJOBS"
+echo "# $n slice jobs submitted in 12 s; $early started on rack001 before the feature came off (drain at $(date -d @"$t_drain" +%T))"
+expect_eq "none of them started on rack001 after nvlsliced took the feature off" "" "$late"
+scancel -n degload 2>/dev/null
+scontrol update nodename="$BAD" state=resume
+if wait_for 15 grep -q "rack rack001 is healthy: feature nvlslice_ok active on its nodes again" "$LOG"; then
+    ok "resumed: the feature is active on rack001 again"
+else
+    not_ok "the feature back on rack001: $(sinfo -h -N -n 'nvl[0001-0018]' -o '%N %b' | head -3)"
+fi
+cleanup
 
 echo "# native: a prefer job takes the gate (a segment cannot run split after its wait)"
 P=$(sbatch --parsable -N 16 --nvl-slice=16 --nvl-placement=prefer --wrap 'sleep 5')

@@ -5,6 +5,7 @@
 
 #include "cluster_api.hpp"
 #include "error.hpp"
+#include "hostlist.hpp"
 
 #include <fmt/format.h>
 
@@ -70,6 +71,12 @@ class FakeCluster : public ClusterApi {
         call("gate", fmt::format(" {} {}", reservation, license));
     }
     void set_node_weight(const std::string& n, uint32_t w) override { call(fmt::format("weight {}", w), " " + n); }
+    void set_active_features(const std::string& n, const std::string& f) override {
+        call("features", fmt::format(" {} \"{}\"", n, f));
+        for (const auto& name : hostlist_expand(n))
+            for (auto& x : nodes)
+                if (x.name == name) x.active_features = f;
+    }
     void set_node_down(const std::string& n, const std::string& reason) override {
         call("down " + n, " \"" + reason + "\"");
         for (auto& x : nodes)

@@ -95,3 +95,12 @@ TEST_CASE("helper configuration: rack-level failures, silent nodes and the log",
     CHECK_THROWS_WITH(read_helper_config("map: m.yaml\nlog: journal\n", "h.yaml"),
                       Catch::Contains("\"log\": \"journal\": expected auto, stderr or syslog"));
 }
+
+TEST_CASE("helper configuration: healthy_feature names a node feature", "[config][native][quick]") {
+    CHECK(read_helper_config("map: m.yaml\n", "h.yaml").reconcile.healthy_feature.empty());
+    CHECK(read_helper_config("map: m.yaml\nhealthy_feature: \"\"\n", "h.yaml").reconcile.healthy_feature.empty());
+    CHECK(read_helper_config("map: m.yaml\nhealthy_feature: nvlslice_ok\n", "h.yaml").reconcile.healthy_feature ==
+          "nvlslice_ok");
+    CHECK_THROWS_WITH(read_helper_config("map: m.yaml\nhealthy_feature: \"a&b\"\n", "h.yaml"),
+                      Catch::Contains("h.yaml:2") && Catch::Contains("is not a Slurm node feature name"));
+}

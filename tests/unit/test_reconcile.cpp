@@ -817,6 +817,59 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     CHECK(find(rep, ActionKind::Exclude)->start_at == d.now + 1);
 }
 
+TEST_CASE("native mode on Slurm 25.11+: a repair pins the job with a node pool, exactly its placement",
+          "[reconcile][native][quick]") {
+    World w(2);
+    w.cfg.hand_off = HandOff::Native;
+    w.cfg.node_pools = true;
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = add_native_job(w, 7, 16, 1);
+    w.run_on(j, "n[001-016]");
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    w.node("n005").state = NodeState::Draining;
+    auto out = w.cycle();
+    // a ReqNodeList of the 16 nodes, the rack's spare in place of n005; no exclusion
+    CHECK(kinds(out) == "record requeue-hold pin-nodes reservation");
+    CHECK(find(out, ActionKind::PinOnly)->arg == "n[001-004,006-017]");
+    CHECK(find(out, ActionKind::Exclude) == nullptr);
+    // pending again, held by the helper: pinned from its start second, released
+    w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
+    j.state = JobState::Pending;
+    j.held = true;
+    j.nodes.clear();
+    j.restarts = 1;
+    j.begin_time = w.now + 1;
+    j.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    j.req_nodes = "n[001-004,006-017]";
+    for (int i = 1; i <= 16; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Idle;
+    w.node("n005").state = NodeState::Drained;
+    w.now += 1;
+    auto fin = w.cycle();
+    CHECK(kinds(fin) == "release record");
+    w.run_on(j, "n[001-004,006-017]");
+    j.admin_comment = find(fin, ActionKind::SetRecord)->arg;
+    CHECK(w.cycle().actions.empty());
+
+    // slurmd died and Slurm requeued it itself: pinned by its pool from the next second
+    World d(2);
+    d.cfg.hand_off = HandOff::Native;
+    d.cfg.node_pools = true;
+    d.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& k = add_native_job(d, 8, 16, 1);
+    k.restarts = 1;
+    k.begin_time = d.now + 120;
+    // pinned by exclusion before the controller was upgraded: lifted first
+    k.exc_nodes = "n[017-036]";
+    k.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    d.node("n009").state = NodeState::Down;
+    d.node("n009").failed = true;
+    auto rep = d.cycle();
+    CHECK(kinds(rep) == "record exclude reservation pin");
+    CHECK(find(rep, ActionKind::Exclude)->arg.empty());
+    CHECK(find(rep, ActionKind::Pin)->arg == "n[001-008,010-017]");
+    CHECK(find(rep, ActionKind::Pin)->start_at == d.now + 1);
+}
+
 TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares; prefer jobs keep the gate",
           "[reconcile][native][quick]") {
     World w(2);
@@ -1080,4 +1133,47 @@ TEST_CASE("native mode: a waiting segment job is kept off degraded racks by its 
         flag_cleared = flag_cleared || (a.kind == ActionKind::SetRecord && a.job == 7 &&
                                         a.arg.find("offdegraded") == std::string::npos);
     CHECK(flag_cleared);
+}
+
+TEST_CASE("healthy_feature: taken off a degraded rack's nodes before anything else, given back on recovery",
+          "[reconcile][rack][native][quick]") {
+    World w(2);
+    w.cfg.hand_off = HandOff::Native;
+    w.cfg.rack_failure_reasons = "contained";
+    w.cfg.healthy_feature = "nvlslice_ok";
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    for (auto& n : w.nodes) n.features = n.active_features = "gpu,nvlslice_ok";
+    w.node("n036").features = w.node("n036").active_features = "gpu"; // not given the feature: left alone
+    CHECK(w.cycle().actions.empty()); // healthy: nothing to change
+    // a contained failure degrades rack r1, while a segment job waits
+    add_native_job(w, 7, 16, 1);
+    w.node("n005").state = NodeState::Drained;
+    w.node("n005").reason = "NVLink contained error";
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    REQUIRE_FALSE(out.actions.empty());
+    CHECK(out.actions.front().kind == ActionKind::SetFeatures); // before any job is let go
+    CHECK(out.actions.front().arg == "n[001-018]");
+    CHECK(out.actions.front().features == "gpu"); // the admin's other features kept
+    auto said = [](const CycleOutput& o, const char* text) {
+        for (const auto& l : o.log)
+            if (l.find(text) != std::string::npos) return true;
+        return false;
+    };
+    CHECK(said(out, "rack r1 is degraded: feature nvlslice_ok taken off its nodes"));
+    for (int i = 1; i <= 18; ++i) w.node(fmt::format("n{:03d}", i)).active_features = "gpu";
+    // applied: not asked again
+    for (const auto& a : w.cycle().actions) CHECK(a.kind != ActionKind::SetFeatures);
+    // recovered: active again, the other features first as they were
+    w.node("n005").state = NodeState::Idle;
+    w.node("n005").reason.clear();
+    auto back = w.cycle();
+    const Action* f = find(back, ActionKind::SetFeatures);
+    REQUIRE(f);
+    CHECK(f->arg == "n[001-018]");
+    CHECK(f->features == "gpu,nvlslice_ok");
+    CHECK(said(back, "rack r1 is healthy: feature nvlslice_ok active on its nodes again"));
+    // off: nothing of the kind
+    w.cfg.healthy_feature.clear();
+    for (const auto& a : w.cycle().actions) CHECK(a.kind != ActionKind::SetFeatures);
 }

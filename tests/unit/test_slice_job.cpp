@@ -182,3 +182,25 @@ TEST_CASE("the hand-off: in the tag, in the configuration, and chosen from the r
     CHECK(resolve_hand_off(HandOff::Gate, true, "topology/block") == HandOff::Gate);
     CHECK(resolve_hand_off(HandOff::Native, false, "") == HandOff::Native);
 }
+
+TEST_CASE("node pools: a node list on a segment job is a pool from Slurm 25.11", "[tag][native][quick]") {
+    CHECK_FALSE(has_node_pools("22.05.8"));
+    CHECK_FALSE(has_node_pools("24.11.5"));
+    CHECK_FALSE(has_node_pools("25.05.3"));
+    CHECK(has_node_pools("25.11.0"));
+    CHECK(has_node_pools("26.05.5"));
+    CHECK(has_node_pools("27.05.0-0rc1"));
+    CHECK_FALSE(has_node_pools(""));
+    CHECK_FALSE(has_node_pools("25"));
+    CHECK_FALSE(has_node_pools("x.11"));
+    CHECK_FALSE(has_node_pools("99999999999.1"));
+}
+
+TEST_CASE("IMEX: one channel per slice where Slurm offers it", "[tag][native][quick]") {
+    CHECK(*network_for_slices("", "switch/nvidia_imex", "25.11.2") == "unique-channel-per-segment");
+    CHECK(*network_for_slices("bw=2", "switch/nvidia_imex", "26.05.5") == "bw=2,unique-channel-per-segment");
+    CHECK_FALSE(network_for_slices("unique-channel-per-segment", "switch/nvidia_imex", "26.05.5"));
+    CHECK_FALSE(network_for_slices("", "switch/nvidia_imex", "24.11.5")); // one channel per job before 25.11
+    CHECK_FALSE(network_for_slices("", "switch/none", "26.05.5"));
+    CHECK_FALSE(network_for_slices("", "", "26.05.5"));
+}
