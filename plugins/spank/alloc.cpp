@@ -89,10 +89,7 @@ void node_range(const OptionApi& api, int& lo, int& hi) {
 
 Requeue requeue_of(const OptionApi& api) {
     auto v = api.value("requeue");
-    if (!v || *v == "invalid-context") return Requeue::NotBatch;
-    if (*v == "requeue") return Requeue::Requeue;
-    if (*v == "no-requeue") return Requeue::NoRequeue;
-    return Requeue::Unset;
+    return v ? parse_requeue_value(*v) : Requeue::NotBatch;
 }
 
 // The hand-off of this process's submissions: plugstack.conf's mode=, or

@@ -72,6 +72,13 @@ HandOff resolve_hand_off(HandOff wanted, bool have_segments, std::string_view to
     return have_segments && topology_plugin == "topology/block" ? HandOff::Native : HandOff::Gate;
 }
 
+Requeue parse_requeue_value(std::string_view v) {
+    if (v == "invalid-context") return Requeue::NotBatch;
+    if (v == "requeue" || v == "expedite") return Requeue::Requeue;
+    if (v == "no-requeue") return Requeue::NoRequeue;
+    return Requeue::Unset;
+}
+
 bool has_node_pools(std::string_view v) {
     int major = 0, minor = 0;
     size_t i = 0;

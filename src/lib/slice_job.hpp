@@ -153,6 +153,11 @@ int parse_slice_option(std::string_view v);
 PlacementMode parse_placement_option(std::string_view v);
 
 enum class Requeue { Unset, Requeue, NoRequeue, NotBatch };
+// The client's --requeue as slurm_option_get reports it: "requeue",
+// "expedite" (--requeue=expedite, Slurm 25.11+: requeued at once after a
+// node failure, which still requeues it), "no-requeue", "unset", or
+// "invalid-context" (salloc, srun).
+Requeue parse_requeue_value(std::string_view v);
 
 // Checks a submission before it reaches Slurm and turns it into a tag.
 // `nodes_min/max` as given by -N (max 0 = not given). Throws nvl::Error with

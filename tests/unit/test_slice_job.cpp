@@ -204,3 +204,11 @@ TEST_CASE("IMEX: one channel per slice where Slurm offers it", "[tag][native][qu
     CHECK_FALSE(network_for_slices("", "switch/none", "26.05.5"));
     CHECK_FALSE(network_for_slices("", "", "26.05.5"));
 }
+
+TEST_CASE("--requeue as the client reports it: expedite is a requeue", "[tag][quick]") {
+    CHECK(parse_requeue_value("requeue") == Requeue::Requeue);
+    CHECK(parse_requeue_value("expedite") == Requeue::Requeue); // Slurm 25.11+
+    CHECK(parse_requeue_value("no-requeue") == Requeue::NoRequeue);
+    CHECK(parse_requeue_value("unset") == Requeue::Unset);
+    CHECK(parse_requeue_value("invalid-context") == Requeue::NotBatch);
+}
