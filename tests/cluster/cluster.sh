@@ -122,15 +122,21 @@ write_map() {
     fi
 }
 
-# Slurm 23.11 and later have topology/block: the racks become Slurm blocks,
-# as on an NVL72 cluster (the 24.11 tier). 22.05 has none.
-slurm_has_block() {
+# slurmctld's version is MAJOR.MINOR or later
+slurm_at_least() {
     local v
     v=$("$SLURMCTLD" -V 2>/dev/null | sed -n 's/^slurm[^ ]* \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
     [ -n "$v" ] || return 1
-    set -- $v
-    [ "$1" -gt 23 ] || { [ "$1" -eq 23 ] && [ "$2" -ge 11 ]; }
+    set -- $v "$1" "$2"
+    [ "$1" -gt "$3" ] || { [ "$1" -eq "$3" ] && [ "$2" -ge "$4" ]; }
 }
+# Slurm 23.11 and later have topology/block: the racks become Slurm blocks,
+# as on an NVL72 cluster (the 24.11 and 26.05 tiers). 22.05 has none.
+slurm_has_block() { slurm_at_least 23 11; }
+# Slurm 25.11 and later can requeue a job at once after a node failure
+# (--requeue=expedite, allowed by SlurmctldParameters=enable_expedited_requeue):
+# on, so that the tests run slice jobs with it as sites will.
+slurm_has_expedite() { slurm_at_least 25 11; }
 
 # Lines slurm.conf needs on this Slurm: topology/block with topology.conf
 # written by nvl-topo from the rack map, and (slurmd 24.11 without a cgroup
@@ -144,6 +150,7 @@ write_topology() {
         die "nvl-topo export --format block failed"
     echo "CgroupPlugin=disabled" > "$DIR/etc/cgroup.conf"
     TOPOLOGY_LINES="TopologyPlugin=topology/block"
+    if slurm_has_expedite; then TOPOLOGY_LINES+=$'\n'"SlurmctldParameters=enable_expedited_requeue"; fi
 }
 
 # The daemons' /etc/hosts (bind-mounted in their own mount namespace): every

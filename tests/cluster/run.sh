@@ -4,7 +4,8 @@
 #   tests/cluster/run.sh BUILD_DIR
 # Stops the cluster afterwards unless NVL_KEEP_CLUSTER=1. NVL_TESTS="test_rules"
 # runs only the scripts named (test_plugin, test_native, test_helper,
-# test_rules, test_load, test_accounting). NVL_ACCOUNTING=1 runs every script
+# test_rules, test_load, test_accounting; bench_failure runs only when
+# named). NVL_ACCOUNTING=1 runs every script
 # with real accounting (cluster.sh); NVL_ACCOUNTING=after runs them without,
 # then starts the cluster again with accounting for test_accounting.
 #
@@ -178,6 +179,12 @@ if [ "${NVL_ACCOUNTING:-0}" = after ]; then
         run_test "$HERE/test_accounting.sh" ;;
     esac
 fi
+# Only when named (NVL_TESTS="bench_failure"): the side-by-side of
+# nvlslice's repair and Slurm's own requeues, about 25 minutes
+case " ${NVL_TESTS:-} " in *" bench_failure "*)
+    [ "${NVL_ACCOUNTING:-0}" = 1 ] || { "$HERE/cluster.sh" helper >/dev/null 2>&1 || true; }
+    run_test "$HERE/bench_failure.sh" ;;
+esac
 "$HERE/cluster.sh" kill-helper
 [ "${NVL_KEEP_CLUSTER:-0}" = 1 ] || "$HERE/cluster.sh" down >/dev/null
 echo "# cluster tests took $(( $(date +%s) - start )) s"

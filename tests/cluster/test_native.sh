@@ -7,6 +7,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 OUT=$(mktemp -d)
 cd "$OUT"
+CL="$HERE/cluster.sh"
 LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
 
 echo "# native: nvlsliced chose native mode from the running Slurm"
@@ -60,6 +61,35 @@ fi
 scancel "$J"
 wait_done "$J" 20
 scontrol update nodename=nvl0005 state=resume
+
+if [ "$pool" = 1 ]; then
+    echo "# native: with Slurm's expedited requeue (25.11+), a killed slurmd: one requeue, the job on its rack's spare"
+    cleanup; resume_all
+    wait_for 60 all_up || not_ok "all nodes up before the case: $(sinfo -h -N -t down,drain,drained,draining,fail,unk,no_respond -o '%N %T')"
+    settle
+    E=$(sbatch --parsable -N 16 --nvl-slice=16 --requeue=expedite -J expedite --wrap 'sleep 600')
+    if wait_for 20 bash -c "[ \"\$(squeue -h -j $E -o '%T %N')\" = 'RUNNING nvl[0001-0016]' ]"; then
+        ok "started by Slurm on rack001, asking for expedited requeue ($(job_field "$E" ExpeditedRequeue))"
+    else
+        not_ok "expedite job started: $(squeue -h -j "$E" -o '%T %N %r')"
+    fi
+    t0=$(now)
+    "$CL" kill-node 7
+    if wait_for 150 bash -c "[ \"\$(squeue -h -j $E -o '%T %N')\" = 'RUNNING nvl[0001-0006,0008-0017]' ]"; then
+        ok "running again on the rack's spare nvl0017, $(secs "$t0" "$(now)") s after the kill (Slurm marks the node DOWN after SlurmdTimeout)"
+    else
+        not_ok "after the kill: $(squeue -h -j "$E" -o '%T %N %r') $(record "$E")"
+    fi
+    expect_eq "exactly one requeue (Restarts=1)" "1" "$(job_field "$E" Restarts)"
+    expect_match "one repair in its record" ' repairs=1 ' "$(record "$E")"
+    expect_match "not held (priority above 0)" '^[1-9]' "$(job_field "$E" Priority)"
+    expect_eq "its ReqNodeList is the repaired placement" "nvl[0001-0006,0008-0017]" "$(job_field "$E" ReqNodeList)"
+    scancel "$E"
+    wait_done "$E" 20
+    "$CL" start-node 7
+    wait_for 30 bash -c '[ "$(sinfo -h -n nvl0007 -o %T)" != "down" ] && [ "$(sinfo -h -n nvl0007 -o %T)" != "down*" ]'
+    resume_all
+fi
 
 echo "# native: slice jobs submitted while a rack degrades: none starts there once nvlsliced has seen it"
 cleanup; resume_all
