@@ -55,8 +55,13 @@ else
     RERUN=never
     not_ok "plain Slurm's requeued job runs again: $(squeue -h -j "$P" -o '%T %r')"
 fi
-scancel "$P"; wait_for 20 bash -c '[ -z "$(squeue -h -o %i)" ]'
+# its srun step up before it is cancelled: a batch script killed while its
+# srun connects leaves the step's slurmstepd retrying MESSAGE_TASK_EXIT to
+# a gone srun, the nodes COMPLETING for over a minute (26.05)
+wait_for 20 bash -c "squeue -h -s -j $P -o %i | grep -q '^$P\.0\$'"
+scancel "$P"; cleanup
 scontrol update nodename="$pn" state=resume
+settle
 
 echo "# helper: a 2-slice job on a fragmented cluster waits with the reason, then lands 16 + 16"
 P1=$(sbatch --parsable -w nvl0003 -J frag1 --wrap 'sleep 300')
@@ -486,8 +491,10 @@ if wait_for 150 moved; then
     t1=$(now); T_NR=$(secs "$t0" "$t1")
     ok "running again without $VICTIM $T_NR s after the kill (DOWN path above: ${T_DOWN:-?} s), on $(nodes_of "$J")"
     echo "# measured: slurmd killed -> running again: $T_NR s with repair_not_responding_after=5 vs ${T_DOWN:-?} s waiting for Slurm's DOWN"
-    check "the NOT_RESPONDING path is faster than the DOWN path ($T_NR s < ${T_DOWN:-?} s)" \
-        awk -v a="$T_NR" -v b="${T_DOWN:-0}" 'BEGIN { exit !(a < b) }'
+    # Not compared as a check: each total depends on where in slurmctld's
+    # ping cycle the kill fell (one sample each, 22-44 s over runs). That
+    # the helper acted before Slurm's own DOWN is what the reason below
+    # shows: Slurm's would read "Not responding".
 else
     not_ok "repair after NOT_RESPONDING: $(squeue -h -j "$J" -o '%T %N %r') $(record "$J") $(sinfo -h -n "$VICTIM" -o '%T %E')"
 fi
