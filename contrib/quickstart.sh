@@ -183,22 +183,41 @@ test_suite() {
     # baselines); the plugin-alone, rules, load and accounting scripts
     # drive the same native code there as on 26.05 and are not repeated.
     # NVL_TIERS="22.05" runs the first only.
-    local tiers=${NVL_TIERS:-22.05 26.05 24.11} tier out rc=0 trc cp cf tp=${hp:-0} tf=${hf:-1} promtool t0
+    local tiers=${NVL_TIERS:-22.05 26.05 24.11} tier out rc=0 trc cp cf tp=${hp:-0} tf=${hf:-1} promtool t0 roots="" pre
     promtool=$(fetch_tool prometheus usr/bin/promtool)
+    # The roots' builds and unit tests run beside the first tier (niced),
+    # one root after the other, so that each root tier only tests.
+    for tier in $tiers; do [ "$tier" = 22.05 ] || roots+=" $tier"; done
+    pre=$(mktemp -d)
+    if [ -n "$roots" ]; then
+        ( for tier in $roots; do
+              as_root env NVL_SLURM="$tier" NVL_ROOT_STEP=build nice -n 10 "$SRC/tests/cluster/run.sh" > "$pre/$tier.log" 2>&1
+              echo $? > "$pre/$tier.rc"
+          done ) &
+    fi
     for tier in $tiers; do
         echo "==> cluster tests on Slurm $tier (real slurmctld + slurmd in network namespaces)"
         out=$(mktemp)
         t0=$(date +%s)
+        if [ "$tier" != 22.05 ]; then
+            # its build, made beside the tiers before
+            while [ ! -f "$pre/$tier.rc" ]; do sleep 2; done
+            grep -v '^#' "$pre/$tier.log" | tail -30
+            if [ "$(cat "$pre/$tier.rc")" != 0 ]; then
+                echo "tier $tier: 0 passed, 1 failed (its build or unit tests in the root failed)"
+                tf=$((tf + 1)); rc=1; rm -f "$out"; continue
+            fi
+        fi
         set +e
         case "$tier" in
         22.05)
             { as_root env NVL_PROMTOOL="$promtool" NVL_ACCOUNTING=after "$SRC/tests/cluster/run.sh" "$BUILD"; echo $? > "$out.rc"; } 2>&1 |
                 tee "$out" ;;
         24.11)
-            { as_root env NVL_SLURM="$tier" NVL_TESTS="${NVL_TESTS:-test_native test_helper}" "$SRC/tests/cluster/run.sh"; echo $? > "$out.rc"; } 2>&1 |
+            { as_root env NVL_SLURM="$tier" NVL_ROOT_STEP=test NVL_TESTS="${NVL_TESTS:-test_native test_helper}" "$SRC/tests/cluster/run.sh"; echo $? > "$out.rc"; } 2>&1 |
                 tee "$out" ;;
         *)
-            { as_root env NVL_SLURM="$tier" NVL_ACCOUNTING=after "$SRC/tests/cluster/run.sh"; echo $? > "$out.rc"; } 2>&1 | tee "$out" ;;
+            { as_root env NVL_SLURM="$tier" NVL_ROOT_STEP=test NVL_ACCOUNTING=after "$SRC/tests/cluster/run.sh"; echo $? > "$out.rc"; } 2>&1 | tee "$out" ;;
         esac
         trc=$(cat "$out.rc"); rm -f "$out.rc"
         set -e
@@ -209,6 +228,8 @@ test_suite() {
         tp=$((tp + ${cp:-0})); tf=$((tf + ${cf:-1}))
         [ "$trc" -eq 0 ] || rc=$trc
     done
+    wait
+    rm -rf "$pre"
     [ "${hf:-1}" -eq 0 ] || rc=1
     # One closing line for the whole run: test cases, build and cluster checks.
     echo "tests: $(( ${n:-0} + tp )) passed, $tf failed"

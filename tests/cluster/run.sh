@@ -42,16 +42,24 @@ if { [ "${NVL_SLURM:-}" = 24.11 ] || [ "${NVL_SLURM:-}" = 26.05 ]; } && [ -z "${
         cp -L "$dblib" "$root/var/tmp/nvlslice-dbclient/libmariadb.so.3"
     fi
     # A copy of the tree, with the root's own autotools: the host's
-    # generated files are not the root's to reuse.
+    # generated files are not the root's to reuse. NVL_ROOT_STEP=build
+    # builds and unit-tests only (the test command does it beside the tier
+    # before); =test runs the cluster tests on that build.
     src=/var/tmp/nvlslice-src inner=/var/tmp/nvlslice-build
-    echo "# the $NVL_SLURM tier: building in the Debian $NVL_SLURM root"
-    "$ROOTSH" shell bash -c "set -e; rm -rf $src $inner; mkdir -p $src $inner
-        tar -C /src --exclude=./build --exclude=./.git -cf - . | tar -C $src -xf -
-        cd $src && autoreconf -fi >/dev/null 2>&1
-        cd $inner && $src/configure -q >/dev/null && make -s -j\$(nproc) >/dev/null
-        make -s -j\$(nproc) check >/dev/null || { tail -30 tests/unit/nvl-unit.log; exit 1; }
-        echo \"unit (Slurm $NVL_SLURM, Catch2 3): \$(sed -n 's/^All tests passed ([0-9]* assertions* in \\([0-9]*\\) test cases*).*/\\1/p' tests/unit/nvl-unit.log) passed\"
-        " || { echo "run.sh: the build or the unit tests in the $NVL_SLURM root failed" >&2; exit 1; }
+    if [ "${NVL_ROOT_STEP:-all}" != test ]; then
+        echo "# the $NVL_SLURM tier: building in the Debian $NVL_SLURM root"
+        "$ROOTSH" shell bash -c "set -e; rm -rf $src $inner; mkdir -p $src $inner
+            tar -C /src --exclude=./build --exclude=./.git -cf - . | tar -C $src -xf -
+            cd $src && autoreconf -fi >/dev/null 2>&1
+            cd $inner && $src/configure -q >/dev/null && make -s -j\$(nproc) >/dev/null
+            make -s -j\$(nproc) check >/dev/null || { tail -30 tests/unit/nvl-unit.log; exit 1; }
+            echo \"unit (Slurm $NVL_SLURM, Catch2 3): \$(sed -n 's/^All tests passed ([0-9]* assertions* in \\([0-9]*\\) test cases*).*/\\1/p' tests/unit/nvl-unit.log) passed\"
+            touch $inner/.nvl-built
+            " || { echo "run.sh: the build or the unit tests in the $NVL_SLURM root failed" >&2; exit 1; }
+        [ "${NVL_ROOT_STEP:-all}" = build ] && exit 0
+    fi
+    [ -f "$("$ROOTSH" path)$inner/.nvl-built" ] ||
+        { echo "run.sh: NVL_ROOT_STEP=test, but the $NVL_SLURM root has no finished build" >&2; exit 1; }
     exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_SLURM="$NVL_SLURM" NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" NVL_TESTS="${NVL_TESTS:-}" \
         NVL_ACCOUNTING="${NVL_ACCOUNTING:-0}" NVL_SLURMDBD_LIBDIR=/var/tmp/nvlslice-dbclient \
         $src/tests/cluster/run.sh "$inner"

@@ -141,7 +141,9 @@ fi
 cleanup
 
 echo "# native: a prefer job takes the gate (a segment cannot run split after its wait)"
-P=$(sbatch --parsable -N 16 --nvl-slice=16 --nvl-placement=prefer --wrap 'sleep 5')
+# held, so that it stays behind its gate to be looked at (free racks would
+# have nvlsliced place it, and take the gate off, at once)
+P=$(sbatch --parsable --hold -N 16 --nvl-slice=16 --nvl-placement=prefer --wrap 'sleep 5')
 expect_match "tagged gate" 'placement=prefer checkpointable=0 handoff=gate' "$(job_comment "$P")"
 expect_match "behind the gate license" 'nvlslice_gate:1' "$(job_field "$P" Licenses)"
 
