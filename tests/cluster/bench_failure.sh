@@ -12,8 +12,9 @@
 #   drain   a health check drains a node: nvlsliced repairs the job; Slurm
 #           alone needs an admin's (or the check's) `scontrol requeue`, and
 #           an admin's requeue is never expedited, so the expedited mode
-#           marks the node DOWN instead (`scontrol update state=down`), the
-#           one way Slurm requeues a job expedited without a crash
+#           marks the node DOWN as well (`scontrol update state=drain`, then
+#           `state=down`), the one way Slurm requeues a job expedited
+#           without a crash
 #   slurmd  the node's slurmd is killed: Slurm marks it DOWN after
 #           SlurmdTimeout (10 s here) and requeues the job itself
 # Measured from the failure to the job RUNNING again (with Restarts one
@@ -31,8 +32,15 @@ RESULTS=$OUT/results
 rack_of_node() { local n=$((10#${1#nvl})); if [ "$n" -le 18 ]; then echo rack001; else echo rack002; fi; }
 racks_of_list() { for n in $(scontrol show hostnames "$1"); do rack_of_node "$n"; done | sort | uniq -c | awk '{print $2 ":" $1}' | paste -sd,; }
 restarts() { job_field "$1" Restarts; }
-# running again, requeued since (Restarts above $2)
-back_running() { [ "$(state "$1")" = RUNNING ] && [ "$(restarts "$1")" -gt "$2" ]; }
+# running again: requeued since (Restarts above $2), on 32 nodes without
+# the failed one $3 (while a requeued job completes, squeue can show it
+# RUNNING with Restarts already raised and its node list shrinking)
+back_running() {
+    [ "$(state "$1")" = RUNNING ] && [ "$(restarts "$1")" -gt "$2" ] || return 1
+    local nodes
+    nodes=$(scontrol show hostnames "$(squeue -h -j "$1" -o %N)")
+    [ "$(wc -l <<< "$nodes")" -eq 32 ] && ! grep -qx "$3" <<< "$nodes"
+}
 
 # one trial: MODE (nvlslice|expedite|plain) FAILURE (drain|slurmd) TRIAL
 trial() {
@@ -47,9 +55,9 @@ trial() {
         local rq=--requeue; [ "$mode" = expedite ] && rq=--requeue=expedite
         J=$(sbatch --parsable -N 32 --segment=16 --exclusive "$rq" -J bench --wrap 'srun sleep 3000')
     fi
-    if ! wait_for 60 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ]"; then
+    if [ -z "$J" ] || ! wait_for 60 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ]"; then
         echo "$mode $failure $k never-started - -" >> "$RESULTS"
-        not_ok "$mode/$failure #$k: the job did not start: $(squeue -h -j "$J" -o '%T %r')"
+        not_ok "$mode/$failure #$k: the job did not start: ${J:-(not submitted)} $([ -n "$J" ] && squeue -h -j "$J" -o '%T %r')"
         return
     fi
     sleep 2 # its srun step up on every node
@@ -61,10 +69,13 @@ trial() {
     case "$mode/$failure" in
         nvlslice/drain) scontrol update nodename="$victim" state=drain reason="bench: gpu xid 79" ;;
         plain/drain) scontrol update nodename="$victim" state=drain reason="bench: gpu xid 79"; scontrol requeue "$J" ;;
-        expedite/drain) scontrol update nodename="$victim" state=down reason="bench: gpu xid 79" ;;
+        # DRAIN then DOWN (as nvlsliced's NodeDown): DOWN alone is undone at
+        # once by ReturnToService=2 while the node's slurmd answers
+        expedite/drain) scontrol update nodename="$victim" state=drain reason="bench: gpu xid 79"
+                        scontrol update nodename="$victim" state=down reason="bench: gpu xid 79" ;;
         */slurmd) "$CL" kill-node "$((10#${victim#nvl}))" ;;
     esac
-    if wait_for 400 back_running "$J" "$r0"; then
+    if wait_for 400 back_running "$J" "$r0" "$victim"; then
         t1=$(now)
         after=$(squeue -h -j "$J" -o %N)
         changed=$(comm -13 <(scontrol show hostnames "$before" | sort) <(scontrol show hostnames "$after" | sort) | wc -l)

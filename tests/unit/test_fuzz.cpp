@@ -7,6 +7,7 @@
 #include "catch.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include <dirent.h>
 #include <fstream>
@@ -23,7 +24,9 @@ std::vector<std::string> corpus() {
     DIR* d = opendir(dir.c_str());
     REQUIRE(d);
     while (dirent* e = readdir(d)) {
-        if (e->d_name[0] == '.') continue;
+        // the seeds and regressions; a long campaign's minimized corpus
+        // (campaign-*) is for make fuzz to start from, not for this test
+        if (e->d_name[0] == '.' || std::strncmp(e->d_name, "campaign-", 9) == 0) continue;
         std::ifstream in(dir + "/" + e->d_name, std::ios::binary);
         std::ostringstream ss;
         ss << in.rdbuf();
