@@ -189,11 +189,13 @@ test_suite() {
     # one root after the other, so that each root tier only tests.
     for tier in $tiers; do [ "$tier" = 22.05 ] || roots+=" $tier"; done
     pre=$(mktemp -d)
+    local prepid=""
     if [ -n "$roots" ]; then
         ( for tier in $roots; do
-              as_root env NVL_SLURM="$tier" NVL_ROOT_STEP=build nice -n 10 "$SRC/tests/cluster/run.sh" > "$pre/$tier.log" 2>&1
+              as_root env NVL_SLURM="$tier" NVL_ROOT_STEP=build timeout 2400 nice -n 10 "$SRC/tests/cluster/run.sh" > "$pre/$tier.log" 2>&1
               echo $? > "$pre/$tier.rc"
           done ) &
+        prepid=$!
     fi
     for tier in $tiers; do
         echo "==> cluster tests on Slurm $tier (real slurmctld + slurmd in network namespaces)"
@@ -201,7 +203,11 @@ test_suite() {
         t0=$(date +%s)
         if [ "$tier" != 22.05 ]; then
             # its build, made beside the tiers before
-            while [ ! -f "$pre/$tier.rc" ]; do sleep 2; done
+            # (the builder gone without a word counts as a failed build)
+            while [ ! -f "$pre/$tier.rc" ]; do
+                kill -0 "$prepid" 2>/dev/null || { [ -f "$pre/$tier.rc" ] || echo 1 > "$pre/$tier.rc"; break; }
+                sleep 2
+            done
             grep -v '^#' "$pre/$tier.log" | tail -30
             if [ "$(cat "$pre/$tier.rc")" != 0 ]; then
                 echo "tier $tier: 0 passed, 1 failed (its build or unit tests in the root failed)"

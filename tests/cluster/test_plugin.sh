@@ -189,5 +189,32 @@ check "and it is not drained: no GPU read said anything against it" \
     bash -c '[ -z "$(sinfo -h -N -n nvl[0019-0034] -t drain,drained,draining -o %N)" ]'
 scontrol update nodename=nvl0034 state=resume 2>/dev/null
 
+echo "# plugin: its own plugstack.conf line broken on the node: the job fails, the node stays in service (Slurm 25.05+)"
+cleanup
+F=$(sbatch --parsable --hold -w nvl0010 -J spankfail -o /dev/null --wrap true)
+cp "$NVL_CLUSTER_DIR/etc/plugstack.conf" "$OUT/plugstack.good"
+sed -i 's|$| bogus=1|' "$NVL_CLUSTER_DIR/etc/plugstack.conf" # slurmstepd reads it at the job's start
+scontrol release "$F"
+# ended, or sent back by Slurm (requeued after a launch failure)
+ended_or_bounced() {
+    case "$(job_field "$F" JobState)" in FAILED|COMPLETED|CANCELLED|NODE_FAIL|BOOT_FAIL) return 0 ;; esac
+    [ "$(job_field "$F" Restarts)" -gt 0 ] 2>/dev/null
+}
+wait_for 30 ended_or_bounced
+cp "$OUT/plugstack.good" "$NVL_CLUSTER_DIR/etc/plugstack.conf"
+node_state=$(sinfo -h -N -n nvl0010 -o '%T %E' | head -1)
+# the plugin exports it where its Slurm has it (no nm needed)
+if grep -q slurm_spank_init_failure_mode "$NVL_PLUGIN"; then
+    expect_eq "the job failed" "FAILED" "$(job_field "$F" JobState)"
+    check "the node was not drained ($node_state)" bash -c "! grep -qi drain <<< '$node_state'"
+    expect_match "slurmd's log names the argument" 'nvlslice: plugstack.conf: unknown argument "bogus"' \
+        "$(cat "$NVL_CLUSTER_DIR"/log/slurmd-nvl0010.log)"
+else
+    # Slurm before 25.05 has no failure mode to choose: its own handling
+    echo "# this Slurm reads no slurm_spank_init_failure_mode: job $(job_field "$F" JobState), node $node_state"
+fi
+scancel "$F" 2>/dev/null
+scontrol update nodename=nvl0010 state=resume 2>/dev/null
+
 rm -rf "$OUT"
 summary "plugin"
