@@ -244,6 +244,15 @@ bool Cycle::excludes_any(const SlurmJob& j, const std::vector<NodeId>& ids) cons
     return false;
 }
 
+std::string Cycle::excluded_but(const SlurmJob& j, const std::vector<NodeId>& ids) const {
+    std::vector<std::string> keep;
+    for (const auto& n : hostlist_expand(j.exc_nodes)) {
+        auto id = map_.find_node(n);
+        if (!id || std::find(ids.begin(), ids.end(), *id) == ids.end()) keep.push_back(n);
+    }
+    return hostlist_compress(keep);
+}
+
 std::string Cycle::all_but(const std::vector<NodeId>& ids) const {
     std::unordered_set<std::string> keep;
     for (NodeId id : ids) keep.insert(map_.node_name(id));

@@ -139,9 +139,11 @@ class Cycle {
     void pin(const SliceJob& sj, const std::vector<NodeId>& ids, int64_t start_at) {
         if (!native(sj) || cfg_.node_pools) {
             // an exclusion of this job's new nodes (one of an earlier pin by
-            // exclusion) would contradict the pool: lifted first; a rack
-            // exclusion (keep_off_degraded) never meets a placement
-            if (native(sj) && excludes_any(*sj.job, ids)) act({ActionKind::Exclude, sj.job->id, {}});
+            // exclusion) would contradict the pool: those nodes leave it
+            // first, the rest stays until the pool is set (a rack
+            // exclusion, keep_off_degraded, never meets a placement)
+            if (native(sj) && excludes_any(*sj.job, ids))
+                act({ActionKind::Exclude, sj.job->id, excluded_but(*sj.job, ids)});
             act({start_at ? ActionKind::Pin : ActionKind::PinOnly, sj.job->id, hl(ids), start_at});
             return;
         }
@@ -153,12 +155,15 @@ class Cycle {
         act(std::move(a));
     }
     bool excludes_any(const SlurmJob& j, const std::vector<NodeId>& ids) const;
+    // The job's exclusion without `ids`, as a hostlist.
+    std::string excluded_but(const SlurmJob& j, const std::vector<NodeId>& ids) const;
     // Whether a placed native job is pinned in Slurm: by its node pool, or
     // by its exclusion of every other node (pin()).
     bool native_pinned(const SlurmJob& j) const { return cfg_.node_pools ? !j.req_nodes.empty() : !j.exc_nodes.empty(); }
-    // Back to Slurm's own placement: the pin (either kind) lifted.
+    // Back to Slurm's own placement: the pin (either kind) lifted; still
+    // kept off degraded racks.
     void unpin_native(const SlurmJob& j) {
-        if (!j.exc_nodes.empty()) act({ActionKind::Exclude, j.id, {}});
+        if (j.exc_nodes != degraded_nodes_) act({ActionKind::Exclude, j.id, degraded_nodes_});
         if (cfg_.node_pools && !j.req_nodes.empty()) act({ActionKind::PinOnly, j.id, {}});
     }
     bool pinned_now(JobId id) const {

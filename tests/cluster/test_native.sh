@@ -121,6 +121,8 @@ else
     t_off=$t_drain
     not_ok "nvlsliced took the feature off rack001: $(grep -i 'rack001' "$LOG" | tail -3)"
 fi
+# the log line is written as the cycle decides; Slurm has it once applied
+wait_for 5 bash -c "! sinfo -h -N -n 'nvl[0001-0018]' -o '%N %b' | grep -q nvlslice_ok"
 expect_eq "sinfo: no node of rack001 has it active" "" "$(sinfo -h -N -n 'nvl[0001-0018]' -o '%N %b' | grep nvlslice_ok)"
 wait "$SUBMITTER"
 # every job that started on rack001: when (its last start)
@@ -137,6 +139,7 @@ while read -r j; do
     if [ "$(date -d "$st" +%s)" -gt "$t_off" ]; then late+=" $j@$st($nodes)"; else early=$((early + 1)); fi
 done < "$LOADJOBS"
 echo "# $n slice jobs submitted in 12 s; $early started on rack001 before the feature came off (drain at $(date -d @"$t_drain" +%T))"
+expect_eq "all 48 submissions were taken" "48" "$n"
 expect_eq "none of them started on rack001 after nvlsliced took the feature off" "" "$late"
 scancel -n degload 2>/dev/null
 scontrol update nodename="$BAD" state=resume

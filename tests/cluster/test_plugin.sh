@@ -202,11 +202,15 @@ ended_or_bounced() {
 }
 wait_for 30 ended_or_bounced
 cp "$OUT/plugstack.good" "$NVL_CLUSTER_DIR/etc/plugstack.conf"
+# a drain would follow the job's end within a second or two
+sleep_until() { wait_for "$@" || true; }
+sleep_until 3 bash -c "sinfo -h -N -n nvl0010 -o %T | grep -qi drain"
 node_state=$(sinfo -h -N -n nvl0010 -o '%T %E' | head -1)
 # the plugin exports it where its Slurm has it (no nm needed)
 if grep -q slurm_spank_init_failure_mode "$NVL_PLUGIN"; then
     expect_eq "the job failed" "FAILED" "$(job_field "$F" JobState)"
-    check "the node was not drained ($node_state)" bash -c "! grep -qi drain <<< '$node_state'"
+    not_drained() { [[ ${node_state,,} != *drain* ]]; }
+    check "the node was not drained ($node_state)" not_drained
     expect_match "slurmd's log names the argument" 'nvlslice: plugstack.conf: unknown argument "bogus"' \
         "$(cat "$NVL_CLUSTER_DIR"/log/slurmd-nvl0010.log)"
 else
