@@ -185,7 +185,7 @@ test_suite() {
     # NVL_TIERS="22.05" runs the first only.
     local tiers=${NVL_TIERS:-22.05 26.05 24.11} tier out rc=0 trc cp cf tp=${hp:-0} tf=${hf:-1} promtool t0 roots="" pre
     promtool=$(fetch_tool prometheus usr/bin/promtool)
-    # The roots' builds and unit tests run beside the first tier (niced),
+    # The roots' builds and unit tests run beside the 22.05 tier (niced),
     # one root after the other, so that each root tier only tests.
     for tier in $tiers; do [ "$tier" = 22.05 ] || roots+=" $tier"; done
     pre=$(mktemp -d)
@@ -208,11 +208,16 @@ test_suite() {
         out=$(mktemp)
         t0=$(date +%s)
         if [ "$tier" != 22.05 ]; then
-            # its build, made beside the tiers before
+            # its build, made beside the 22.05 tier: every root's build is
+            # awaited before the first root tier, so that none runs beside
+            # a root tier (a build there starved slurmctld 10 s, 26.05)
             # (the builder gone without a word counts as a failed build)
-            while [ ! -f "$pre/$tier.rc" ]; do
-                kill -0 "$prepid" 2>/dev/null || { [ -f "$pre/$tier.rc" ] || echo 1 > "$pre/$tier.rc"; break; }
-                sleep 2
+            local r
+            for r in $roots; do
+                while [ ! -f "$pre/$r.rc" ]; do
+                    kill -0 "$prepid" 2>/dev/null || { [ -f "$pre/$r.rc" ] || echo 1 > "$pre/$r.rc"; break; }
+                    sleep 2
+                done
             done
             { grep -v '^#' "$pre/$tier.log" 2>/dev/null || true; } | tail -30
             if [ "$(cat "$pre/$tier.rc")" != 0 ]; then
