@@ -1,6 +1,8 @@
 // Cluster-wide upkeep: the spare reservation, node weights, the gate.
 #include "cycle.hpp"
 
+#include "text.hpp"
+
 #include <algorithm>
 #include <map>
 #include <ctime>
@@ -103,17 +105,6 @@ void Cycle::keep_weights() {
 }
 
 namespace {
-// Whether a comma-separated feature list names `f`.
-bool names_feature(std::string_view list, std::string_view f) {
-    size_t a = 0;
-    while (a <= list.size()) {
-        size_t b = list.find(',', a);
-        if (b == std::string_view::npos) b = list.size();
-        if (list.substr(a, b - a) == f) return true;
-        a = b + 1;
-    }
-    return false;
-}
 // The list with `f` added at its end or taken out, the rest in order.
 std::string with_feature(std::string_view list, std::string_view f, bool on) {
     std::string out;

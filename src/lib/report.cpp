@@ -399,15 +399,7 @@ std::vector<std::string> check_map_against_slurm(const RackMap& map, const std::
             continue;
         }
         const std::string& want = map.domain(map.domain_of(*id)).feature;
-        bool has = false;
-        size_t a = 0;
-        while (a <= n.features.size()) {
-            size_t b = n.features.find(',', a);
-            if (b == std::string::npos) b = n.features.size();
-            has = has || n.features.compare(a, b - a, want) == 0;
-            a = b + 1;
-        }
-        if (!has)
+        if (!names_feature(n.features, want))
             out.push_back(fmt::format("feature: node {} is in rack {} but its Slurm features are \"{}\" (add "
                                       "Features={} in slurm.conf, or set feature: in the map)",
                                       n.name, map.domain(map.domain_of(*id)).name, n.features, want));

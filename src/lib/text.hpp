@@ -11,6 +11,18 @@ namespace nvl {
 // "\t", "\x1b". A log line built from it stays one line: a user's comment
 // cannot forge a second entry (journald reads "<0>" at a line's start as
 // its level) nor move a terminal's cursor.
+// Whether a comma-separated list (Slurm's node features) names `f`.
+inline bool names_feature(std::string_view list, std::string_view f) {
+    size_t a = 0;
+    while (a <= list.size()) {
+        size_t b = list.find(',', a);
+        if (b == std::string_view::npos) b = list.size();
+        if (list.substr(a, b - a) == f) return true;
+        a = b + 1;
+    }
+    return false;
+}
+
 inline std::string escape_control(std::string_view s) {
     static const char hex[] = "0123456789abcdef";
     std::string out;
