@@ -726,6 +726,26 @@ SlurmJob& add_native_job(World& w, JobId id, int slice, int count, bool ckpt = f
     j.comment = t.str();
     return j;
 }
+// A native-mode world of 2 racks with its spares reserved (node pools:
+// a controller of 25.11 or later).
+void make_native(World& w, bool node_pools = false) {
+    w.cfg.hand_off = HandOff::Native;
+    w.cfg.node_pools = node_pools;
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+}
+// What Slurm shows after the helper's requeue-hold of a repair (`out`):
+// pending, held, its nodes n001-n016 free again but the failed one, to
+// start from the next second, the record the helper wrote.
+void requeued_held(World& w, SlurmJob& j, const CycleOutput& out, const char* failed) {
+    j.state = JobState::Pending;
+    j.held = true;
+    j.nodes.clear();
+    j.restarts = 1;
+    j.begin_time = w.now + 1;
+    j.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    for (int i = 1; i <= 16; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Idle;
+    w.node(failed).state = NodeState::Drained;
+}
 } // namespace
 
 TEST_CASE("native mode: Slurm places a segment job; the helper neither pins nor gates it, and records it once",
@@ -755,8 +775,7 @@ TEST_CASE("native mode: Slurm places a segment job; the helper neither pins nor 
 TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN-requeued job from its record",
           "[reconcile][native][quick]") {
     World w(2);
-    w.cfg.hand_off = HandOff::Native;
-    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    make_native(w);
     SlurmJob& j = add_native_job(w, 7, 16, 1);
     w.run_on(j, "n[001-016]");
     j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
@@ -769,16 +788,8 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     CHECK(find(out, ActionKind::Exclude)->start_at == 0);
     // pending again, held by the helper: excluded from its start second, released
     w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
-    j.state = JobState::Pending;
-    j.held = true;
-    j.nodes.clear();
-    j.restarts = 1;
-    j.begin_time = w.now + 1;
-    j.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    requeued_held(w, j, out, "n005");
     j.exc_nodes = "n[005,018-036]";
-    w.node("n005").state = NodeState::Drained;
-    for (int i = 1; i <= 16; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Idle;
-    w.node("n005").state = NodeState::Drained;
     w.now += 1;
     auto fin = w.cycle();
     CHECK(kinds(fin) == "release record");
@@ -790,8 +801,7 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
 
     // Slurm started it and a node drained before a cycle recorded where
     World q(2);
-    q.cfg.hand_off = HandOff::Native;
-    q.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    make_native(q);
     SlurmJob& m = add_native_job(q, 9, 16, 1);
     m.admin_comment = "nvlslice/1 waiting slice=16 repairs=0 moves=0 reason=Slurm places it: --segment=16";
     q.run_on(m, "n[001-016]");
@@ -803,8 +813,7 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
 
     // the other path: slurmd died, Slurm requeued the job itself (no pin, not held)
     World d(2);
-    d.cfg.hand_off = HandOff::Native;
-    d.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    make_native(d);
     SlurmJob& k = add_native_job(d, 8, 16, 1);
     k.restarts = 1;
     k.begin_time = d.now + 120;
@@ -820,9 +829,7 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
 TEST_CASE("native mode on Slurm 25.11+: a repair pins the job with a node pool, exactly its placement",
           "[reconcile][native][quick]") {
     World w(2);
-    w.cfg.hand_off = HandOff::Native;
-    w.cfg.node_pools = true;
-    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    make_native(w, /*node_pools=*/true);
     SlurmJob& j = add_native_job(w, 7, 16, 1);
     w.run_on(j, "n[001-016]");
     j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
@@ -834,15 +841,8 @@ TEST_CASE("native mode on Slurm 25.11+: a repair pins the job with a node pool, 
     CHECK(find(out, ActionKind::Exclude) == nullptr);
     // pending again, held by the helper: pinned from its start second, released
     w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
-    j.state = JobState::Pending;
-    j.held = true;
-    j.nodes.clear();
-    j.restarts = 1;
-    j.begin_time = w.now + 1;
-    j.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    requeued_held(w, j, out, "n005");
     j.req_nodes = "n[001-004,006-017]";
-    for (int i = 1; i <= 16; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Idle;
-    w.node("n005").state = NodeState::Drained;
     w.now += 1;
     auto fin = w.cycle();
     CHECK(kinds(fin) == "release record");
@@ -852,9 +852,7 @@ TEST_CASE("native mode on Slurm 25.11+: a repair pins the job with a node pool, 
 
     // slurmd died and Slurm requeued it itself: pinned by its pool from the next second
     World d(2);
-    d.cfg.hand_off = HandOff::Native;
-    d.cfg.node_pools = true;
-    d.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    make_native(d, /*node_pools=*/true);
     SlurmJob& k = add_native_job(d, 8, 16, 1);
     k.restarts = 1;
     k.begin_time = d.now + 120;
