@@ -28,6 +28,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace nvl::spank {
 namespace {
@@ -92,14 +93,22 @@ Requeue requeue_of(const OptionApi& api) {
     return v ? parse_requeue_value(*v) : Requeue::NotBatch;
 }
 
+// What this client's Slurm runs, read once per process (no request where
+// the client has loaded slurm.conf, else one).
+const SlurmFeatures& client_features() {
+    static std::optional<SlurmFeatures> f;
+    if (!f) f = local_slurm_features();
+    return *f;
+}
+
 // The hand-off of this process's submissions: plugstack.conf's mode=, or
-// for auto what slurmctld runs (one request, once per process).
+// for auto what slurmctld runs.
 HandOff hand_off_for(const PluginConfig& c) {
     static HandOff chosen = HandOff::Auto;
     if (c.hand_off != HandOff::Auto) return c.hand_off;
     if (chosen == HandOff::Auto) {
         try {
-            chosen = choose_hand_off(HandOff::Auto, local_slurm_features());
+            chosen = choose_hand_off(HandOff::Auto, client_features());
         } catch (const Error& e) {
             throw Error(fmt::format("mode=auto (plugstack.conf): {}; set mode=gate or mode=native to choose without "
                                     "asking slurmctld",
@@ -182,7 +191,7 @@ void submit_hand_off(spank_t sp) {
         // switch/nvidia_imex): a slice is one NVLink domain.
         std::optional<std::string> want_network;
         try {
-            const SlurmFeatures f = local_slurm_features();
+            const SlurmFeatures& f = client_features();
             std::string user_n;
             if (api.isset(api.opt, "network"))
                 if (auto n = api.value("network")) user_n = *n;
