@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <queue>
 #include <random>
@@ -30,24 +31,14 @@ const char* name(Policy p) {
     return "?";
 }
 
-struct TraceJob {
-    double arrival;
-    int nodes;
-    double hours; // work at full speed
-    bool ckpt;
-};
-
-struct Trace {
-    std::vector<TraceJob> jobs;
-    std::vector<std::pair<double, NodeId>> failures; // time, node
-};
-
 double uniform(std::mt19937_64& g) {
     return double(g() >> 11) * (1.0 / 9007199254740992.0);
 }
 double expo(std::mt19937_64& g, double mean) {
     return -mean * std::log(1.0 - uniform(g));
 }
+
+} // namespace
 
 Trace make_trace(const SimParams& p) {
     std::mt19937_64 g(p.seed);
@@ -76,6 +67,8 @@ Trace make_trace(const SimParams& p) {
         t.failures.emplace_back(now, NodeId(g() % uint64_t(total)));
     return t;
 }
+
+namespace {
 
 enum EvKind { Arrive, Finish, Fail, NodeBack, Eligible };
 struct Event {
@@ -471,17 +464,78 @@ PolicyResult Sim::run() {
 } // namespace
 
 std::vector<PolicyResult> run_trace(const SimParams& p) {
+    return run_trace(p, make_trace(p));
+}
+
+std::vector<PolicyResult> run_trace(const SimParams& p, const Trace& t) {
     if (p.racks < 1 || p.nodes_per_rack < 2 || p.slice < 1 || p.slice > p.nodes_per_rack - p.spares || p.days <= 0 ||
         p.mtbf_days <= 0 || p.mean_job_hours <= 0 || p.load <= 0 || p.checkpoint_hours <= 0 || p.restart_hours < 0 ||
         p.requeue_delay_s < 0 ||
         !(p.split_speed > 0 && p.split_speed <= 1))
         throw Error("trace: need racks >= 1, slice <= nodes per rack - spares, and positive days, MTBF, job hours, "
                     "load, checkpoint interval, restart delay and requeue delay >= 0, 0 < split speed <= 1");
-    Trace t = make_trace(p);
+    const uint64_t total = uint64_t(p.racks) * uint64_t(p.nodes_per_rack);
+    for (const auto& f : t.failures)
+        if (f.second >= total)
+            throw Error(fmt::format("trace: a failure names node {}, but the cluster has {} nodes", f.second, total));
+    for (const auto& j : t.jobs)
+        if (j.nodes < 1 || uint64_t(j.nodes) > total)
+            throw Error(fmt::format("trace: a job of {} nodes on a cluster of {}", j.nodes, total));
     std::vector<PolicyResult> out;
     for (Policy pol : {Policy::FirstFit, Policy::WholeRacks, Policy::Block, Policy::BlockExpedite, Policy::Nvlslice})
         out.push_back(Sim(p, t, pol).run());
     return out;
+}
+
+std::string write_trace(const Trace& t) {
+    std::string out = "# nvl-sim trace: job ARRIVAL_H NODES HOURS CKPT | fail TIME_H NODE\n";
+    for (const auto& j : t.jobs) out += fmt::format("job {:.6f} {} {:.6f} {}\n", j.arrival, j.nodes, j.hours, j.ckpt ? 1 : 0);
+    for (const auto& [when, node] : t.failures) out += fmt::format("fail {:.6f} {}\n", when, node);
+    return out;
+}
+
+Trace read_trace(const std::string& text, const std::string& where) {
+    Trace t;
+    size_t pos = 0;
+    int line = 0;
+    while (pos < text.size()) {
+        size_t end = text.find('\n', pos);
+        if (end == std::string::npos) end = text.size();
+        const std::string l = text.substr(pos, end - pos);
+        pos = end + 1;
+        ++line;
+        if (l.empty() || l[0] == '#') continue;
+        auto bad = [&](const char* what) {
+            return Error(fmt::format("{}:{}: {} (expected \"job ARRIVAL_H NODES HOURS CKPT\" or \"fail TIME_H NODE\")",
+                                     where, line, what));
+        };
+        char kind[8] = {0};
+        double a = 0, h = 0;
+        long long n = 0;
+        int ck = 0, used = 0;
+        if (std::sscanf(l.c_str(), "%7s%n", kind, &used) != 1) throw bad("no line kind");
+        const char* rest = l.c_str() + used;
+        int more = 0;
+        if (std::string(kind) == "job") {
+            if (std::sscanf(rest, " %lf %lld %lf %d %n", &a, &n, &h, &ck, &more) != 4 || rest[more] != '\0')
+                throw bad("a job line needs four numbers");
+            if (!(a >= 0) || n < 1 || n > (1 << 20) || !(h > 0) || (ck != 0 && ck != 1))
+                throw bad("a job needs arrival >= 0, 1 to 2^20 nodes, hours > 0 and CKPT 0 or 1");
+            t.jobs.push_back({a, int(n), h, ck == 1});
+        } else if (std::string(kind) == "fail") {
+            if (std::sscanf(rest, " %lf %lld %n", &a, &n, &more) != 2 || rest[more] != '\0')
+                throw bad("a fail line needs a time and a node");
+            if (!(a >= 0) || n < 0 || n >= (1 << 20)) throw bad("a failure needs time >= 0 and a node index 0 to 2^20 - 1");
+            t.failures.emplace_back(a, NodeId(n));
+        } else {
+            throw bad("unknown line kind");
+        }
+    }
+    auto by_time = [](const auto& x, const auto& y) { return x.arrival < y.arrival; };
+    std::stable_sort(t.jobs.begin(), t.jobs.end(), by_time);
+    std::stable_sort(t.failures.begin(), t.failures.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    return t;
 }
 
 } // namespace nvl

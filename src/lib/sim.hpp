@@ -104,6 +104,32 @@ struct PolicyResult {
     double lost_gpu_hours_per_failure = 0;
 };
 
+// One trace: what every policy replays.
+struct TraceJob {
+    double arrival = 0; // hours from the start
+    int nodes = 1;
+    double hours = 0; // work at full speed
+    bool ckpt = false;
+};
+struct Trace {
+    std::vector<TraceJob> jobs;                      // by arrival
+    std::vector<std::pair<double, NodeId>> failures; // hours from the start, node (rack-major index)
+};
+
+// The trace generated from p.seed (arrivals, sizes, durations, failures).
+Trace make_trace(const SimParams& p);
 std::vector<PolicyResult> run_trace(const SimParams& p);
+// The same on a given trace (one written by write_trace, or replayed on a
+// cluster): its nodes must fit p's racks x nodes_per_rack.
+std::vector<PolicyResult> run_trace(const SimParams& p, const Trace& t);
+
+// A trace as text, one line each, so that a cluster replay and the
+// simulator run the same one:
+//   # comment
+//   job ARRIVAL_H NODES HOURS CKPT(0|1)
+//   fail TIME_H NODE
+std::string write_trace(const Trace& t);
+// Throws nvl::Error naming `where`:line and what was expected.
+Trace read_trace(const std::string& text, const std::string& where);
 
 } // namespace nvl

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <cstring>
 #include <sstream>
 
@@ -39,6 +40,11 @@ Slurm's policies bring a failed job back by its plain requeue
   --seed S | --seeds A-B|A,B,..   trace seed(s) (1); with several, the mean
                        and the min-max of each policy's goodput
   --csv FILE           the table as CSV     --svg FILE  a chart     --json
+  --write-trace FILE   the trace of the first seed and MTBF, as text
+  --trace FILE         replay this trace (written by --write-trace, or the
+                       one a cluster replay ran) instead of generating one;
+                       --days still ends the run, --seed and --mtbf-days
+                       only label it
 
 capacity:
 
@@ -154,6 +160,8 @@ static int trace_main(int argc, char** argv) {
                     {"csv", true},
                     {"svg", true},
                     {"json", false},
+                    {"write-trace", true},
+                    {"trace", true},
                     {"help", false}});
     if (o.has("help")) {
         std::fputs(kUsage, stdout);
@@ -184,6 +192,17 @@ static int trace_main(int argc, char** argv) {
     const std::vector<double> mtbfs = parse_reals("mtbf-days", o.str("mtbf-days", "490"), 0.01, 1e6);
     const std::vector<uint64_t> seeds =
         o.has("seeds") ? parse_seeds(o.str("seeds")) : std::vector<uint64_t>{uint64_t(o.integer("seed", 1, 0, 1L << 62))};
+    std::optional<Trace> given;
+    if (o.has("trace")) {
+        std::ifstream in(o.str("trace"));
+        if (!in) throw Error(fmt::format("--trace {}: cannot open it", o.str("trace")));
+        std::ostringstream text;
+        text << in.rdbuf();
+        given = read_trace(text.str(), o.str("trace"));
+        if (mtbfs.size() > 1 || seeds.size() > 1)
+            throw Error("--trace: one trace is replayed; give at most one --mtbf-days and one seed");
+    }
+    bool trace_written = !o.has("write-trace");
     auto t0 = std::chrono::steady_clock::now();
     // scenario (MTBF) -> policy stats, each over all seeds
     std::vector<std::vector<PolicyStats>> table;
@@ -192,7 +211,13 @@ static int trace_main(int argc, char** argv) {
         std::vector<PolicyStats> stats;
         for (uint64_t seed : seeds) {
             p.seed = seed;
-            auto rs = run_trace(p);
+            if (!trace_written) {
+                std::ofstream f(o.str("write-trace"));
+                f << write_trace(given ? *given : make_trace(p));
+                if (!f) throw Error(fmt::format("--write-trace {}: cannot write it", o.str("write-trace")));
+                trace_written = true;
+            }
+            auto rs = given ? run_trace(p, *given) : run_trace(p);
             stats.resize(rs.size());
             auto gp = [&](const char* name) {
                 for (const auto& r : rs)
