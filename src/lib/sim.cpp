@@ -519,13 +519,15 @@ Trace read_trace(const std::string& text, const std::string& where) {
         if (std::string(kind) == "job") {
             if (std::sscanf(rest, " %lf %lld %lf %d %n", &a, &n, &h, &ck, &more) != 4 || rest[more] != '\0')
                 throw bad("a job line needs four numbers");
-            if (!(a >= 0) || n < 1 || n > (1 << 20) || !(h > 0) || (ck != 0 && ck != 1))
-                throw bad("a job needs arrival >= 0, 1 to 2^20 nodes, hours > 0 and CKPT 0 or 1");
+            if (!std::isfinite(a) || !std::isfinite(h) || !(a >= 0) || n < 1 || n > (1 << 20) || !(h > 0) ||
+                (ck != 0 && ck != 1))
+                throw bad("a job needs a finite arrival >= 0, 1 to 2^20 nodes, finite hours > 0 and CKPT 0 or 1");
             t.jobs.push_back({a, int(n), h, ck == 1});
         } else if (std::string(kind) == "fail") {
             if (std::sscanf(rest, " %lf %lld %n", &a, &n, &more) != 2 || rest[more] != '\0')
                 throw bad("a fail line needs a time and a node");
-            if (!(a >= 0) || n < 0 || n >= (1 << 20)) throw bad("a failure needs time >= 0 and a node index 0 to 2^20 - 1");
+            if (!std::isfinite(a) || !(a >= 0) || n < 0 || n >= (1 << 20))
+                throw bad("a failure needs a finite time >= 0 and a node index 0 to 2^20 - 1");
             t.failures.emplace_back(a, NodeId(n));
         } else {
             throw bad("unknown line kind");

@@ -71,7 +71,7 @@ void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); 
 #endif
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    if (size) ++share.runs[data[0] % nvl::fuzz::kReaders];
+    if (size) ++share.runs[nvl::fuzz::reader_of(data[0])];
     const auto start = std::chrono::steady_clock::now();
 #ifdef NVL_FUZZ_BUDGET_MB
     used = 0;

@@ -20,6 +20,7 @@
 #include "map_io.hpp"
 #include "plugin_config.hpp"
 #include "report.hpp"
+#include "sim.hpp"
 #include "slice_job.hpp"
 
 #include <cctype>
@@ -31,9 +32,10 @@
 
 namespace nvl::fuzz {
 
-// The first byte of an input picks the reader (byte % kReaders); the
-// numbering of the existing cases never changes, so corpus files keep their
-// meaning.
+// The first byte of an input picks the reader (reader_of): byte % 13 for
+// the first 13, and the bytes 247 to 253 (which no corpus input began with
+// when they were taken) for the readers added since; the numbering of the
+// existing cases never changes, so corpus files keep their meaning.
 enum Reader : uint8_t {
     kHostlist = 0,
     kRackMapYaml = 1,
@@ -48,14 +50,25 @@ enum Reader : uint8_t {
     kFabricReport = 10,// nvl-topo discover input (+ discover_map)
     kGpuFabric = 11,   // one nvidia-smi CSV line (+ the node-side check)
     kSnapshot = 12,    // nvl-topo --snapshot FILE (on a fixed 2 x 8 map)
-    kReaders = 13
+    kFirstReaders = 13,
+    kTrace = 13,       // nvl-sim --trace FILE (first byte 247)
+    kReaders = 14
 };
+
+// The reader an input's first byte picks: 247 + k picks the added reader
+// kFirstReaders + k, every other byte picks byte % kFirstReaders.
+constexpr uint8_t kAddedBase = 247;
+inline unsigned reader_of(uint8_t first) {
+    if (first >= kAddedBase && first < kAddedBase + (kReaders - kFirstReaders))
+        return kFirstReaders + unsigned(first - kAddedBase);
+    return first % kFirstReaders;
+}
 
 inline const char* reader_name(unsigned r) {
     static const char* const names[kReaders] = {"hostlist",       "rack map yaml",    "topology.conf", "topology.yaml",
                                                 "request tag",    "placement record", "helper config", "plugin args",
                                                 "http request",   "metrics_listen",   "fabric report", "gpu fabric csv",
-                                                "snapshot"};
+                                                "snapshot",       "sim trace"};
     return r < kReaders ? names[r] : "?";
 }
 
@@ -165,6 +178,14 @@ inline void snapshot(std::string_view text) {
     (void)render_map_text(snap, false);
 }
 
+inline void sim_trace(std::string_view text) {
+    const Trace t = read_trace(std::string(text), "fuzz-trace.txt");
+    // written and read again, a trace writes the same text
+    const std::string out = write_trace(t);
+    if (write_trace(read_trace(out, "again.txt")) != out) broken_invariant();
+    if (t.jobs.size() != read_trace(out, "again.txt").jobs.size()) broken_invariant();
+}
+
 } // namespace detail
 
 inline int one_input(const uint8_t* data, size_t size) {
@@ -172,7 +193,7 @@ inline int one_input(const uint8_t* data, size_t size) {
     // the first byte picks the reader, the rest is the text
     const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
     try {
-        switch (data[0] % kReaders) {
+        switch (reader_of(data[0])) {
         case kHostlist: {
             auto names = hostlist_expand(text, 4096);
             // what compresses must expand back to the same names
@@ -225,6 +246,7 @@ inline int one_input(const uint8_t* data, size_t size) {
         case kFabricReport: detail::fabric_report(text); break;
         case kGpuFabric: detail::gpu_fabric(text); break;
         case kSnapshot: detail::snapshot(text); break;
+        case kTrace: detail::sim_trace(text); break;
         }
     } catch (const Error&) {
         // a clear refusal is the expected outcome for most inputs
