@@ -166,6 +166,10 @@ TEST_CASE("a trace written as text replays the same; bad lines name file:line", 
     CHECK_THROWS_WITH(read_trace("job 1 0 0.5 0\n", "x.txt"), Catch::Contains("x.txt:1: a job needs"));
     CHECK_THROWS_WITH(read_trace("#\nfail -1 3\n", "x.txt"), Catch::Contains("x.txt:2: a failure needs"));
     CHECK_THROWS_WITH(read_trace("boom 1 2\n", "x.txt"), Catch::Contains("x.txt:1: unknown line kind"));
+    // times and hours the simulator could never reach: refused, not run
+    CHECK_THROWS_WITH(read_trace("job inf 4 0.5 0\n", "x.txt"), Catch::Contains("x.txt:1: a job needs a finite arrival"));
+    CHECK_THROWS_WITH(read_trace("job 1 4 1e999 0\n", "x.txt"), Catch::Contains("x.txt:1: a job needs"));
+    CHECK_THROWS_WITH(read_trace("fail inf 3\n", "x.txt"), Catch::Contains("x.txt:1: a failure needs a finite time"));
     CHECK_THROWS_WITH(read_trace("job 1 4 0.5 0 extra\n", "x.txt"), Catch::Contains("x.txt:1: a job line needs"));
     // a trace that does not fit the cluster
     SimParams tiny;
