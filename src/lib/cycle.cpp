@@ -215,6 +215,13 @@ void Cycle::collect_slice_jobs() {
         if (!rec || !rec->belongs_to(j.id) ||
             (rec->state != RecordState::Repairing && rec->state != RecordState::Restarting))
             continue;
+        // its next step (the pin, then the release) waits on the end of the
+        // helper's requeue: followed closely for the seconds a kill takes,
+        // not a whole cycle_ms later (a node that does not answer keeps it
+        // completing much longer: the regular cycle then)
+        if (j.state == JobState::Completing)
+            if (auto it = mem_.requeued_at.find(j.id); it != mem_.requeued_at.end() && now_ - it->second <= 5)
+                out_.follow_up = true;
         // the record, written before the pin, names the target
         for (const auto& h : rec->slices)
             for (const auto& n : hostlist_expand(h))
@@ -358,7 +365,7 @@ CycleOutput Cycle::run() {
     not_responding();
     // forget the failures and log lines of jobs that are gone
     if (!mem_.backoff.empty() || !mem_.said.empty() || !mem_.blocked_since.empty() || !mem_.placed_since.empty() ||
-        !mem_.retry_at.empty()) {
+        !mem_.retry_at.empty() || !mem_.requeued_at.empty()) {
         std::unordered_set<JobId> present;
         for (const auto& j : jobs_) present.insert(j.id);
         auto prune = [&](auto& by_job) {
@@ -370,6 +377,11 @@ CycleOutput Cycle::run() {
         prune(mem_.blocked_since);
         prune(mem_.placed_since);
         prune(mem_.retry_at);
+        prune(mem_.requeued_at);
+        // a job running again is past its requeue: a later one (Slurm's, a
+        // user's) has a second of its own
+        for (const auto& j : jobs_)
+            if (j.state == JobState::Running) mem_.requeued_at.erase(j.id);
     }
     for (const auto& sj : slice_jobs_) {
         if (backing_off(sj)) {

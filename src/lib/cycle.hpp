@@ -201,10 +201,16 @@ class Cycle {
     void take(const std::vector<NodeId>& ids, JobId job);
     // When a job may start: now, or for a job that ran before (a repair),
     // a little later. A requeue revokes the job's credential on its nodes,
-    // and slurmd rejects a new credential of the same second ("Job
-    // credential revoked"): the next second is enough, where Slurm itself
-    // waits cred_expire.
-    int64_t start_time(const SlurmJob& j) const { return j.restarts > 0 ? now_ + 1 : now_; }
+    // and slurmd rejects a new credential of the same second or earlier
+    // ("Job credential revoked"): the second after the requeue is enough,
+    // where Slurm itself waits cred_expire. After the helper's own requeue
+    // that second is known (requeued_at) and usually past by the time Slurm
+    // shows the job pending; after anyone else's, the next second.
+    int64_t start_time(const SlurmJob& j) const {
+        if (j.restarts == 0) return now_;
+        auto it = mem_.requeued_at.find(j.id);
+        return it != mem_.requeued_at.end() ? std::max(it->second + 1, now_) : now_ + 1;
+    }
     // Writes the record when it changed (always: in any case), refusing a
     // move allowed_transition() forbids.
     void record(const SliceJob& sj, const PlacementRecord& r, bool always = false);

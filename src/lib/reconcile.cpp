@@ -96,7 +96,7 @@ std::string backoff_key(const Action& a) {
 }
 
 void note_applied(HelperMemory& mem, const std::vector<Action>& actions, const std::vector<ApplyFailure>& failures,
-                  int64_t mono) {
+                  int64_t mono, int64_t wall) {
     auto book = [&](HelperMemory::Backoff& b, const std::string& error) {
         b.failures += 1;
         b.until = mono + std::min<int64_t>(300, int64_t(1) << std::min(b.failures, 9));
@@ -105,7 +105,9 @@ void note_applied(HelperMemory& mem, const std::vector<Action>& actions, const s
     };
     std::unordered_set<JobId> failed;
     std::unordered_set<std::string> failed_keys;
+    bool all_tried = true; // an unreachable slurmctld ends the batch: the rest was not applied
     for (const auto& f : failures) {
+        all_tried = all_tried && !f.unreachable;
         if (f.unreachable) continue; // slurmctld's absence: the cycle retries, nothing backs off
         if (!f.job) {
             if (failed_keys.insert(f.key).second) book(mem.cluster_backoff[f.key], f.error);
@@ -117,6 +119,9 @@ void note_applied(HelperMemory& mem, const std::vector<Action>& actions, const s
     for (const auto& a : actions) {
         if (a.job && !failed.count(a.job)) mem.backoff.erase(a.job);
         if (!a.job && !failed_keys.count(backoff_key(a))) mem.cluster_backoff.erase(backoff_key(a));
+        if (wall > 0 && all_tried && (a.kind == ActionKind::RequeueHold || a.kind == ActionKind::Requeue) &&
+            !failed.count(a.job))
+            mem.requeued_at[a.job] = wall;
     }
 }
 

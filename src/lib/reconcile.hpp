@@ -221,6 +221,12 @@ struct HelperMemory {
     // again from then on.
     std::unordered_map<JobId, int64_t> placed_since;
     std::unordered_map<JobId, int64_t> retry_at;
+    // The wall-clock second by which the helper's own requeue of a job had
+    // returned: slurmctld revoked the job's credential in that second or
+    // before (the kill request's time), so a credential of any later second
+    // is good and the job may start from the second after it -- often past
+    // already when Slurm shows the job pending. Dropped once the job runs.
+    std::unordered_map<JobId, int64_t> requeued_at;
     // Per rack: why it is degraded ("" = it is not), as last logged.
     std::vector<std::string> degraded;
     // Nodes Slurm flags NOT_RESPONDING (and not DOWN yet): since when.
@@ -293,8 +299,9 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
 
 // Books the outcome of apply() into the memory: a failed job's backoff
 // doubles; a job whose actions all succeeded leaves its backoff. `mono` as
-// for reconcile().
+// for reconcile(); `wall` (epoch seconds, read after apply() returned; 0:
+// unknown) dates the requeues it applied (HelperMemory::requeued_at).
 void note_applied(HelperMemory& mem, const std::vector<Action>& actions, const std::vector<ApplyFailure>& failures,
-                  int64_t mono);
+                  int64_t mono, int64_t wall = 0);
 
 } // namespace nvl

@@ -404,7 +404,7 @@ int main(int argc, char** argv) {
                 phases.actions = out.actions.size();
                 if (!dry) {
                     auto failures = apply(slurm, s.reconcile, out.actions, maybe_die, stop_requested);
-                    note_applied(mem, out.actions, failures, mono_seconds());
+                    note_applied(mem, out.actions, failures, mono_seconds(), std::time(nullptr));
                     for (const auto& f : failures) {
                         if (f.unreachable) {
                             outage.begin(f.error);

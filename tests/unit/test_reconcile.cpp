@@ -254,6 +254,71 @@ TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, 
                Catch::StartsWith("nvlslice/1 placed") && Catch::Contains("repairs=1") && !Catch::Contains("hold=1"));
 }
 
+TEST_CASE("after the helper's own requeue the repaired job may start from the second after it", "[reconcile][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = w.add_slice_job(7, 16, 2);
+    w.run_on(j, "n[001-016,019-034]");
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0";
+    j.req_nodes = "n[001-016,019-034]";
+    w.node("n005").state = NodeState::Draining;
+    w.node("n005").reason = "gpu xid 79";
+    auto out = w.cycle();
+    REQUIRE(find(out, ActionKind::RequeueHold));
+    // applied, and back from slurmctld within the cycle's second
+    note_applied(w.mem, out.actions, {}, w.now, w.now);
+    CHECK(w.mem.requeued_at.at(7) == w.now);
+
+    // still completing (the kill takes a second or two): followed closely
+    j.state = JobState::Completing;
+    j.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    j.req_nodes = "n[001-004,006-017,019-034]";
+    w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
+    w.now += 1;
+    CHECK(w.cycle().follow_up);
+
+    // pending 2 s after the requeue: its credential was revoked in the
+    // requeue's second, so it may start now (not a second later)
+    w.now += 1;
+    j.state = JobState::Pending;
+    j.held = true;
+    j.nodes.clear();
+    j.restarts = 1;
+    j.begin_time = w.now + 31;
+    w.node("n005").state = NodeState::Drained;
+    for (const char* n : {"n001", "n017", "n019"}) w.node(n).state = NodeState::Idle;
+    auto pin = w.cycle();
+    CHECK(kinds(pin) == "pin");
+    CHECK(find(pin, ActionKind::Pin)->start_at == w.now);
+    // Slurm takes the second as it is: released in the same second
+    j.begin_time = w.now;
+    auto fin = w.cycle();
+    CHECK(kinds(fin) == "release record");
+
+    // running again: the requeue's second is forgotten, and a later requeue
+    // by anyone else waits for the next second as before
+    j.state = JobState::Running;
+    j.held = false;
+    j.admin_comment = find(fin, ActionKind::SetRecord)->arg;
+    w.run_on(j, "n[001-004,006-017,019-034]");
+    w.cycle();
+    CHECK(w.mem.requeued_at.count(7) == 0);
+}
+
+TEST_CASE("a repaired job completing long after the helper's requeue is left to the regular cycle", "[reconcile][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
+    SlurmJob& j = w.add_slice_job(7, 16, 2);
+    w.run_on(j, "n[001-016,019-034]");
+    j.state = JobState::Completing;
+    j.admin_comment =
+        "nvlslice/1 repairing slice=16 slices=n[001-004,006-017];n[019-034] repairs=1 moves=0 hold=1 job=7";
+    w.mem.requeued_at[7] = w.now - 30; // a node that does not answer keeps it completing
+    CHECK_FALSE(w.cycle().follow_up);
+    w.mem.requeued_at[7] = w.now - 2;
+    CHECK(w.cycle().follow_up);
+}
+
 TEST_CASE("drain reasons outside the pattern do not trigger a repair; DOWN always does", "[reconcile][quick]") {
     World w(2);
     w.cfg.repair_drain_reasons = "xid|ecc";
