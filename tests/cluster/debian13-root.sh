@@ -16,7 +16,7 @@
 #                       bookworm root of its own (run.sh, NVL_SLURM=installed)
 #   NVL_ROOT_PACKAGES   the packages to install in it (default: Slurm 24.11's
 #                       daemons, clients, slurmdbd and MariaDB, and what
-#                       building nvlslice needs)
+#                       building nvlslice and its Debian packages needs)
 #   NVL_ROOT_CGROUP     1: `shell` also binds the host's /sys/fs/cgroup tree
 #   NVL_DEBIAN_MIRROR   Debian mirror for debootstrap (default: the host's own
 #                       apt sources, so the root uses whatever mirror the host can
@@ -39,6 +39,7 @@ PACKAGES=(
     slurmctld slurmd slurm-client munge libslurm-dev slurmdbd mariadb-server
     g++ make autoconf automake libtool pkg-config
     libhwloc-dev libyaml-dev libfmt-dev catch2
+    build-essential debhelper dpkg-dev fakeroot lintian
     iproute2 procps ca-certificates
 )
 if [ -n "${NVL_ROOT_PACKAGES:-}" ]; then

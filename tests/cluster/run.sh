@@ -4,8 +4,8 @@
 #   tests/cluster/run.sh BUILD_DIR
 # Stops the cluster afterwards unless NVL_KEEP_CLUSTER=1. NVL_TESTS="test_rules"
 # runs only the scripts named (test_plugin, test_native, test_helper,
-# test_rules, test_load, test_accounting; bench_failure runs only when
-# named). NVL_ACCOUNTING=1 runs every script
+# test_rules, test_load, test_accounting; bench_failure and replay run
+# only when named). NVL_ACCOUNTING=1 runs every script
 # with real accounting (cluster.sh); NVL_ACCOUNTING=after runs them without,
 # then starts the cluster again with accounting for test_accounting.
 #
@@ -42,47 +42,70 @@ if { [ "${NVL_SLURM:-}" = 24.11 ] || [ "${NVL_SLURM:-}" = 26.05 ]; } && [ -z "${
         cp -L "$dblib" "$root/var/tmp/nvlslice-dbclient/libmariadb.so.3"
     fi
     # A copy of the tree, with the root's own autotools: the host's
-    # generated files are not the root's to reuse. NVL_ROOT_STEP=build
-    # builds and unit-tests only (the test command does it beside the tier
-    # before); =test runs the cluster tests on that build.
+    # generated files are not the root's to reuse. The root builds the
+    # Debian packages against its own libslurm (make deb: dpkg-buildpackage
+    # configures, builds and runs the unit tests), lintian checks them, and
+    # the cluster tests run on that build: the binaries the packages hold.
+    # NVL_ROOT_STEP=build builds and unit-tests only (the test command does
+    # it beside the tier before); =test runs the cluster tests on that build.
     src=/var/tmp/nvlslice-src inner=/var/tmp/nvlslice-build
     if [ "${NVL_ROOT_STEP:-all}" != test ]; then
-        echo "# the $NVL_SLURM tier: building in the Debian $NVL_SLURM root"
+        echo "# the $NVL_SLURM tier: building the Debian packages in the Debian $NVL_SLURM root"
         "$ROOTSH" shell bash -c "set -e; rm -rf $src $inner; mkdir -p $src $inner
             tar -C /src --exclude=./build --exclude=./.git -cf - . | tar -C $src -xf -
             cd $src && autoreconf -fi >/dev/null 2>&1
-            cd $inner && $src/configure -q >/dev/null && make -s -j\$(nproc) >/dev/null
-            make -s -j\$(nproc) check >/dev/null || { tail -30 tests/unit/nvl-unit.log; exit 1; }
-            echo \"unit (Slurm $NVL_SLURM, Catch2 3): \$(sed -n 's/^All tests passed ([0-9]* assertions* in \\([0-9]*\\) test cases*).*/\\1/p' tests/unit/nvl-unit.log) passed\"
-            touch $inner/.nvl-built
-            " || { echo "run.sh: the build or the unit tests in the $NVL_SLURM root failed" >&2; exit 1; }
+            cd $inner && $src/configure -q >/dev/null
+            DEB_BUILD_OPTIONS=parallel=\$(nproc) make -s deb > deb.log 2>&1 || {
+                grep -A30 -E '^(FAIL|ERROR)|Error [0-9]|error:' deb.log | tail -40; tail -30 deb/*/tests/unit/nvl-unit.log 2>/dev/null; exit 1; }
+            b=\$(ls -d $inner/deb/nvlslice-*/ | head -1); b=\${b%/}
+            echo \"unit (Slurm $NVL_SLURM, Catch2 3): \$(sed -n 's/^All tests passed ([0-9]* assertions* in \\([0-9]*\\) test cases*).*/\\1/p' \$b/tests/unit/nvl-unit.log) passed\"
+            cd deb
+            echo \"packages (Slurm $NVL_SLURM): \$(ls -1 ./*.deb | grep -v dbgsym | xargs -n1 basename | paste -sd' '); nvlslice-spank depends on \$(dpkg-deb -f nvlslice-spank_*.deb Depends | grep -o 'libslurm[^,]*')\"
+            lintian --tag-display-limit 0 ./*.changes > lintian.log 2>&1 || true
+            if grep -q '^E:' lintian.log; then echo 'lintian (Slurm $NVL_SLURM):'; grep '^E:' lintian.log; exit 1; fi
+            echo \"lintian (Slurm $NVL_SLURM): no error (\$(grep -c '^W:' lintian.log) warnings)\"
+            echo \$b > $inner/.nvl-built
+            " || { echo "run.sh: the packages' build, their unit tests or lintian in the $NVL_SLURM root failed" >&2; exit 1; }
         [ "${NVL_ROOT_STEP:-all}" = build ] && exit 0
     fi
-    [ -f "$("$ROOTSH" path)$inner/.nvl-built" ] ||
+    built=$(cat "$("$ROOTSH" path)$inner/.nvl-built" 2>/dev/null) ||
         { echo "run.sh: NVL_ROOT_STEP=test, but the $NVL_SLURM root has no finished build" >&2; exit 1; }
     exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_SLURM="$NVL_SLURM" NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" NVL_TESTS="${NVL_TESTS:-}" \
         NVL_ACCOUNTING="${NVL_ACCOUNTING:-0}" NVL_SLURMDBD_LIBDIR=/var/tmp/nvlslice-dbclient \
-        $src/tests/cluster/run.sh "$inner"
+        $src/tests/cluster/run.sh "$built"
 fi
 # The packages' tier: `NVL_SLURM=installed tests/cluster/run.sh BUILD_DIR`
 # builds the Debian packages (make deb in BUILD_DIR), installs them with apt
 # in a fresh Debian 12 root of their own (debian13-root.sh with
 # NVL_ROOT_SUITE=bookworm: Debian's Slurm 22.05 and nothing of the build
 # tree) and runs the same tests there against the installed files.
-if [ "${NVL_SLURM:-}" = installed ] && [ -z "${NVL_IN_ROOT:-}" ]; then
-    B=$(cd "${1:?usage: NVL_SLURM=installed run.sh BUILD_DIR}" && pwd)
+# `NVL_SLURM=installed-26.05 tests/cluster/run.sh` does the same with the
+# packages the 26.05 tier built in its root (against libslurm 26.05),
+# installed in a Debian sid root of their own with Slurm 26.05 (native mode).
+if [[ ${NVL_SLURM:-} = installed* ]] && [ -z "${NVL_IN_ROOT:-}" ]; then
     ROOTSH=$HERE/debian13-root.sh
-    if [ -z "${NVL_DEBS_READY:-}" ]; then # set when BUILD_DIR/deb was just built (tests/packages.sh)
-        echo "# the packages' tier: make deb"
-        make -C "$B" -s deb > "$B/deb.log" 2>&1 || { tail -20 "$B/deb.log"; echo "run.sh: make deb failed" >&2; exit 1; }
-    fi
-    export NVL_ROOT_SUITE=bookworm NVL_DEBIAN13_ROOT=/var/cache/nvlslice/debian12-root NVL_ROOT_CGROUP=1 \
-        NVL_ROOT_PACKAGES="slurmctld slurmd slurm-client munge iproute2 procps ca-certificates"
+    case $NVL_SLURM in
+    installed)
+        B=$(cd "${1:?usage: NVL_SLURM=installed run.sh BUILD_DIR}" && pwd)
+        if [ -z "${NVL_DEBS_READY:-}" ]; then # set when BUILD_DIR/deb was just built (tests/packages.sh)
+            echo "# the packages' tier: make deb"
+            make -C "$B" -s deb > "$B/deb.log" 2>&1 || { tail -20 "$B/deb.log"; echo "run.sh: make deb failed" >&2; exit 1; }
+        fi
+        debs=$B/deb
+        export NVL_ROOT_SUITE=bookworm NVL_DEBIAN13_ROOT=/var/cache/nvlslice/debian12-root NVL_ROOT_CGROUP=1 ;;
+    installed-26.05)
+        debs=$(NVL_ROOT_SUITE=sid NVL_DEBIAN13_ROOT=${NVL_SID_ROOT:-/var/cache/nvlslice/sid-root} "$ROOTSH" path)/var/tmp/nvlslice-build/deb
+        ls "$debs"/nvlslice-spank_*.deb >/dev/null 2>&1 ||
+            { echo "run.sh: no packages in $debs: build them first with NVL_SLURM=26.05 NVL_ROOT_STEP=build $0" >&2; exit 1; }
+        export NVL_ROOT_SUITE=sid NVL_DEBIAN13_ROOT=${NVL_SID_INSTALLED_ROOT:-/var/cache/nvlslice/sid-installed-root} ;;
+    *) echo "run.sh: NVL_SLURM=$NVL_SLURM: use installed (Slurm 22.05) or installed-26.05" >&2; exit 2 ;;
+    esac
+    export NVL_ROOT_PACKAGES="slurmctld slurmd slurm-client munge iproute2 procps ca-certificates"
     "$ROOTSH" ensure || exit 1
     root=$("$ROOTSH" path)
     rm -rf "$root/var/tmp/nvlslice-debs" && mkdir -p "$root/var/tmp/nvlslice-debs"
-    for p in nvlslice-spank nvlsliced nvlslice-tools; do cp "$B"/deb/"$p"_*.deb "$root/var/tmp/nvlslice-debs/"; done
-    echo "# the packages' tier: apt install $(cd "$root/var/tmp/nvlslice-debs" && echo *.deb) in a Debian 12 root"
+    for p in nvlslice-spank nvlsliced nvlslice-tools; do cp "$debs/$p"_*.deb "$root/var/tmp/nvlslice-debs/"; done
+    echo "# the packages' tier: apt install $(cd "$root/var/tmp/nvlslice-debs" && echo *.deb) in a Debian $NVL_ROOT_SUITE root"
     "$ROOTSH" shell env DEBIAN_FRONTEND=noninteractive sh -c \
         'apt-get purge -y -q nvlslice-spank nvlsliced nvlslice-tools >/dev/null 2>&1;
          apt-get install -y -q --no-install-recommends /var/tmp/nvlslice-debs/*.deb >/var/tmp/nvlslice-debs/apt.log 2>&1 ||
@@ -192,6 +215,13 @@ fi
 case " ${NVL_TESTS:-} " in *" bench_failure "*)
     [ "${NVL_ACCOUNTING:-0}" = 1 ] || { "$HERE/cluster.sh" helper >/dev/null 2>&1 || true; }
     run_test "$HERE/bench_failure.sh" ;;
+esac
+# Only when named (NVL_TESTS="replay"): a short trace replayed on this
+# cluster with nvlslice and with Slurm alone, against the simulator on the
+# same trace, about 30 minutes
+case " ${NVL_TESTS:-} " in *" replay "*)
+    [ "${NVL_ACCOUNTING:-0}" = 1 ] || { "$HERE/cluster.sh" helper >/dev/null 2>&1 || true; }
+    run_test "$HERE/replay.sh" ;;
 esac
 "$HERE/cluster.sh" kill-helper
 [ "${NVL_KEEP_CLUSTER:-0}" = 1 ] || "$HERE/cluster.sh" down >/dev/null
