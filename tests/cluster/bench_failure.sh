@@ -95,24 +95,31 @@ trial() {
     scontrol update nodename="$victim" state=resume 2>/dev/null
 }
 
+# NVL_BENCH_MODES (all three) and NVL_BENCH_FAILURES (both): a part of it
+MODES=" ${NVL_BENCH_MODES:-nvlslice expedite plain} " FAILURES=${NVL_BENCH_FAILURES:-drain slurmd}
 echo "# bench: $(sinfo -V), $TRIALS trial(s) of each mode and failure"
-for k in $(seq 1 "$TRIALS"); do
-    # nvlslice first, with its helper (run.sh started it)
-    for f in drain slurmd; do trial nvlslice "$f" "$k"; done
-done
-# Slurm alone: no helper, no spare reservation (its 4 nodes are idle ones)
-"$CL" kill-helper
-scontrol delete ReservationName=nvlslice_spares 2>/dev/null
-for k in $(seq 1 "$TRIALS"); do
-    for m in expedite plain; do
-        for f in drain slurmd; do trial "$m" "$f" "$k"; done
+if [[ $MODES = *" nvlslice "* ]]; then
+    for k in $(seq 1 "$TRIALS"); do
+        # nvlslice first, with its helper (run.sh started it)
+        for f in $FAILURES; do trial nvlslice "$f" "$k"; done
     done
-done
-"$CL" helper >/dev/null
+fi
+if [[ $MODES = *" expedite "* || $MODES = *" plain "* ]]; then
+    # Slurm alone: no helper, no spare reservation (its 4 nodes are idle ones)
+    "$CL" kill-helper
+    scontrol delete ReservationName=nvlslice_spares 2>/dev/null
+    for k in $(seq 1 "$TRIALS"); do
+        for m in expedite plain; do
+            [[ $MODES = *" $m "* ]] || continue
+            for f in $FAILURES; do trial "$m" "$f" "$k"; done
+        done
+    done
+    "$CL" helper >/dev/null
+fi
 
 echo "# bench: time to running again (s), min-max over the trials; same racks; nodes changed; requeues"
-for m in nvlslice expedite plain; do
-    for f in drain slurmd; do
+for m in $MODES; do
+    for f in $FAILURES; do
         awk -v m="$m" -v f="$f" '$1 == m && $2 == f && $4 ~ /^[0-9.]+$/ {
                 n++; t = $4 + 0; if (n == 1 || t < lo) lo = t; if (n == 1 || t > hi) hi = t
                 same += ($5 == "yes"); ch = ch (ch == "" ? "" : ",") $6; rq = rq (rq == "" ? "" : ",") $7 }
