@@ -58,7 +58,8 @@ fi
 # its srun step up before it is cancelled: a batch script killed while its
 # srun connects leaves the step's slurmstepd retrying MESSAGE_TASK_EXIT to
 # a gone srun, the nodes COMPLETING for over a minute (26.05)
-wait_for 20 bash -c "squeue -h -s -j $P -o %i | grep -q '^$P\.0\$'"
+# (squeue -s lists every step: 26.05 refuses --steps with --jobs)
+wait_for 20 bash -c "squeue -h -s -o %i | grep -q '^$P\.0\$'"
 scancel "$P"; cleanup
 scontrol update nodename="$pn" state=resume
 settle
@@ -149,7 +150,7 @@ expect_match "the lent job was requeued (not killed) to give its spare back" 'Re
 expect_match "the helper logged it" "job $J: repair takes back a lent spare: requeued checkpointable job $L" "$(cat "$LOG")"
 scancel "$L"
 # the repaired job's batch step has started before it is cancelled
-wait_for 15 bash -c "squeue -h -s -j $J -o %i 2>/dev/null | grep -q '\.batch'"
+wait_for 15 bash -c "squeue -h -s -o %i 2>/dev/null | grep -q '^$J\.batch\$'"
 
 echo "# helper: rack001 out of spares -> the slice moves to the other rack, or waits with the reason"
 cleanup; resume_all
