@@ -106,7 +106,7 @@ replay() {
     echo "$t0" > "$dir/t0"
     while read -r -u 3 when kind a b c d; do
         local wait_s
-        wait_s=$(awk -v t0="$t0" -v w="$when" -v now="$(date +%s.%N)" 'BEGIN { x = t0 + w - now; printf "%.3f", x > 0 ? x : 0 }')
+        wait_s=$(awk -v t0="$t0" -v w="$when" -v now="$(date +%s.%N)" 'BEGIN { x = t0 + w - now; printf "%.3f", (x > 0 ? x : 0) }')
         sleep "$wait_s"
         case $kind in
         job) # a: trace line, b: nodes, c: work s, d: checkpointing
@@ -158,7 +158,7 @@ replay() {
         esac
     done 3< "$dir/events" # (fd 3: nothing in the loop reads the events as its input)
     # the horizon: what every job has done by then
-    sleep "$(awk -v t0="$t0" -v h="$HORIZON" -v now="$(date +%s.%N)" 'BEGIN { x = t0 + h - now; printf "%.3f", x > 0 ? x : 0 }')"
+    sleep "$(awk -v t0="$t0" -v h="$HORIZON" -v now="$(date +%s.%N)" 'BEGIN { x = t0 + h - now; printf "%.3f", (x > 0 ? x : 0) }')"
     local th
     th=$(date +%s.%N)
     squeue -h -o '%j %T' > "$dir/at_horizon"
@@ -190,7 +190,7 @@ replay expedite
 
 # percentiles (nearest rank) of column 3 of a file, "-" for none
 pcts() { sort -n -k3,3 "$1" 2>/dev/null | awk '{ v[NR] = $3 } END { if (!NR) { print "- - - -"; exit }
-    split("50 90 99 100", q); for (i = 1; i <= 4; i++) { r = int((q[i] * NR + 99) / 100); if (r < 1) r = 1; printf "%s%.1f", i > 1 ? " " : "", v[r] } print "" }'; }
+    split("50 90 99 100", q); for (i = 1; i <= 4; i++) { r = int((q[i] * NR + 99) / 100); if (r < 1) r = 1; printf "%s%.1f", (i > 1 ? " " : ""), v[r] } print "" }'; }
 goodput() { awk -v h="$HORIZON" '{ u += $2 * $3 } END { printf "%.3f", u / (36 * h) }' "$1"; }
 
 "$NVL_SIM" trace "${SIM_ARGS[@]}" --mtbf-days "$MTBF" --seed "$SEED" --trace "$OUT/trace.txt" --json > "$OUT/sim.json" ||
