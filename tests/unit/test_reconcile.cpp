@@ -209,8 +209,10 @@ TEST_CASE("a fragmented cluster: the job waits with the reason, once", "[reconci
     CHECK(w.cycle().actions.empty()); // idempotent: no update storm
 }
 
-TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, then release", "[reconcile][quick]") {
-    World w(2);
+namespace {
+// A 32-node slice job placed 16 + 16 (n001-016, n019-034) and running,
+// the spares reserved, and n005 under it draining for a GPU error.
+SlurmJob& running_with_n005_draining(World& w) {
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
     SlurmJob& j = w.add_slice_job(7, 16, 2);
     w.run_on(j, "n[001-016,019-034]");
@@ -218,6 +220,26 @@ TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, 
     j.req_nodes = "n[001-016,019-034]";
     w.node("n005").state = NodeState::Draining;
     w.node("n005").reason = "gpu xid 79";
+    return j;
+}
+// What Slurm shows of that job once the helper's requeue-hold has ended:
+// pending and held, with Slurm's own later BeginTime, pinned to the spare
+// n017 in n005's place, n005 drained.
+void requeue_ended(World& w, SlurmJob& j) {
+    j.state = JobState::Pending;
+    j.held = true;
+    j.nodes.clear();
+    j.restarts = 1;
+    j.begin_time = w.now + 31;
+    j.req_nodes = "n[001-004,006-017,019-034]";
+    w.node("n005").state = NodeState::Drained;
+    for (const char* n : {"n001", "n017", "n019"}) w.node(n).state = NodeState::Idle;
+}
+} // namespace
+
+TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, then release", "[reconcile][quick]") {
+    World w(2);
+    SlurmJob& j = running_with_n005_draining(w);
     auto out = w.cycle();
     // the requeue first; the spare leaves the reservation before any release
     CHECK(kinds(out) == "record requeue-hold pin-nodes reservation");
@@ -231,15 +253,8 @@ TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, 
     // Slurm then shows it pending (held) again, with its own later BeginTime:
     // its start brought forward to the next second...
     w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
-    j.state = JobState::Pending;
-    j.held = true;
-    j.nodes.clear();
-    j.restarts = 1;
-    j.begin_time = w.now + 31;
     j.admin_comment = find(out, ActionKind::SetRecord)->arg;
-    j.req_nodes = "n[001-004,006-017,019-034]";
-    w.node("n005").state = NodeState::Drained;
-    for (const char* n : {"n001", "n017", "n019"}) w.node(n).state = NodeState::Idle;
+    requeue_ended(w, j);
     auto pin = w.cycle();
     CHECK(kinds(pin) == "pin");
     CHECK(find(pin, ActionKind::Pin)->start_at == w.now + 1);
@@ -256,13 +271,7 @@ TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, 
 
 TEST_CASE("after the helper's own requeue the repaired job may start from the second after it", "[reconcile][quick]") {
     World w(2);
-    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
-    SlurmJob& j = w.add_slice_job(7, 16, 2);
-    w.run_on(j, "n[001-016,019-034]");
-    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0";
-    j.req_nodes = "n[001-016,019-034]";
-    w.node("n005").state = NodeState::Draining;
-    w.node("n005").reason = "gpu xid 79";
+    SlurmJob& j = running_with_n005_draining(w);
     auto out = w.cycle();
     REQUIRE(find(out, ActionKind::RequeueHold));
     // applied, and back from slurmctld within the cycle's second
@@ -280,13 +289,7 @@ TEST_CASE("after the helper's own requeue the repaired job may start from the se
     // pending 2 s after the requeue: its credential was revoked in the
     // requeue's second, so it may start now (not a second later)
     w.now += 1;
-    j.state = JobState::Pending;
-    j.held = true;
-    j.nodes.clear();
-    j.restarts = 1;
-    j.begin_time = w.now + 31;
-    w.node("n005").state = NodeState::Drained;
-    for (const char* n : {"n001", "n017", "n019"}) w.node(n).state = NodeState::Idle;
+    requeue_ended(w, j);
     auto pin = w.cycle();
     CHECK(kinds(pin) == "pin");
     CHECK(find(pin, ActionKind::Pin)->start_at == w.now);
