@@ -36,7 +36,6 @@ WORK="date +%s.%N >> $OUT/starts.\$SLURM_JOB_ID; srun sleep 3000"
 
 rack_of_node() { local n=$((10#${1#nvl})); if [ "$n" -le 18 ]; then echo rack001; else echo rack002; fi; }
 racks_of_list() { for n in $(scontrol show hostnames "$1"); do rack_of_node "$n"; done | sort | uniq -c | awk '{print $2 ":" $1}' | paste -sd,; }
-restarts() { job_field "$1" Restarts; }
 # running again: requeued since (Restarts above $2), on 32 nodes without
 # the failed one $3 (while a requeued job completes, squeue can show it
 # RUNNING with Restarts already raised and its node list shrinking)
@@ -81,12 +80,10 @@ trial() {
                         scontrol update nodename="$victim" state=down reason="bench: gpu xid 79" ;;
         */slurmd) "$CL" kill-node "$((10#${victim#nvl}))" ;;
     esac
-    if wait_for 400 back_running "$J" "$r0" "$victim" &&
-        wait_for 10 bash -c "[ \"\$(wc -l < '$OUT/starts.$J' 2>/dev/null)\" -ge 2 ]"; then
-        # running again: when its batch script started again, as the job
-        # itself wrote it (a poll of squeue lags by its own RPCs, up to a
-        # second or two while slurmctld requeues)
-        t1=$(sed -n 2p "$OUT/starts.$J")
+    # running again: when its batch script started again, as the job
+    # itself wrote it (a poll of squeue lags by its own RPCs, up to a
+    # second or two while slurmctld requeues)
+    if wait_for 400 back_running "$J" "$r0" "$victim" && t1=$(second_start "$OUT/starts.$J"); then
         after=$(squeue -h -j "$J" -o %N)
         changed=$(comm -13 <(scontrol show hostnames "$before" | sort) <(scontrol show hostnames "$after" | sort) | wc -l)
         if [ "$(racks_of_list "$after")" = "rack001:16,rack002:16" ]; then same=yes; else same="no($(racks_of_list "$after"))"; fi

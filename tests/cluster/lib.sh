@@ -40,6 +40,12 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 job_field() { # job_field JOBID Field
     scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
 }
+restarts() { job_field "$1" Restarts; }
+# second_start FILE: the time a job's batch script wrote on its second
+# start (its first run again after a requeue), once it is there (10 s)
+second_start() {
+    wait_for 10 bash -c "[ \"\$(wc -l < '$1' 2>/dev/null)\" -ge 2 ]" && sed -n 2p "$1"
+}
 
 # wait_state JOBID STATE [SECONDS]
 wait_state() {

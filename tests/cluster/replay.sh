@@ -71,7 +71,6 @@ EOF
 chmod 755 "$OUT/job.sh"
 
 node_name() { printf 'nvl%04d' "$(( $1 + 1 ))"; }
-restarts() { job_field "$1" Restarts; }
 # the job running on node $1, if any
 job_on() {
     squeue -h -t R -o '%i %N' | while read -r id nodes; do

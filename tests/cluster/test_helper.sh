@@ -97,10 +97,9 @@ expect_eq "tasks see slice 0 on rack001 and slice 1 on rack002" "16 0 rack001,16
 echo "# helper: drain a node of the running job -> same rack's spare"
 t0=$(now)
 scontrol update nodename=nvl0005 state=drain reason="gpu xid 79"
-if wait_for 15 running_on "$J" 'nvl[0001-0004,0006-0017,0019-0034]' &&
-    wait_for 10 bash -c "[ \"\$(wc -l < '$OUT/starts.$J' 2>/dev/null)\" -ge 2 ]"; then
-    # running again: its batch script's second start
-    t1=$(sed -n 2p "$OUT/starts.$J"); d=$(secs "$t0" "$t1")
+# running again: its batch script's second start
+if wait_for 15 running_on "$J" 'nvl[0001-0004,0006-0017,0019-0034]' && t1=$(second_start "$OUT/starts.$J"); then
+    d=$(secs "$t0" "$t1")
     ok "running again on the spare nvl0017 in $d s"
     echo "# measured: drain -> running again: $d s (plain Slurm: requeue -> nodes free $BASE s, drain + requeue -> running again $RERUN s)"
     check "within 5 s of the drain ($d s)" awk -v d="$d" 'BEGIN { exit !(d <= 5.0) }'
