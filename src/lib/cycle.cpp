@@ -220,7 +220,8 @@ void Cycle::collect_slice_jobs() {
         // not a whole cycle_ms later (a node that does not answer keeps it
         // completing much longer: the regular cycle then)
         if (j.state == JobState::Completing)
-            if (auto it = mem_.requeued_at.find(j.id); it != mem_.requeued_at.end() && now_ - it->second <= 5)
+            if (auto it = mem_.requeued_at.find(j.id);
+                it != mem_.requeued_at.end() && now_ - it->second <= kFollowCompletingS)
                 out_.follow_up = true;
         // the record, written before the pin, names the target
         for (const auto& h : rec->slices)
@@ -366,8 +367,13 @@ CycleOutput Cycle::run() {
     // forget the failures and log lines of jobs that are gone
     if (!mem_.backoff.empty() || !mem_.said.empty() || !mem_.blocked_since.empty() || !mem_.placed_since.empty() ||
         !mem_.retry_at.empty() || !mem_.requeued_at.empty()) {
+        // (a job running again is past its requeue: a later one, Slurm's or
+        // a user's, has a second of its own)
         std::unordered_set<JobId> present;
-        for (const auto& j : jobs_) present.insert(j.id);
+        for (const auto& j : jobs_) {
+            present.insert(j.id);
+            if (j.state == JobState::Running) mem_.requeued_at.erase(j.id);
+        }
         auto prune = [&](auto& by_job) {
             for (auto it = by_job.begin(); it != by_job.end();)
                 it = present.count(it->first) ? std::next(it) : by_job.erase(it);
@@ -378,10 +384,6 @@ CycleOutput Cycle::run() {
         prune(mem_.placed_since);
         prune(mem_.retry_at);
         prune(mem_.requeued_at);
-        // a job running again is past its requeue: a later one (Slurm's, a
-        // user's) has a second of its own
-        for (const auto& j : jobs_)
-            if (j.state == JobState::Running) mem_.requeued_at.erase(j.id);
     }
     for (const auto& sj : slice_jobs_) {
         if (backing_off(sj)) {

@@ -206,6 +206,9 @@ class Cycle {
     // where Slurm itself waits cred_expire. After the helper's own requeue
     // that second is known (requeued_at) and usually past by the time Slurm
     // shows the job pending; after anyone else's, the next second.
+    // How long a job completing after the helper's requeue is followed at
+    // the follow-up pace (seconds; a kill takes one or two).
+    static constexpr int64_t kFollowCompletingS = 5;
     int64_t start_time(const SlurmJob& j) const {
         if (j.restarts == 0) return now_;
         auto it = mem_.requeued_at.find(j.id);
