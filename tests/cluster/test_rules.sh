@@ -132,10 +132,13 @@ wait_for 60 all_up; settle
 R=$(sbatch --parsable -N 1 -w "$(outside_spares 'nvl[0019-0036]' 1)" -J runner --wrap 'sleep 300')
 wait_for 15 bash -c "[ \"\$(squeue -h -j $R -o %T)\" = RUNNING ]"
 declare -A DEP LATER
+# one absolute --begin for both: 'now+3600' is read at each submission, and
+# two submissions can fall on either side of a second
+begin_at=$(date -d 'now + 3600 seconds' +%Y-%m-%dT%H:%M:%S)
 for kind in plain slice; do
     opts=""; [ "$kind" = slice ] && opts="--nvl-slice=16"
     DEP[$kind]=$(sbatch --parsable -N 16 $opts --dependency=afterok:"$R" -J dep --wrap 'sleep 30')
-    LATER[$kind]=$(sbatch --parsable -N 16 $opts --begin=now+3600 -J later --wrap 'sleep 30')
+    LATER[$kind]=$(sbatch --parsable -N 16 $opts --begin="$begin_at" -J later --wrap 'sleep 30')
 done
 begin_of() { job_field "$1" StartTime; }
 want_begin=$(begin_of "${LATER[plain]}")
