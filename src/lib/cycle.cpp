@@ -55,7 +55,7 @@ void Cycle::judge_racks() {
             r.free += st.state == NodeState::Idle;
             r.spare += st.state == NodeState::SpareReserved;
             r.failed += !is_healthy(st.state);
-            r.lent += st.preemptible && is_healthy(st.state) && !is_free(st.state);
+            r.lent += st.lent && is_healthy(st.state) && !is_free(st.state);
             r.slice_nodes += st.slice >= 0 && st.job_id != 0;
         }
         r.room = std::max(0, domain_room(map_.domain(d), snap_.counts(d), false));

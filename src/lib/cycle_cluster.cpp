@@ -34,7 +34,7 @@ void Cycle::keep_spares() {
         // The spares are the rack's failure budget: failed nodes used them up.
         int want_n = kept_spares(dom, snap_.counts(d));
         for (NodeId id : dom.nodes)
-            if (snap_.node(id).preemptible && !is_free(snap_.node(id).state)) --want_n;
+            if (snap_.node(id).lent && !is_free(snap_.node(id).state)) --want_n;
         // keep current spares that are still free, then the rack's last
         // idle nodes; a rack that recovers from degraded had all its free
         // nodes reserved: its spares are its last ones again

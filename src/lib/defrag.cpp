@@ -47,10 +47,10 @@ DefragPlan plan_defrag(const Snapshot& snap, int slice, const std::function<Vict
             auto it = std::find_if(cands.begin(), cands.end(), [&](const Cand& x) { return x.id == st.job_id; });
             if (it != cands.end()) {
                 ++it->nodes;
-                it->lent += st.preemptible;
+                it->lent += st.lent;
                 continue;
             }
-            cands.push_back({st.job_id, 1, int(st.preemptible), 0});
+            cands.push_back({st.job_id, 1, int(st.lent), 0});
         }
         // ask once per job; drop the ineligible
         size_t keep = 0;
@@ -71,7 +71,7 @@ DefragPlan plan_defrag(const Snapshot& snap, int slice, const std::function<Vict
             // frees it, and the rack then keeps it idle as a spare
             victims.push_back(cand.id);
             after.free += cand.nodes;
-            after.preemptible -= cand.lent;
+            after.lent -= cand.lent;
             room = domain_room(dom, after, false);
             cost += cand.cost;
         }

@@ -176,7 +176,7 @@ void Snapshot::account(DomainId d, const NodeStatus& st, int sign) {
     DomainCounts& c = counts_[d];
     if (is_free(st.state)) c.free += sign;
     if (is_healthy(st.state)) c.healthy += sign;
-    if (st.preemptible && is_healthy(st.state) && !is_free(st.state)) c.preemptible += sign;
+    if (st.lent && is_healthy(st.state) && !is_free(st.state)) c.lent += sign;
 }
 
 void Snapshot::set(NodeId n, const NodeStatus& st) {

@@ -123,7 +123,13 @@ struct NodeStatus {
     NodeState state = NodeState::Idle;
     JobId job_id = 0;         // the (first) job on the node, 0 = none
     int16_t slice = -1;       // slice index of that job on this node, -1 = not a slice job
-    bool preemptible = false; // the job may be requeued (checkpointable, lent a spare)
+    bool preemptible = false; // a repair or defragmentation may requeue the job (checkpointable)
+    // The job runs on spares lent to it: its nodes stand in for the
+    // domain's kept spares, since a repair of another job takes them back.
+    // A job's own nodes cannot repair it, so a preemptible job that was not
+    // lent spares does not stand in for them (else the real spares go to
+    // other work and its own failure finds none).
+    bool lent = false;
 };
 
 // Per-domain counts kept up to date by Snapshot::set(); placement reads
@@ -131,7 +137,7 @@ struct NodeStatus {
 struct DomainCounts {
     int free = 0;        // idle + spare-reserved
     int healthy = 0;     // is_healthy()
-    int preemptible = 0; // healthy nodes running preemptible single-node work
+    int lent = 0;        // healthy busy nodes of jobs lent spares (NodeStatus::lent)
     // Out of service as a whole (rack_health.hpp): no new slice, no repair
     // inside it; its slice jobs move out.
     bool degraded = false;
@@ -155,7 +161,7 @@ inline int domain_room(const Domain& dom, const DomainCounts& c, bool use_spares
     if (c.degraded) return 0;
     if (use_spares) return c.free;
     const int kept = kept_spares(dom, c);
-    return c.free + (c.preemptible < kept ? c.preemptible : kept) - kept;
+    return c.free + (c.lent < kept ? c.lent : kept) - kept;
 }
 
 class Snapshot {

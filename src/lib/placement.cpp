@@ -129,7 +129,7 @@ void compute_rooms(const Snapshot& snap, const SliceRequest& req, std::vector<in
         if (req.allowed.empty()) {
             free_n = snap.counts(d).free;
             healthy_n = snap.counts(d).healthy;
-            lent_n = snap.counts(d).preemptible;
+            lent_n = snap.counts(d).lent;
         } else {
             free_n = healthy_n = lent_n = 0;
             for (NodeId id : dom.nodes) {
@@ -137,13 +137,13 @@ void compute_rooms(const Snapshot& snap, const SliceRequest& req, std::vector<in
                 const NodeStatus& st = snap.node(id);
                 free_n += is_free(st.state);
                 healthy_n += is_healthy(st.state);
-                lent_n += st.preemptible && is_healthy(st.state) && !is_free(st.state);
+                lent_n += st.lent && is_healthy(st.state) && !is_free(st.state);
             }
         }
         // The failed-node budget is the whole domain's, whatever the job may use.
         DomainCounts c = snap.counts(d);
         c.free = free_n;
-        c.preemptible = lent_n;
+        c.lent = lent_n;
         room[d] = domain_room(dom, c, req.use_spares);
         if (healthy) (*healthy)[d] = healthy_n;
     }
@@ -402,7 +402,7 @@ PlacementResult place_naive(const Snapshot& snap, const SliceRequest& req) {
         healthy_n[d] += is_healthy(st.state);
         if (!allowed_node(req, id)) continue;
         free_n[d] += is_free(st.state);
-        lent_n[d] += st.preemptible && is_healthy(st.state) && !is_free(st.state);
+        lent_n[d] += st.lent && is_healthy(st.state) && !is_free(st.state);
     }
     for (DomainId d = 0; d < nd; ++d)
         room[d] = domain_room(map.domain(d),

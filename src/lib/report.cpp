@@ -35,7 +35,7 @@ Snapshot read_snapshot(const RackMap& map, std::string_view text, const std::str
         }
         if (w.empty()) continue;
         SourcePos pos{file, line_no, 1};
-        if (w.size() < 2 || w.size() > 5) throw ParseError(pos, "expected NODE STATE [JOB [SLICE [lent]]]");
+        if (w.size() < 2 || w.size() > 5) throw ParseError(pos, "expected NODE STATE [JOB [SLICE [lent|preemptible]]]");
         auto id = map.find_node(w[0]);
         if (!id) throw ParseError(pos, fmt::format("node \"{}\" is not in the rack map", w[0]));
         auto st = parse_node_state(w[1]);
@@ -55,11 +55,13 @@ Snapshot read_snapshot(const RackMap& map, std::string_view text, const std::str
         if (w.size() > 2) ns.job_id = JobId(num(w[2], 0, 4294967295L, "job"));
         if (w.size() > 3) ns.slice = int16_t(num(w[3], -1, 32767, "slice"));
         if (w.size() > 4) {
-            if (w[4] != "lent")
-                throw ParseError(pos, fmt::format("\"{}\": the fifth word may only be \"lent\" (the job may be "
-                                                  "requeued to give the node back to a repair)",
+            if (w[4] != "lent" && w[4] != "preemptible")
+                throw ParseError(pos, fmt::format("\"{}\": the fifth word may only be \"lent\" (the job runs on a "
+                                                  "lent spare, which a repair takes back) or \"preemptible\" (a "
+                                                  "repair may requeue the job)",
                                                   w[4]));
             ns.preemptible = true;
+            ns.lent = w[4] == "lent";
         }
         snap.set(*id, ns);
     }
@@ -67,14 +69,15 @@ Snapshot read_snapshot(const RackMap& map, std::string_view text, const std::str
 }
 
 std::string write_snapshot(const Snapshot& snap) {
-    std::string out = "# nvlslice snapshot 1\n# NODE STATE [JOB [SLICE [lent]]]\n";
+    std::string out = "# nvlslice snapshot 1\n# NODE STATE [JOB [SLICE [lent|preemptible]]]\n";
     const RackMap& map = snap.map();
     for (NodeId id = 0; id < map.node_count(); ++id) {
         const NodeStatus& st = snap.node(id);
         out += fmt::format("{} {}", map.node_name(id), to_string(st.state));
         if (st.job_id || st.slice >= 0 || st.preemptible) out += fmt::format(" {}", st.job_id);
         if (st.slice >= 0 || st.preemptible) out += fmt::format(" {}", st.slice);
-        if (st.preemptible) out += " lent";
+        if (st.lent) out += " lent";
+        else if (st.preemptible) out += " preemptible";
         out += '\n';
     }
     return out;
@@ -107,11 +110,12 @@ Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& n
         try {
             tag = RequestTag::parse(j.comment);
         } catch (const Error&) {}
-        // Work a repair may take back: its nodes count as the rack's kept
-        // spares. A job the helper lent a spare (its record, which users
-        // cannot write, says lent=1) stays lent whatever its owner changes
-        // since (the comment, the requeue flag, which the helper restores);
-        // other checkpointable work is preemptible while Slurm may requeue it.
+        // Work a repair may take back. A job the helper lent a spare (its
+        // record, which users cannot write, says lent=1) stays lent whatever
+        // its owner changes since (the comment, the requeue flag, which the
+        // helper restores), and its nodes count as the rack's kept spares;
+        // other checkpointable work is preemptible while Slurm may requeue
+        // it, but does not stand in for spares (its own failure needs one).
         const bool lent_by_record = rec && rec->lent && lend != LendScope::None;
         const bool preemptible =
             j.state == JobState::Running &&
@@ -125,6 +129,7 @@ Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& n
             st.job_id = j.id;
             st.slice = -1;
             st.preemptible = preemptible;
+            st.lent = j.state == JobState::Running && lent_by_record;
             snap.set(*id, st);
         }
         // slice indices from the record: each slice's hostlist expanded once

@@ -4,12 +4,13 @@
 // Snapshot file format (written by `nvl-topo snapshot`, read with
 // `--snapshot FILE`), one node per line, '#' starts a comment:
 //   # nvlslice snapshot 1
-//   NODE STATE [JOB [SLICE [lent]]]
+//   NODE STATE [JOB [SLICE [lent|preemptible]]]
 // STATE is idle, allocated, mixed, draining, drained, down, spare or
 // unknown; JOB the job id on the node (0 = none); SLICE its slice index in
-// that job (-1 = not a slice job); "lent": the job may be requeued to give
-// the node back to a repair, so the node counts as one of its rack's
-// spares. Nodes not listed are idle.
+// that job (-1 = not a slice job); "lent": the job runs on a spare lent to
+// it and is requeued to give the node back to a repair, so the node counts
+// as one of its rack's spares; "preemptible": a repair may requeue the job,
+// but its nodes do not stand in for spares. Nodes not listed are idle.
 #pragma once
 
 #include "cluster_api.hpp"

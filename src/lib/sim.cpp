@@ -94,6 +94,7 @@ struct RunJob {
     std::vector<NodeId> nodes; // allocated (whole racks: all of them)
     int used = 0;              // nodes doing work
     Placement placement;       // engine policies
+    bool lent = false;         // nvlslice: placed on spares lent to it
 };
 
 class Sim {
@@ -148,7 +149,7 @@ JobTraits Sim::traits(int j) const {
 void Sim::run_on(int j, const std::vector<NodeId>& nodes, double now) {
     RunJob& r = jobs_[size_t(j)];
     const bool pre = preemptible(j);
-    for (NodeId id : nodes) snap_.set(id, {NodeState::Allocated, JobId(j + 1), -1, pre});
+    for (NodeId id : nodes) snap_.set(id, {NodeState::Allocated, JobId(j + 1), -1, pre, pre && r.lent});
     r.running = true;
     r.nodes = nodes;
     r.run_start = now;
@@ -239,6 +240,9 @@ bool Sim::try_start(int j, double now, Reason* why) {
             req.use_spares = true;
             PlacementResult lent = place(snap_, req);
             if (lent.ok) pr = lent;
+            r.lent = lent.ok;
+        } else {
+            r.lent = false;
         }
         if (!pr.ok) {
             if (why) *why = pr.reason;

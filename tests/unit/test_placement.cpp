@@ -327,13 +327,26 @@ TEST_CASE("spare rule: failed nodes count against the spares", "[placement][spar
     SECTION("a lent spare still counts as one of the kept spares") {
         Snapshot s(m);
         set_all(s, "n001", NodeState::Down);
-        s.set(id(m, "n018"), {NodeState::Allocated, 44, -1, true}); // lent to preemptible work
+        s.set(id(m, "n018"), {NodeState::Allocated, 44, -1, true, true}); // lent to preemptible work
         set_all(s, "n[019-036]", NodeState::Allocated, 5);
         auto p = place(s, slices(16, 1));
         REQUIRE(p.ok);
         CHECK(names(m, p.placement.nodes()) == "n[002-017]");
         s.set(id(m, "n018"), {NodeState::Allocated, 44, -1, false}); // not preemptible: no spare left
         CHECK_FALSE(place(s, slices(16, 1)).ok);
+    }
+    SECTION("a checkpointable slice job's own nodes are not the spares that protect it") {
+        // a 16-node checkpointable job that was not lent spares: a repair
+        // may requeue it for another job, but its own failure needs a real
+        // spare, so the rack still keeps 2 (before, its nodes stood in for
+        // them and plain work took the last two nodes)
+        Snapshot s(m);
+        for (NodeId n = id(m, "n001"); n <= id(m, "n016"); ++n) s.set(n, {NodeState::Allocated, 9, 0, true});
+        set_all(s, "n[019-036]", NodeState::Allocated, 5);
+        CHECK_FALSE(place(s, slices(1, 1)).ok);
+        SliceRequest lend = slices(1, 1);
+        lend.use_spares = true; // lent: a spare borrowed by preemptible work
+        CHECK(place(s, lend).ok);
     }
     SECTION("plain jobs keep the budgeted spares too") {
         Snapshot s(m);

@@ -450,14 +450,16 @@ TEST_CASE("the rack defragmentation freed stays its job's while the requeued job
     SlurmJob& blocked = w.add_slice_job(9, 16, 1);
     blocked.submit_time = w.now - 1000;
     // r1: a non-checkpointable 14-node job (room for 2 more); r2: a
-    // checkpointable 3-node job, the one defragmentation may requeue
+    // checkpointable 3-node job lent spares (2 of its nodes stand in for
+    // r2's kept spares), the one defragmentation may requeue
     SlurmJob& plain = w.add_slice_job(3, 14, 1, false, false);
     w.run_on(plain, "n[001-014]");
     plain.admin_comment = "nvlslice/1 placed slice=14 slices=n[001-014] repairs=0 moves=0";
     SlurmJob& ckpt = w.add_slice_job(4, 3, 1, false, true);
     w.run_on(ckpt, "n[019-021]");
-    ckpt.admin_comment = "nvlslice/1 placed slice=3 slices=n[019-021] repairs=0 moves=0";
+    ckpt.admin_comment = "nvlslice/1 placed slice=3 slices=n[019-021] repairs=0 moves=0 lent=1";
     auto out = w.cycle();
+    CAPTURE(out.log);
     REQUIRE(find(out, ActionKind::Requeue, 4));
     // Slurm requeued it (pending, gated again, its record says it yielded);
     // n019 is still completing, so r2 is not whole yet
@@ -502,6 +504,24 @@ TEST_CASE("prefer mode splits only after its wait", "[reconcile][quick]") {
     auto out = w.cycle();
     REQUIRE(find(out, ActionKind::Pin));
     CHECK_THAT(find(out, ActionKind::SetRecord)->arg, Catch::Contains("split=1"));
+}
+
+TEST_CASE("a checkpointable slice job not lent spares keeps its rack's spares for its own repair",
+          "[reconcile][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& job = w.add_slice_job(7, 16, 1, false, /*checkpointable=*/true);
+    w.run_on(job, "n[001-016]");
+    job.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    // before: its own 16 nodes stood in for r1's spares, the reservation
+    // let n[017-018] go to other work, and its own failure found no spare
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    CHECK_FALSE(find(out, ActionKind::SetReservation));
+    w.node("n005").state = NodeState::Draining;
+    auto rep = w.cycle();
+    REQUIRE(find(rep, ActionKind::PinOnly, 7));
+    CHECK(find(rep, ActionKind::PinOnly, 7)->arg == "n[001-004,006-017]");
 }
 
 TEST_CASE("spares are lent to checkpointable single-node jobs and taken back by a repair", "[reconcile][quick]") {

@@ -32,7 +32,7 @@ TEST_CASE("snapshot files round-trip and name bad lines", "[report][quick]") {
     };
     CHECK_THAT(err("n001 idle\nzz9 idle\n"), Catch::StartsWith("snap:2:1: node \"zz9\" is not in the rack map"));
     CHECK_THAT(err("n001 sleepy\n"), Catch::Contains("state \"sleepy\": expected idle, allocated"));
-    CHECK_THAT(err("n001\n"), Catch::Contains("expected NODE STATE [JOB [SLICE [lent]]]"));
+    CHECK_THAT(err("n001\n"), Catch::Contains("expected NODE STATE [JOB [SLICE [lent|preemptible]]]"));
     CHECK_THAT(err("n001 allocated x\n"), Catch::Contains("job \"x\": expected an integer"));
 }
 
@@ -117,12 +117,17 @@ TEST_CASE("the shipped example snapshot reads and reports", "[report][quick]") {
 TEST_CASE("snapshot files keep lent nodes", "[report][quick]") {
     RackMap m = nvl::test::make_map(1, 18);
     Snapshot s(m);
-    s.set(*m.find_node("n003"), {NodeState::Allocated, 7, 0, true});
+    s.set(*m.find_node("n003"), {NodeState::Allocated, 7, 0, true, true});
+    s.set(*m.find_node("n004"), {NodeState::Allocated, 8, 0, true});
     std::string text = write_snapshot(s);
     CHECK_THAT(text, Catch::Contains("n003 allocated 7 0 lent"));
+    CHECK_THAT(text, Catch::Contains("n004 allocated 8 0 preemptible"));
     Snapshot back = read_snapshot(m, text, "s.txt");
     CHECK(back.node(*m.find_node("n003")).preemptible);
-    CHECK(back.counts(0).preemptible == 1);
+    CHECK(back.node(*m.find_node("n003")).lent);
+    CHECK(back.node(*m.find_node("n004")).preemptible);
+    CHECK_FALSE(back.node(*m.find_node("n004")).lent);
+    CHECK(back.counts(0).lent == 1);
     CHECK_THROWS_WITH(read_snapshot(m, "n001 allocated 7 0 borrowed\n", "s.txt"),
                       Catch::Contains("s.txt:1:1") && Catch::Contains("only be \"lent\""));
 }
