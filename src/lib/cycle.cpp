@@ -17,7 +17,8 @@ void Cycle::build_snapshot() {
     // the rack defragmentation freed is its job's while that job waits
     if (auto& t = mem_.defrag_target) {
         auto waits = std::find_if(jobs_.begin(), jobs_.end(), [&](const SlurmJob& j) {
-            return j.id == t->job && j.state == JobState::Pending;
+            return j.id == t->job &&
+                   (j.state == JobState::Pending || (t->repair && j.state == JobState::Running));
         });
         if (waits == jobs_.end() || mono_ - t->since > cfg_.replace_after_s || t->domain >= map_.domains().size()) {
             t.reset();

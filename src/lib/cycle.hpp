@@ -184,7 +184,9 @@ class Cycle {
                 if (auto id = map_.find_node(n)) pinned.push_back(*id);
         return pinned;
     }
-    void try_defrag(const SliceJob& sj);
+    // for_repair: a failed slice with no room anywhere (defrag_repairs),
+    // unpaced; else a strict job blocked by fragmentation (defrag)
+    void try_defrag(const SliceJob& sj, bool for_repair = false);
     // Requeues a running job that gives up its nodes; a slice job is placed
     // again later, after the job it yielded to.
     void yield_job(JobId victim, const std::string& why);

@@ -262,12 +262,17 @@ bool Cycle::place_job(const SliceJob& sj) {
 // Requeue the cheapest set of checkpointable jobs that frees one rack for
 // the blocked job's slice. Cost of a victim: its nodes x seconds run (work
 // lost since a checkpoint is at most that); a rack where a
-// non-checkpointable job would have to go is not a candidate.
-void Cycle::try_defrag(const SliceJob& sj) {
-    if (!cfg_.defrag || defrag_done_) return;
+// non-checkpointable job would have to go is not a candidate. For a repair,
+// the same at once, once per failure: the freed rack is then the job's
+// until its repair moves the slice there.
+void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
+    if (defrag_done_ || !(for_repair ? cfg_.defrag_repairs : cfg_.defrag)) return;
     const SlurmJob& blocked = *sj.job;
-    if (now_ - blocked.submit_time < cfg_.defrag_after_s) return;
-    if (mem_.last_defrag && mono_ - mem_.last_defrag < cfg_.defrag_interval_s) return;
+    if (for_repair && mem_.defrag_target && mem_.defrag_target->job == blocked.id) return; // freed already
+    if (!defrag_due(for_repair, double(now_ - blocked.submit_time),
+                    mem_.last_defrag ? double(mono_ - mem_.last_defrag) : -1.0, cfg_.defrag_after_s,
+                    cfg_.defrag_interval_s))
+        return;
     std::unordered_map<JobId, const SlurmJob*> by_id;
     std::unordered_map<JobId, bool> ckpt;
     for (const auto& j : jobs_) by_id[j.id] = &j;
@@ -276,7 +281,7 @@ void Cycle::try_defrag(const SliceJob& sj) {
     DefragPlan plan = plan_defrag(snap_, k, [&](JobId id) {
         VictimInfo v;
         auto it = by_id.find(id);
-        if (it == by_id.end() || it->second->state != JobState::Running) return v;
+        if (id == blocked.id || it == by_id.end() || it->second->state != JobState::Running) return v;
         const SlurmJob& j = *it->second;
         auto c = ckpt.find(id);
         JobTraits t{c != ckpt.end() && c->second, j.requeue, j.batch || cfg_.defrag_interactive, j.num_nodes};
@@ -288,25 +293,24 @@ void Cycle::try_defrag(const SliceJob& sj) {
     const double best_cost = plan.cost;
     const std::vector<JobId>& best_victims = plan.victims;
     if (best == kNoDomain) {
-        say_once(blocked.id, fmt::format("job {}: blocked by fragmentation; no rack can be freed from "
-                                         "checkpointable jobs alone",
-                                         blocked.id));
+        say_once(blocked.id, fmt::format("job {}: {}; no rack can be freed from checkpointable jobs alone", blocked.id,
+                                         for_repair ? "its repair finds no room" : "blocked by fragmentation"));
         defrag_done_ = true;
         return;
     }
     std::string list;
     for (JobId v : best_victims) {
-        yield_job(v,
-                  fmt::format("requeued by defragmentation to free {} for job {}", map_.domain(best).name, blocked.id));
+        yield_job(v, fmt::format("requeued by defragmentation to free {} for {} {}", map_.domain(best).name,
+                                 for_repair ? "the repair of job" : "job", blocked.id));
         list += (list.empty() ? "" : ", ") + std::to_string(v);
     }
     out_.stats.defrag_preemptions += int(best_victims.size());
-    mem_.last_defrag = mono_;
-    mem_.defrag_target = HelperMemory::DefragTarget{blocked.id, best, mono_};
+    if (!for_repair) mem_.last_defrag = mono_; // a repair's does not delay the paced ones
+    mem_.defrag_target = HelperMemory::DefragTarget{blocked.id, best, mono_, for_repair};
     defrag_done_ = true;
-    log(fmt::format("job {}: defragmentation: requeued checkpointable job(s) {} to free {} for a {}-node slice "
+    log(fmt::format("job {}: defragmentation{}: requeued checkpointable job(s) {} to free {} for a {}-node slice "
                     "(cost {:.0f} node-seconds)",
-                    blocked.id, list, map_.domain(best).name, k, best_cost));
+                    blocked.id, for_repair ? " for its repair" : "", list, map_.domain(best).name, k, best_cost));
 }
 
 void Cycle::yield_job(JobId v, const std::string& why) {

@@ -78,6 +78,7 @@ void Cycle::handle_running(const SliceJob& started) {
             record(sj, rec);
             log(fmt::format("job {}: node(s) {} failed; {}", j.id, failed_hl, plan.reason));
         }
+        try_defrag(sj, true); // a rack freed from checkpointable work: the move of a later cycle
         return;
     }
     // A repair whose requeue failed part way (its record already says
@@ -408,6 +409,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
     RepairPlan plan = plan_repair(snap_, p, failed);
     if (!plan.feasible) {
         say_once(j.id, fmt::format("job {}: pinned node(s) {} failed; {}", j.id, hl(failed), plan.reason));
+        try_defrag(sj, true);
         return; // pass 2 places it afresh or records why it waits
     }
     PlacementRecord rec = *sj.rec;
@@ -419,6 +421,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
 void Cycle::begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count,
                          const char* label) {
     const JobId id = sj.job->id;
+    if (mem_.defrag_target && mem_.defrag_target->job == id) mem_.defrag_target.reset(); // the rack it freed is used
     if (count) {
         rec.repairs += 1;
         rec.moves += plan.moved;

@@ -23,6 +23,11 @@ LendScope parse_lend_scope(std::string_view s) {
     throw Error(fmt::format("lend_spares: \"{}\" is not a lending scope (accepted: none, single-node, checkpointable)", s));
 }
 
+bool defrag_due(bool for_repair, double waited_s, double since_last_s, double after_s, double interval_s) {
+    if (for_repair) return true;
+    return waited_s >= after_s && (since_last_s < 0 || since_last_s >= interval_s);
+}
+
 DefragPlan plan_defrag(const Snapshot& snap, int slice, const std::function<VictimInfo(JobId)>& victim) {
     const RackMap& map = snap.map();
     DefragPlan best;

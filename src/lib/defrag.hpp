@@ -64,6 +64,14 @@ struct DefragPlan {
     explicit operator bool() const { return domain != kNoDomain; }
 };
 
+// Whether defragmentation may run now for a blocked slice job. Blocked by
+// fragmentation: after it waited `after_s`, at most once per `interval_s`
+// (`since_last_s` < 0: none ran yet). For a repair (a failed slice with no
+// room in its rack or any other, helper config defrag.for_repairs): at once,
+// unpaced. The failed job stands still now, and failures, not waiting jobs,
+// bound how often it happens (one rack per failed slice).
+bool defrag_due(bool for_repair, double waited_s, double since_last_s, double after_s, double interval_s);
+
 // The cheapest rack to free for one `slice`-node slice from eligible jobs
 // alone, keeping the spares that rack keeps (kept_spares()). `victim` is
 // asked once per (rack, job) pair for jobs seen on the rack's healthy busy

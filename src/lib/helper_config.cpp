@@ -130,7 +130,7 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
             }
             else {
                 doc.expect_mapping(v, "\"defrag\"");
-                doc.for_each_pair(v, {"enabled", "after", "interval", "allow_interactive"},
+                doc.for_each_pair(v, {"enabled", "after", "interval", "allow_interactive", "for_repairs"},
                                   [&](const std::string& dk, yaml_node_t*, yaml_node_t* dv) {
                                       if (dk == "enabled")
                                           s.reconcile.defrag = doc.boolean(dv, dk);
@@ -138,6 +138,8 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
                                           s.reconcile.defrag_after_s = int(doc.integer(dv, dk, 0, 30 * 86400));
                                       else if (dk == "interval")
                                           s.reconcile.defrag_interval_s = int(doc.integer(dv, dk, 0, 30 * 86400));
+                                      else if (dk == "for_repairs")
+                                          s.reconcile.defrag_repairs = doc.boolean(dv, dk);
                                       else
                                           s.reconcile.defrag_interactive = doc.boolean(dv, dk);
                                   });

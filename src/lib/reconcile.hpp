@@ -85,6 +85,10 @@ struct HelperConfig {
     int defrag_after_s = 3600;    // strict job blocked by fragmentation this long
     int defrag_interval_s = 3600; // at most one defragmentation per interval
     bool defrag_interactive = false;
+    // A repair that finds no room (its rack's spares and free nodes used,
+    // no other rack with room for the slice) frees a rack the same way, at
+    // once, unpaced (defrag_due()); even with `defrag` off.
+    bool defrag_repairs = true;
     // Which work may run on a rack's spares until a repair takes them back.
     LendScope lend = LendScope::Checkpointable;
     // Steer the jobs Slurm places by itself (plain jobs) into racks already
@@ -234,10 +238,13 @@ struct HelperMemory {
     // The rack defragmentation freed, and for which job: no other slice job
     // (the requeued ones least of all) is placed there while that job waits
     // for the rack's nodes to finish completing, for at most replace_after.
+    // For a repair the job may still be running (a drained node): kept
+    // until the repair moves its slice there.
     struct DefragTarget {
         JobId job = 0;
         DomainId domain = 0;
         int64_t since = 0;
+        bool repair = false;
     };
     std::optional<DefragTarget> defrag_target;
 };

@@ -111,7 +111,7 @@ class Sim {
     bool plain_requeue() const { return pol_ == Policy::FirstFit || pol_ == Policy::WholeRacks || pol_ == Policy::Block; }
     void note_resume(int j, double now, double work_start);
     bool try_start(int j, double now, Reason* why = nullptr);
-    void maybe_defrag(int j, double now);
+    bool maybe_defrag(int j, double now, int repair_slice = 0);
     double stop(int j, double now, bool keep_nodes); // the GPU-hours of work lost
     void schedule(double now);
     void account_run(int j, double now);
@@ -310,34 +310,46 @@ void Sim::schedule(double now) {
 
 // nvlslice's defragmentation: the helper's own plan_defrag() at the
 // helper's default pace (a slice job blocked by fragmentation for
-// defrag_after_s, at most one per defrag_interval_s). Requeued jobs wait
-// right behind the job they made room for.
-void Sim::maybe_defrag(int j, double now) {
+// defrag_after_s, at most one per defrag_interval_s; defrag_due()).
+// Requeued jobs wait right behind the job they made room for. For a repair
+// (`repair_slice`: the failed slice's size; the helper's
+// try_defrag(for_repair)), at once, and the requeued jobs go to the head of
+// the queue, as lent spares taken back do. True if jobs were requeued.
+bool Sim::maybe_defrag(int j, double now, int repair_slice) {
     const TraceJob& tj = t_.jobs[size_t(j)];
-    if (pol_ != Policy::Nvlslice || !p_.defrag || tj.nodes < p_.slice) return;
+    const bool repair = repair_slice > 0;
+    if (pol_ != Policy::Nvlslice) return false;
+    if (repair ? !p_.defrag_repairs : (!p_.defrag || tj.nodes < p_.slice)) return false;
     const double after = p_.defrag_after_s >= 0 ? p_.defrag_after_s : helper_.defrag_after_s;
     const double interval = p_.defrag_interval_s >= 0 ? p_.defrag_interval_s : helper_.defrag_interval_s;
-    if ((now - tj.arrival) * 3600 < after) return;
-    if (last_defrag_ >= 0 && (now - last_defrag_) * 3600 < interval) return;
-    DefragPlan plan = plan_defrag(snap_, p_.slice, [&](JobId id) {
+    if (!defrag_due(repair, (now - tj.arrival) * 3600, last_defrag_ >= 0 ? (now - last_defrag_) * 3600 : -1.0, after,
+                    interval))
+        return false;
+    DefragPlan plan = plan_defrag(snap_, repair ? repair_slice : p_.slice, [&](JobId id) {
         const int v = int(id) - 1;
         VictimInfo info;
-        if (v < 0 || !jobs_[size_t(v)].running) return info;
+        if (v < 0 || v == j || !jobs_[size_t(v)].running) return info;
         info.eligible = may_borrow_spares(traits(v), LendScope::Checkpointable);
         info.cost = double(jobs_[size_t(v)].nodes.size()) * (now - jobs_[size_t(v)].run_start);
         return info;
     });
-    if (!plan) return;
-    last_defrag_ = now;
+    if (!plan) return false;
+    if (!repair) last_defrag_ = now; // a repair's does not delay the paced ones
     auto pos = std::find(queue_.begin(), queue_.end(), j);
     for (JobId id : plan.victims) {
         const int v = int(id) - 1;
-        stop(v, now, false);
+        const double lost = stop(v, now, false);
         ++res_.restarts;
         ++res_.defrag_preemptions;
+        if (repair) {
+            failure_lost_ += lost;
+            queue_.push_front(v);
+            continue;
+        }
         pos = queue_.insert(pos == queue_.end() ? pos : pos + 1, v);
         pos = std::find(queue_.begin(), queue_.end(), j);
     }
+    return true;
 }
 
 PolicyResult Sim::run() {
@@ -388,6 +400,15 @@ PolicyResult Sim::run() {
             if (pol_ == Policy::Nvlslice) {
                 // the job's nodes still look allocated to it; plan around the failed one
                 RepairPlan plan = plan_repair(snap_, r.placement, {e.node});
+                if (!plan.feasible) {
+                    // no room in its rack or another: free a rack from
+                    // checkpointable work at once, then move the slice there
+                    int k = 0;
+                    for (size_t i = 0; i < plan.slices.size() && i < r.placement.slices.size(); ++i)
+                        if (plan.slices[i].action == RepairAction::Wait)
+                            k = std::max(k, int(r.placement.slices[i].nodes.size()));
+                    if (k > 0 && maybe_defrag(j, now, k)) plan = plan_repair(snap_, r.placement, {e.node});
+                }
                 if (plan.feasible) {
                     // lent spares come back first: their jobs go back to the queue
                     for (JobId v : plan.preempt) {

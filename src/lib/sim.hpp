@@ -33,9 +33,11 @@
 //    old nodes are held until it is requeued, and it sorts before every
 //    other job (job_scheduler.c sort_job_queue2): first pick, at once;
 //  nvlslice: repaired in place when its rack or another rack has room (the
-//    helper's repair); otherwise it goes back to the head of the queue (the
-//    helper places a requeued slice job before new ones, without the
-//    begin-time delay).
+//    helper's repair); when none has, a rack is freed from checkpointable
+//    work at once and the slice moves there (the helper's defragmentation
+//    for repairs, defrag.for_repairs); otherwise it goes back to the head
+//    of the queue (the helper places a requeued slice job before new ones,
+//    without the begin-time delay).
 // Not modelled, for every policy alike: failure detection (a drain is seen
 // at once), epilogs and the seconds slurmctld and the helper take.
 #pragma once
@@ -69,6 +71,7 @@ struct SimParams {
     bool defrag = true;
     int defrag_after_s = -1;    // -1: the helper's default
     int defrag_interval_s = -1; // -1: the helper's default
+    bool defrag_repairs = true; // a repair with no room frees a rack at once (helper defrag.for_repairs)
     uint64_t seed = 1;
 };
 

@@ -37,6 +37,8 @@ Slurm's policies bring a failed job back by its plain requeue
   --lend-spares S      none | single-node | checkpointable (checkpointable)
   --defrag on|off --defrag-after S --defrag-interval S
                        nvlslice's defragmentation (the helper's defaults)
+  --defrag-repairs on|off  a repair with no room frees a rack from
+                       checkpointable work at once (on, the helper's default)
   --seed S | --seeds A-B|A,B,..   trace seed(s) (1); with several, the mean
                        and the min-max of each policy's goodput
   --csv FILE           the table as CSV     --svg FILE  a chart     --json
@@ -155,6 +157,7 @@ static int trace_main(int argc, char** argv) {
                     {"defrag", true},
                     {"defrag-after", true},
                     {"defrag-interval", true},
+                    {"defrag-repairs", true},
                     {"seed", true},
                     {"seeds", true},
                     {"csv", true},
@@ -182,11 +185,14 @@ static int trace_main(int argc, char** argv) {
     p.requeue_delay_s = o.real("requeue-delay", 121, 0, 1e6);
     p.split_speed = o.real("split-speed", 0.57, 0.01, 1);
     if (o.has("lend-spares")) p.lend = parse_lend_scope(o.str("lend-spares"));
-    if (o.has("defrag")) {
-        const std::string d = o.str("defrag");
-        if (d != "on" && d != "off") throw Error(fmt::format("--defrag={}: expected on or off", d));
-        p.defrag = d == "on";
-    }
+    auto on_off = [&](const char* name, bool& out) {
+        if (!o.has(name)) return;
+        const std::string d = o.str(name);
+        if (d != "on" && d != "off") throw Error(fmt::format("--{}={}: expected on or off", name, d));
+        out = d == "on";
+    };
+    on_off("defrag", p.defrag);
+    on_off("defrag-repairs", p.defrag_repairs);
     p.defrag_after_s = int(o.integer("defrag-after", -1, -1, 100000000));
     p.defrag_interval_s = int(o.integer("defrag-interval", -1, -1, 100000000));
     const std::vector<double> mtbfs = parse_reals("mtbf-days", o.str("mtbf-days", "490"), 0.01, 1e6);

@@ -13,6 +13,13 @@ LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
 
 nodes_of() { squeue -h -j "$1" -o %N 2>/dev/null; }
 running_on() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ] && [ "$(nodes_of "$1")" = "$2" ]; }
+# running JOB without NODE: state and nodes from one squeue call (two calls
+# could see RUNNING, then the empty node list of the job just requeued)
+running_without() {
+    local s
+    s=$(squeue -h -j "$1" -o '%T %N' 2>/dev/null)
+    [[ "$s" == "RUNNING "?* ]] && ! grep -qx "$2" <<< "$(scontrol show hostnames "${s#RUNNING }")"
+}
 
 MODE=$(nvl_mode)
 echo "# helper: mode $MODE (nvlsliced's log: $(grep -o 'mode [a-z]* ([^)]*)' "$LOG" | tail -1))"
@@ -447,7 +454,7 @@ cp "$OUT/nvlslice.yaml.good" "$HCONF"
 kill -HUP "$HPID"
 N1=$(scontrol show hostnames "$(nodes_of "$J")" | sed -n 3p)
 scontrol update nodename="$N1" state=drain reason="gpu xid 79"
-moved_off() { [ "$(squeue -h -j "$J" -o %T)" = RUNNING ] && ! grep -qx "$N1" <<< "$(scontrol show hostnames "$(nodes_of "$J")")"; }
+moved_off() { running_without "$J" "$N1"; }
 if wait_for 20 moved_off; then ok "after the reloads the job placed before them is still repaired ($(nodes_of "$J"))"; else not_ok "repair after reload: $(squeue -h -j "$J" -o '%T %N') $(record "$J")"; fi
 expect_match "its record kept its history" 'repairs=1 ' "$(record "$J")"
 scontrol update nodename="$N1" state=resume
@@ -483,7 +490,7 @@ else
 fi
 t0=$(now)
 "$CL" kill-node "$(num "$VICTIM")"
-moved() { [ "$(squeue -h -j "$J" -o %T)" = RUNNING ] && ! grep -qx "$VICTIM" <<< "$(scontrol show hostnames "$(nodes_of "$J")")"; }
+moved() { running_without "$J" "$VICTIM"; }
 if wait_for 150 moved; then
     t1=$(now); T_NR=$(secs "$t0" "$t1")
     ok "running again without $VICTIM $T_NR s after the kill (DOWN path above: ${T_DOWN:-?} s), on $(nodes_of "$J")"

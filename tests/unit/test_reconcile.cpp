@@ -441,6 +441,66 @@ TEST_CASE("defragmentation requeues only checkpointable jobs, the cheapest rack,
     CHECK_FALSE(find(none, ActionKind::Requeue));
 }
 
+TEST_CASE("a repair with no room anywhere frees a rack from checkpointable work at once and moves the slice there",
+          "[reconcile][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[035-036]"};
+    w.cfg.defrag = false; // the paced kind off: repairs have their own switch
+    // r1: the failing 16-node job, and a non-checkpointable job on the two
+    // other nodes (no spare left there); r2: a checkpointable 16-node job
+    SlurmJob& job = w.add_slice_job(7, 16, 1, false);
+    w.run_on(job, "n[001-016]");
+    job.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    SlurmJob& plain = w.add_slice_job(3, 2, 1, false);
+    w.run_on(plain, "n[017-018]");
+    plain.admin_comment = "nvlslice/1 placed slice=2 slices=n[017-018] repairs=0 moves=0";
+    SlurmJob& ckpt = w.add_slice_job(4, 16, 1, false, true);
+    w.run_on(ckpt, "n[019-034]");
+    ckpt.admin_comment = "nvlslice/1 placed slice=16 slices=n[019-034] repairs=0 moves=0";
+    w.node("n005").state = NodeState::Draining;
+    SECTION("defrag.for_repairs off: the repair waits") {
+        w.cfg.defrag_repairs = false;
+        auto out = w.cycle();
+        CHECK_FALSE(find(out, ActionKind::Requeue));
+        CHECK_THAT(find(out, ActionKind::SetRecord, 7)->arg, Catch::Contains("reason=repair waits: "));
+    }
+    SECTION("on (the default): the checkpointable job yields r2 at once, the slice moves there") {
+        auto out = w.cycle();
+        CAPTURE(out.log);
+        REQUIRE(find(out, ActionKind::Requeue, 4));
+        CHECK_FALSE(find(out, ActionKind::Requeue, 7)); // never the failed job itself
+        CHECK_FALSE(find(out, ActionKind::Requeue, 3)); // never a job without --nvl-checkpointable
+        REQUIRE(find(out, ActionKind::SetRecord, 4));
+        CHECK_THAT(find(out, ActionKind::SetRecord, 4)->arg,
+                   Catch::Contains("requeued by defragmentation to free r2 for the repair of job 7"));
+        CHECK(out.stats.defrag_preemptions == 1);
+        bool logged = false;
+        for (auto& l : out.log) logged = logged || l.find("job 7: defragmentation for its repair") != std::string::npos;
+        CHECK(logged);
+        // Slurm requeued job 4; its nodes are still completing: no second
+        // defragmentation while job 7 waits for r2
+        ckpt.state = JobState::Pending;
+        ckpt.nodes.clear();
+        ckpt.restarts = 1;
+        ckpt.licenses = "nvlslice_gate:1";
+        ckpt.admin_comment = find(out, ActionKind::SetRecord, 4)->arg;
+        job.admin_comment = find(out, ActionKind::SetRecord, 7)->arg;
+        for (int i = 19; i <= 34; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Allocated; // completing
+        w.now += 1;
+        auto wait = w.cycle();
+        CHECK_FALSE(find(wait, ActionKind::Requeue));
+        // r2 is free: the failed slice moves there; job 4 is not placed on it
+        for (int i = 19; i <= 34; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Idle;
+        w.now += 1;
+        auto rep = w.cycle();
+        CAPTURE(rep.log);
+        REQUIRE(find(rep, ActionKind::PinOnly, 7));
+        CHECK(find(rep, ActionKind::PinOnly, 7)->arg == "n[019-034]");
+        CHECK(find(rep, ActionKind::RequeueHold, 7)); // the repair's requeue
+        CHECK_FALSE(find(rep, ActionKind::Pin, 4));
+    }
+}
+
 TEST_CASE("the rack defragmentation freed stays its job's while the requeued job's nodes complete",
           "[reconcile][quick]") {
     World w(2);

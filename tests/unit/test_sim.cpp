@@ -176,3 +176,22 @@ TEST_CASE("a trace written as text replays the same; bad lines name file:line", 
     tiny.racks = 1;
     CHECK_THROWS_WITH(run_trace(tiny, read_trace("fail 1 99\n", "f.txt")), Catch::Contains("names node 99"));
 }
+
+TEST_CASE("a repair with no room anywhere frees a rack from checkpointable work, as the helper does", "[sim][quick]") {
+    // 2 racks: a 16-node job on r1, a checkpointable one on r2. Two failures
+    // on r1 use up its spares; a third finds no room in r1 or r2.
+    SimParams p;
+    p.racks = 2;
+    p.days = 2;
+    Trace t;
+    t.jobs = {{0.0, 16, 40, false}, {0.1, 16, 40, true}};
+    t.failures = {{1, 0}, {2, 1}, {3, 2}};
+    auto with = by(run_trace(p, t), "nvlslice");
+    CHECK(with.failures_hit == 3);
+    CHECK(with.resume_s.max == 0); // every failure: running again at once
+    CHECK(with.defrag_preemptions == 1);
+    p.defrag_repairs = false;
+    auto without = by(run_trace(p, t), "nvlslice");
+    CHECK(without.defrag_preemptions == 0);
+    CHECK(without.resume_s.max > 3600); // the third waits for r2's job to end
+}
