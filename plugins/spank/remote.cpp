@@ -68,10 +68,10 @@ std::string with_node(std::string path, const std::string& host) {
 }
 
 struct FabricVerdict {
-    bool checked = false;            // false: nothing on this node to check
-    std::string source;              // where the GPUs were read
+    bool checked = false; // false: nothing on this node to check
+    std::string source;   // where the GPUs were read
     std::vector<std::string> problems;
-    std::string note;                // why nothing was checked
+    std::string note; // why nothing was checked
     // The problems are the GPUs' own, as read: only then may the node be
     // drained (not for a node missing from the map, nor for a read that
     // timed out, which fail the step but say nothing of the node's GPUs).
@@ -100,9 +100,9 @@ FabricVerdict fabric_verdict(const std::string& host) {
         return v;
     }
     if (local.source.empty() || local.gpus.empty()) {
-        v.note = local.source.empty() ? fmt::format("node {}: NVLink fabric not checked: {}", host, local.why_none)
-                                      : fmt::format("node {}: NVLink fabric not checked: {} reports no GPU", host,
-                                                    local.source);
+        v.note = local.source.empty()
+                     ? fmt::format("node {}: NVLink fabric not checked: {}", host, local.why_none)
+                     : fmt::format("node {}: NVLink fabric not checked: {} reports no GPU", host, local.source);
         return v;
     }
     v.checked = true;
@@ -187,8 +187,7 @@ void drain_on_fabric_failure(spank_t sp) {
     if (!st.options.slice_set || st.config.check_fabric != GpuCheck::Fail || !st.config.fabric_drain) return;
     static bool drained = false; // once per step (this slurmstepd)
     int exit_status = 0;
-    if (drained || spank_get_item(sp, S_TASK_EXIT_STATUS, &exit_status) != ESPANK_SUCCESS || exit_status == 0)
-        return;
+    if (drained || spank_get_item(sp, S_TASK_EXIT_STATUS, &exit_status) != ESPANK_SUCCESS || exit_status == 0) return;
     const std::string host = node_name(sp);
     if (host.empty()) return;
     const FabricVerdict v = fabric_verdict(host);

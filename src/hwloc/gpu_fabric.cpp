@@ -195,8 +195,8 @@ std::string one_line(std::string s) {
 std::string encode(const LocalFabric& f) {
     std::string out = "source\t" + one_line(f.source) + "\nwhy\t" + one_line(f.why_none) + "\n";
     for (const auto& g : f.gpus)
-        out += fmt::format("gpu\t{}\t{}\t{}\t{}\t{}\n", one_line(g.cluster_uuid), one_line(g.clique),
-                           one_line(g.state), one_line(g.status), one_line(g.health));
+        out += fmt::format("gpu\t{}\t{}\t{}\t{}\t{}\n", one_line(g.cluster_uuid), one_line(g.clique), one_line(g.state),
+                           one_line(g.status), one_line(g.health));
     return out;
 }
 
@@ -213,9 +213,12 @@ LocalFabric decode(const std::string& text) {
             if (tab == std::string::npos) break;
             at = tab + 1;
         }
-        if (w[0] == "source" && w.size() == 2) f.source = w[1];
-        else if (w[0] == "why" && w.size() == 2) f.why_none = w[1];
-        else if (w[0] == "gpu" && w.size() == 6) f.gpus.push_back({w[1], w[2], w[3], w[4], w[5]});
+        if (w[0] == "source" && w.size() == 2)
+            f.source = w[1];
+        else if (w[0] == "why" && w.size() == 2)
+            f.why_none = w[1];
+        else if (w[0] == "gpu" && w.size() == 6)
+            f.gpus.push_back({w[1], w[2], w[3], w[4], w[5]});
     }
     return f;
 }
@@ -262,8 +265,10 @@ LocalFabric read_local_fabric_within(int timeout_ms, const std::string& nvml_lib
         char buf[4096];
         const ssize_t n = read(fds[0], buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) eof = true;
-        else text.append(buf, size_t(n));
+        if (n <= 0)
+            eof = true;
+        else
+            text.append(buf, size_t(n));
     }
     close(fds[0]);
     if (!eof) {

@@ -32,8 +32,8 @@ ControllerRole controller_role(const std::vector<std::string>& hosts, const std:
         return r;
     }
     const std::string ctl = short_lower(hosts[in_control]);
-    const bool here = std::any_of(my_names.begin(), my_names.end(),
-                                  [&](const std::string& n) { return short_lower(n) == ctl; });
+    const bool here =
+        std::any_of(my_names.begin(), my_names.end(), [&](const std::string& n) { return short_lower(n) == ctl; });
     r.active = here;
     r.why = fmt::format("the slurmctld in control runs on {} (SlurmctldHost #{}){}", hosts[in_control], in_control,
                         here ? ", this host" : ", not this host: standing by");

@@ -17,8 +17,7 @@ void Cycle::build_snapshot() {
     // the rack defragmentation freed is its job's while that job waits
     if (auto& t = mem_.defrag_target) {
         auto waits = std::find_if(jobs_.begin(), jobs_.end(), [&](const SlurmJob& j) {
-            return j.id == t->job &&
-                   (j.state == JobState::Pending || (t->repair && j.state == JobState::Running));
+            return j.id == t->job && (j.state == JobState::Pending || (t->repair && j.state == JobState::Running));
         });
         if (waits == jobs_.end() || mono_ - t->since > cfg_.replace_after_s || t->domain >= map_.domains().size()) {
             t.reset();
@@ -66,8 +65,8 @@ void Cycle::judge_racks() {
         if (why == mem_.degraded[d]) continue;
         if (!why.empty())
             warn(fmt::format("rack {} degraded: {}: no new slice is placed there, its slice jobs move to healthy "
-                            "racks (checkpointable first)",
-                            name, why));
+                             "racks (checkpointable first)",
+                             name, why));
         else
             log(fmt::format("rack {} recovered: slices are placed there again", name));
         mem_.degraded[d] = why;
@@ -145,8 +144,8 @@ void Cycle::collect_slice_jobs() {
             // Slurm copied another job's record here (a job array's task
             // split off): this job has no placement of its own yet.
             if (tag && wrong.empty())
-                log(fmt::format("job {}: its record is job {}'s (copied by a job array split); placed on its own",
-                                j.id, rec->job));
+                log(fmt::format("job {}: its record is job {}'s (copied by a job array split); placed on its own", j.id,
+                                rec->job));
             rec.reset();
         }
         if (rec && rec->lent && j.state == JobState::Running && !j.requeue && j.batch) {
@@ -300,7 +299,8 @@ Placement Cycle::placement_of(const SliceJob& sj, const std::vector<std::string>
     std::vector<std::vector<NodeId>> slices;
     // A running job whose record says repairing runs where it ran: the
     // record names the target of a repair whose requeue did not happen.
-    const bool record_is_target = sj.rec && sj.rec->state == RecordState::Repairing && sj.job->state == JobState::Running;
+    const bool record_is_target =
+        sj.rec && sj.rec->state == RecordState::Repairing && sj.job->state == JobState::Running;
     if (sj.rec && !sj.rec->slices.empty() && !record_is_target) {
         for (const auto& h : sj.rec->slices) {
             std::vector<NodeId> ids;
@@ -356,7 +356,7 @@ bool Cycle::backing_off(const SliceJob& sj) {
                                  b.error, b.until - mono_);
         record(sj, rec);
         warn(fmt::format("job {}: left alone for {} s after a refused action: {}", sj.job->id, b.until - mono_,
-                        b.error));
+                         b.error));
     }
     return true;
 }

@@ -159,7 +159,9 @@ class Cycle {
     std::string excluded_but(const SlurmJob& j, const std::vector<NodeId>& ids) const;
     // Whether a placed native job is pinned in Slurm: by its node pool, or
     // by its exclusion of every other node (pin()).
-    bool native_pinned(const SlurmJob& j) const { return cfg_.node_pools ? !j.req_nodes.empty() : !j.exc_nodes.empty(); }
+    bool native_pinned(const SlurmJob& j) const {
+        return cfg_.node_pools ? !j.req_nodes.empty() : !j.exc_nodes.empty();
+    }
     // Back to Slurm's own placement: the pin (either kind) lifted; still
     // kept off degraded racks.
     void unpin_native(const SlurmJob& j) {
@@ -192,8 +194,7 @@ class Cycle {
     void yield_job(JobId victim, const std::string& why);
     // The common part of every repair: count it (once: `count`) in the
     // record and the stats, give lent spares back, log each changed slice.
-    void begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count,
-                      const char* label);
+    void begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count, const char* label);
     void keep_spares();
     void keep_weights();
     void keep_features();
@@ -286,11 +287,11 @@ class Cycle {
     std::optional<std::regex> drain_re_;
     std::optional<std::regex> rack_re_;
     std::vector<SliceJob> evacuees_;
-    std::string degraded_nodes_; // every node of the degraded racks, a hostlist
+    std::string degraded_nodes_;                       // every node of the degraded racks, a hostlist
     std::unordered_map<JobId, std::string> exclusion_; // native jobs: the exclusion set this cycle
     std::vector<SliceJob> slice_jobs_;
-    std::vector<char> reserved_; // per node: in the spare reservation as Slurm reports it
-    std::unordered_set<JobId> settled_; // jobs pass 1 has dealt with: not placed again in pass 2
+    std::vector<char> reserved_;                // per node: in the spare reservation as Slurm reports it
+    std::unordered_set<JobId> settled_;         // jobs pass 1 has dealt with: not placed again in pass 2
     std::unordered_map<JobId, uint32_t> acted_; // per job: a bit per ActionKind asked for
     struct FailedShape {
         int slice, count;

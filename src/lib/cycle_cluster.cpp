@@ -78,8 +78,8 @@ void Cycle::keep_spares() {
     // reservation update (slurmctld may take seconds over one).
     auto starts = std::find_if(out_.actions.begin(), out_.actions.end(), [](const Action& a) {
         return a.kind == ActionKind::Release || a.kind == ActionKind::Pin ||
-               (a.kind == ActionKind::Exclude && a.start_at > 0) ||
-               (a.kind == ActionKind::SetLicenses && a.job != 0) || a.kind == ActionKind::Protect;
+               (a.kind == ActionKind::Exclude && a.start_at > 0) || (a.kind == ActionKind::SetLicenses && a.job != 0) ||
+               a.kind == ActionKind::Protect;
     });
     out_.actions.insert(starts, Action{ActionKind::SetReservation, 0, list});
     log(fmt::format("spares: reservation {} = {}", cfg_.reservation, list.empty() ? "(none)" : list));

@@ -162,8 +162,8 @@ bool Cycle::place_job(const SliceJob& sj) {
     // the rack defragmentation freed for another job stays its own
     const bool kept_off = !off_defrag_target_.empty() && mem_.defrag_target && mem_.defrag_target->job != j.id;
     const FailedShape key{sj.tag.slice, sj.tag.count, req.mode, req.allow_split, may_lend, restricted, kept_off};
-    auto memo = std::find_if(failed_shapes_.begin(), failed_shapes_.end(),
-                             [&](const auto& f) { return f.first == key; });
+    auto memo =
+        std::find_if(failed_shapes_.begin(), failed_shapes_.end(), [&](const auto& f) { return f.first == key; });
     if (restricted && memo == failed_shapes_.end()) req.allowed = unprotected_;
     if (kept_off && memo == failed_shapes_.end()) {
         if (req.allowed.empty()) {
@@ -237,7 +237,8 @@ bool Cycle::place_job(const SliceJob& sj) {
             a.start_at = start_time(j);
             act(std::move(a));
         }
-        const bool was = sj.rec && sj.rec->state == RecordState::Waiting && reason_kind(sj.rec->reason) == "Slurm places it";
+        const bool was =
+            sj.rec && sj.rec->state == RecordState::Waiting && reason_kind(sj.rec->reason) == "Slurm places it";
         if (!was) {
             rec.state = RecordState::Waiting;
             rec.slice = sj.tag.slice;

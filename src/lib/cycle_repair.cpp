@@ -58,14 +58,14 @@ void Cycle::handle_running(const SliceJob& started) {
         // repair is counted, nothing is pinned, no spare leaves its rack.
         ++out_.stats.unrepairable;
         if (rec.reason.rfind("not repaired", 0) != 0) {
-            rec.reason = j.batch ? fmt::format("not repaired: {} failed but the job was submitted --no-requeue",
-                                               failed_hl)
-                                 : fmt::format("not repaired: {} failed; an interactive allocation (salloc/srun) "
-                                               "cannot be requeued: end it and submit again",
-                                               failed_hl);
+            rec.reason = j.batch
+                             ? fmt::format("not repaired: {} failed but the job was submitted --no-requeue", failed_hl)
+                             : fmt::format("not repaired: {} failed; an interactive allocation (salloc/srun) "
+                                           "cannot be requeued: end it and submit again",
+                                           failed_hl);
             record(sj, rec);
             warn(fmt::format("job {}: node(s) {} failed; {}, so it is left to Slurm and its owner", j.id, failed_hl,
-                            j.batch ? "submitted with --no-requeue" : "an interactive allocation"));
+                             j.batch ? "submitted with --no-requeue" : "an interactive allocation"));
         }
         return;
     }
@@ -90,8 +90,7 @@ void Cycle::handle_running(const SliceJob& started) {
 
 void Cycle::evacuate() {
     // checkpointable jobs first (they lose least), then Slurm's order
-    std::stable_partition(evacuees_.begin(), evacuees_.end(),
-                          [](const SliceJob& sj) { return sj.tag.checkpointable; });
+    std::stable_partition(evacuees_.begin(), evacuees_.end(), [](const SliceJob& sj) { return sj.tag.checkpointable; });
     for (const SliceJob& sj : evacuees_) {
         const SlurmJob& j = *sj.job;
         try {
@@ -105,10 +104,10 @@ void Cycle::evacuate() {
                 }
             PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
             if (!j.requeue || !j.batch) {
-                const std::string why =
-                    fmt::format("not moved: rack {} is degraded, but {}", racks,
-                                j.batch ? "the job was submitted --no-requeue" : "an interactive allocation cannot be "
-                                                                                 "requeued");
+                const std::string why = fmt::format("not moved: rack {} is degraded, but {}", racks,
+                                                    j.batch ? "the job was submitted --no-requeue"
+                                                            : "an interactive allocation cannot be "
+                                                              "requeued");
                 if (rec.reason != why) {
                     rec.reason = why;
                     record(sj, rec);
@@ -195,8 +194,8 @@ void Cycle::check_escaped(const SliceJob& sj, PlacementRecord rec) {
     if (j.requeue && j.batch) {
         rec.state = RecordState::Waiting;
         rec.slices.clear();
-        rec.reason = fmt::format("its gate was taken off and Slurm started it rack-blind on {}; requeued to be placed",
-                                 where);
+        rec.reason =
+            fmt::format("its gate was taken off and Slurm started it rack-blind on {}; requeued to be placed", where);
         record(sj, rec);
         act({ActionKind::Requeue, j.id, {}});
         log(fmt::format("job {}: escaped its gate and started rack-blind on {}: requeued, to be placed in slices", j.id,
@@ -265,8 +264,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
             PlacementRecord rec = *sj.rec;
             rec.state = RecordState::Waiting;
             rec.slices.clear();
-            rec.reason = fmt::format("task job {} of its array started on its placement; placing the rest",
-                                     split_task);
+            rec.reason = fmt::format("task job {} of its array started on its placement; placing the rest", split_task);
             if (native(sj)) {
                 unpin_native(j);
             } else {
@@ -286,23 +284,23 @@ void Cycle::finish_placed(const SliceJob& sj) {
         // its racks are freed, it waits behind the gate again.
         const auto holds = held_back(sj);
         const int64_t since = mem_.placed_since.emplace(j.id, mono_).first->second;
-        const bool overdue = sj.rec->state == RecordState::Placed && j.restarts == 0 &&
-                             mono_ - since > cfg_.replace_after_s;
+        const bool overdue =
+            sj.rec->state == RecordState::Placed && j.restarts == 0 && mono_ - since > cfg_.replace_after_s;
         if (!native(sj) && (holds || (overdue && !taken))) {
             PlacementRecord rec = *sj.rec;
             rec.state = RecordState::Waiting;
             rec.slices.clear();
-            rec.reason = holds ? std::string(kHeldBack) + *holds
-                                   : fmt::format("placed {} s ago and not started (Slurm: {}); placed again in {} s",
-                                                 mono_ - since, j.reason.empty() ? "no reason given" : j.reason,
-                                                 cfg_.replace_after_s);
+            rec.reason =
+                holds ? std::string(kHeldBack) + *holds
+                      : fmt::format("placed {} s ago and not started (Slurm: {}); placed again in {} s", mono_ - since,
+                                    j.reason.empty() ? "no reason given" : j.reason, cfg_.replace_after_s);
             gate(sj);
             record(sj, rec);
             mem_.placed_since.erase(j.id);
             if (!holds) mem_.retry_at[j.id] = mono_ + cfg_.replace_after_s;
             log(fmt::format("job {}: pinned to {} but {}: gated again, its racks freed", j.id, hl(pinned),
                             holds ? "held back by Slurm (" + *holds + ")"
-                                      : fmt::format("not started within replace_after ({} s)", cfg_.replace_after_s)));
+                                  : fmt::format("not started within replace_after ({} s)", cfg_.replace_after_s)));
             settled_.insert(j.id);
             return;
         }
@@ -315,8 +313,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
                 unpin_native(j);
                 rec.reason = "its nodes were taken by another job; left to Slurm's placement";
                 record(sj, rec);
-                log(fmt::format("job {}: nodes {} taken by other jobs; unpinned, Slurm places it", j.id,
-                                hl(pinned)));
+                log(fmt::format("job {}: nodes {} taken by other jobs; unpinned, Slurm places it", j.id, hl(pinned)));
             } else {
                 gate(sj);
                 rec.reason = "its nodes were taken by another job; placing again";

@@ -20,7 +20,8 @@ const char* to_string(LendScope s) {
 LendScope parse_lend_scope(std::string_view s) {
     for (LendScope l : {LendScope::None, LendScope::SingleNode, LendScope::Checkpointable})
         if (s == to_string(l)) return l;
-    throw Error(fmt::format("lend_spares: \"{}\" is not a lending scope (accepted: none, single-node, checkpointable)", s));
+    throw Error(
+        fmt::format("lend_spares: \"{}\" is not a lending scope (accepted: none, single-node, checkpointable)", s));
 }
 
 bool defrag_due(bool for_repair, double waited_s, double since_last_s, double after_s, double interval_s) {

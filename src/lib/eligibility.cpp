@@ -12,7 +12,9 @@ namespace nvl {
 
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool starts_with(std::string_view s, std::string_view p) {
+    return s.substr(0, p.size()) == p;
+}
 
 } // namespace
 
@@ -20,8 +22,8 @@ bool reason_holds_back(std::string_view r) {
     // by family (Slurm's job_state_reason strings, 22.05 to 26.05): every
     // association and QOS limit, the per-account and per-user maxima, the
     // partition's limits and states, dependencies and holds
-    static constexpr std::array<std::string_view, 8> families = {
-        "Assoc", "QOS", "Association", "Partition", "Dependency", "JobHeld", "BurstBuffer", "Reservation"};
+    static constexpr std::array<std::string_view, 8> families = {"Assoc",      "QOS",     "Association", "Partition",
+                                                                 "Dependency", "JobHeld", "BurstBuffer", "Reservation"};
     for (std::string_view f : families)
         if (starts_with(r, f)) {
             // "Reservation" alone: the job's reservation has not started or
@@ -34,8 +36,8 @@ bool reason_holds_back(std::string_view r) {
                                   r.find("PerUser") != std::string_view::npos || r == "MaxMemPerLimit"))
         return true;
     static constexpr std::array<std::string_view, 10> exact = {
-        "BeginTime",       "JobArrayTaskLimit", "JobHoldMaxRequeue", "InvalidAccount", "InvalidQOS",
-        "AccountNotAllowed", "AccountingPolicy", "DeadLine",        "FedJobLock",     "job_requeued_in_held_state"};
+        "BeginTime",         "JobArrayTaskLimit", "JobHoldMaxRequeue", "InvalidAccount", "InvalidQOS",
+        "AccountNotAllowed", "AccountingPolicy",  "DeadLine",          "FedJobLock",     "job_requeued_in_held_state"};
     for (std::string_view e : exact)
         if (r == e) return true;
     return false;
@@ -101,8 +103,8 @@ std::optional<std::string> held_back_by_limits(const SlurmJob& j, const AcctLimi
 }
 
 bool needs_limits(const SlurmJob& j, std::string_view gate_license) {
-    return j.state == JobState::Pending &&
-           (has_license(j.licenses, gate_license) || std::string_view(j.comment).substr(0, kTagPrefix.size()) == kTagPrefix);
+    return j.state == JobState::Pending && (has_license(j.licenses, gate_license) ||
+                                            std::string_view(j.comment).substr(0, kTagPrefix.size()) == kTagPrefix);
 }
 
 } // namespace nvl

@@ -49,8 +49,7 @@ struct AcctLimits {
     };
     struct Qos {
         std::string name;
-        int64_t grp_nodes = -1, grp_jobs = -1, max_nodes_per_user = -1, max_jobs_per_user = -1,
-                max_nodes_per_job = -1;
+        int64_t grp_nodes = -1, grp_jobs = -1, max_nodes_per_user = -1, max_jobs_per_user = -1, max_nodes_per_job = -1;
         int64_t used_nodes = 0, used_jobs = 0;
         std::vector<Use> users; // per user, in this QOS
     };

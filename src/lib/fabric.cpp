@@ -86,10 +86,8 @@ std::string gpu_fabric_problem(const GpuFabric& g) {
         return fmt::format("fabric state {} (expected Completed: the GPU has not joined its NVLink domain)",
                            g.state.empty() ? "(none)" : g.state);
     if (!iequals(g.status, "Success")) return fmt::format("fabric status {} (expected Success)", g.status);
-    const bool zero_uuid =
-        g.cluster_uuid.empty() || std::all_of(g.cluster_uuid.begin(), g.cluster_uuid.end(), [](char c) {
-            return c == '0' || c == '-';
-        });
+    const bool zero_uuid = g.cluster_uuid.empty() || std::all_of(g.cluster_uuid.begin(), g.cluster_uuid.end(),
+                                                                 [](char c) { return c == '0' || c == '-'; });
     if (zero_uuid || g.cluster_uuid.find("N/A") != std::string::npos)
         return fmt::format("ClusterUUID {} (none: not in an NVLink domain)", g.cluster_uuid);
     if (g.clique.empty() || g.clique == "0" || g.clique.find("N/A") != std::string::npos)
@@ -166,10 +164,10 @@ Discovery discover_map(const std::vector<NodeFabric>& nodes, const DiscoverOptio
         g.gpu_counts[n.gpus.size()] += 1;
     }
     if (groups.empty())
-        throw Error(fmt::format("no node has a usable NVLink fabric identity ({} node(s) left out{})", d.left_out.size(),
-                                d.left_out.empty() ? ""
-                                                   : fmt::format(", e.g. {}: {}", d.left_out.front().first,
-                                                                 d.left_out.front().second)));
+        throw Error(fmt::format(
+            "no node has a usable NVLink fabric identity ({} node(s) left out{})", d.left_out.size(),
+            d.left_out.empty() ? ""
+                               : fmt::format(", e.g. {}: {}", d.left_out.front().first, d.left_out.front().second)));
     std::vector<Group*> order;
     for (auto& [key, g] : groups) {
         std::sort(g.names.begin(), g.names.end(), natural_less);
@@ -206,8 +204,8 @@ Discovery discover_map(const std::vector<NodeFabric>& nodes, const DiscoverOptio
         for (auto [count, n] : g.gpu_counts)
             if (n > best) best = n, gpus = count;
         if (g.gpu_counts.size() > 1)
-            d.notes.push_back(fmt::format("{}: nodes report different GPU counts; {} GPUs per node taken", dom.name,
-                                          gpus));
+            d.notes.push_back(
+                fmt::format("{}: nodes report different GPU counts; {} GPUs per node taken", dom.name, gpus));
         dom.gpus_per_node = int(gpus);
         dom.spares = o.spares;
         if (int(g.names.size()) <= dom.spares) {
@@ -308,8 +306,7 @@ std::string fabric_health_from_mask(unsigned mask) {
                                                   "Insufficient NVLinks",
                                                   "Incompatible GPU Firmware",
                                                   "Invalid Location"};
-        bad += (bad.empty() ? "" : ", ") +
-               std::string(config < 8 ? kConfig[config] : "Incorrect Configuration");
+        bad += (bad.empty() ? "" : ", ") + std::string(config < 8 ? kConfig[config] : "Incorrect Configuration");
     }
     if (!bad.empty()) return bad;
     return reported ? "Healthy" : "";

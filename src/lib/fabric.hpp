@@ -67,8 +67,8 @@ struct DiscoverOptions {
 struct Discovery {
     RackMap map;
     std::vector<std::pair<std::string, std::string>> left_out; // node, reason
-    std::vector<std::string> notes; // e.g. a domain too small for its spares
-    std::vector<std::string> keys;  // per map domain: its "<uuid>.<clique>"
+    std::vector<std::string> notes;                            // e.g. a domain too small for its spares
+    std::vector<std::string> keys;                             // per map domain: its "<uuid>.<clique>"
 };
 
 // Nodes of one domain in natural name order (nvl2 before nvl10); domains in

@@ -58,9 +58,29 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
     };
     doc.for_each_pair(
         root,
-        {"map", "spares", "gpus_per_node", "default_slice", "cycle_ms", "metrics_listen", "lock_file", "log", "reservation",
-         "repair_drain_reasons", "rack_failure_reasons", "repair_not_responding_after", "prefer_wait", "replace_after", "lend_spares", "steer_weights", "gate_license", "gate_reservation", "protect", "protect_reservation",
-         "mode", "defrag", "healthy_feature"},
+        {"map",
+         "spares",
+         "gpus_per_node",
+         "default_slice",
+         "cycle_ms",
+         "metrics_listen",
+         "lock_file",
+         "log",
+         "reservation",
+         "repair_drain_reasons",
+         "rack_failure_reasons",
+         "repair_not_responding_after",
+         "prefer_wait",
+         "replace_after",
+         "lend_spares",
+         "steer_weights",
+         "gate_license",
+         "gate_reservation",
+         "protect",
+         "protect_reservation",
+         "mode",
+         "defrag",
+         "healthy_feature"},
         [&](const std::string& k, yaml_node_t*, yaml_node_t* v) {
             if (k == "map")
                 s.map = doc.scalar(v, k);
@@ -79,15 +99,13 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
                     } catch (const Error& e) {
                         doc.fail(v, e.what());
                     }
-            }
-            else if (k == "lock_file")
+            } else if (k == "lock_file")
                 s.lock_file = doc.scalar(v, k);
             else if (k == "log") {
                 s.log = doc.scalar(v, k);
                 if (s.log != "auto" && s.log != "stderr" && s.log != "syslog")
                     doc.fail(v, fmt::format("\"log\": \"{}\": expected auto, stderr or syslog", s.log));
-            }
-            else if (k == "reservation")
+            } else if (k == "reservation")
                 s.reconcile.reservation = doc.scalar(v, k);
             else if (k == "repair_drain_reasons")
                 s.reconcile.repair_drain_reasons = reason_pattern(k, v);
@@ -127,8 +145,7 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
                 } catch (const Error& e) {
                     doc.fail(v, e.what());
                 }
-            }
-            else {
+            } else {
                 doc.expect_mapping(v, "\"defrag\"");
                 doc.for_each_pair(v, {"enabled", "after", "interval", "allow_interactive", "for_repairs"},
                                   [&](const std::string& dk, yaml_node_t*, yaml_node_t* dv) {

@@ -23,10 +23,10 @@ struct ListenAddress {
 ListenAddress parse_listen(std::string_view v);
 
 struct HelperSettings {
-    std::string map;                               // rack map (required)
-    MapOverrides overrides; // spares, gpus_per_node, default_slice over the map's
-    int cycle_ms = 1000;                           // reconcile period
-    std::string metrics_listen = "127.0.0.1:9817"; // "" = no metrics endpoint; checked by parse_listen
+    std::string map;                                         // rack map (required)
+    MapOverrides overrides;                                  // spares, gpus_per_node, default_slice over the map's
+    int cycle_ms = 1000;                                     // reconcile period
+    std::string metrics_listen = "127.0.0.1:9817";           // "" = no metrics endpoint; checked by parse_listen
     std::string lock_file = "/run/nvlsliced/nvlsliced.lock"; // its directory is made if missing
     // Where the log goes: auto = the journal (with each line's level) when
     // standard error is journald's stream, else standard error; stderr;

@@ -65,5 +65,4 @@ RackMap load_map(const std::string& path, const MapOverrides& o, const std::stri
     return map;
 }
 
-
 } // namespace nvl

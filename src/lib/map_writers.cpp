@@ -123,7 +123,8 @@ std::string write_topology_yaml(const RackMap& map, bool tree, std::string_view 
         }
         out += fmt::format("      - switch: spine\n        children: {}\n", yaml_str(hostlist_compress(leaves)));
     } else {
-        out += fmt::format("  block:\n    block_sizes:\n      - {}\n    blocks:\n", join(block_sizes_for(map), "\n      - "));
+        out += fmt::format("  block:\n    block_sizes:\n      - {}\n    blocks:\n",
+                           join(block_sizes_for(map), "\n      - "));
         for (DomainId i = 0; i < map.domains().size(); ++i)
             out += fmt::format("      - block: {}\n        nodes: {}\n", yaml_str(map.domain(i).name),
                                yaml_str(map.domain_hostlist(i)));

@@ -35,7 +35,7 @@ struct Domain {
     // fabric:, written by nvl-topo discover); "" = the name, when it has that
     // form, else none (fabric.hpp, expected_fabric_key).
     std::string fabric;
-    SourcePos pos;                // where the domain was defined, if from a file
+    SourcePos pos; // where the domain was defined, if from a file
 
     int size() const { return int(nodes.size()); }
     // The largest slice this domain can ever host while keeping its spares.
@@ -135,9 +135,9 @@ struct NodeStatus {
 // Per-domain counts kept up to date by Snapshot::set(); placement reads
 // these instead of walking every node (the hot path).
 struct DomainCounts {
-    int free = 0;        // idle + spare-reserved
-    int healthy = 0;     // is_healthy()
-    int lent = 0;        // healthy busy nodes of jobs lent spares (NodeStatus::lent)
+    int free = 0;    // idle + spare-reserved
+    int healthy = 0; // is_healthy()
+    int lent = 0;    // healthy busy nodes of jobs lent spares (NodeStatus::lent)
     // Out of service as a whole (rack_health.hpp): no new slice, no repair
     // inside it; its slice jobs move out.
     bool degraded = false;

@@ -405,8 +405,7 @@ PlacementResult place_naive(const Snapshot& snap, const SliceRequest& req) {
         lent_n[d] += st.lent && is_healthy(st.state) && !is_free(st.state);
     }
     for (DomainId d = 0; d < nd; ++d)
-        room[d] = domain_room(map.domain(d),
-                              DomainCounts{free_n[d], healthy_n[d], lent_n[d], snap.counts(d).degraded},
+        room[d] = domain_room(map.domain(d), DomainCounts{free_n[d], healthy_n[d], lent_n[d], snap.counts(d).degraded},
                               req.use_spares);
     res.placement.job_id = req.job_id;
     res.placement.slice_size = s.k;

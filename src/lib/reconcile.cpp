@@ -43,7 +43,7 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
     std::unordered_set<JobId> failed_jobs;
     for (size_t i = 0; i < actions.size(); ++i) {
         const Action& a = actions[i];
-        if (stop && stop()) break; // asked to stop: the next start reads Slurm afresh
+        if (stop && stop()) break;                       // asked to stop: the next start reads Slurm afresh
         if (a.job && failed_jobs.count(a.job)) continue; // builds on the action that failed
         try {
             switch (a.kind) {
@@ -69,17 +69,19 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
             // snapshot that may be old by the time it answers again, and
             // each request would wait out the same timeout. The next cycle
             // reads Slurm afresh.
-            failures.push_back({0, a.kind, // slurmctld's absence, not the job's fault: no backoff for it
+            failures.push_back({0,
+                                a.kind, // slurmctld's absence, not the job's fault: no backoff for it
                                 fmt::format("{}: {}; the {} action(s) after it are left for the next cycle",
                                             to_string(a.kind), e.what(), actions.size() - i - 1),
-                                true, {}});
+                                true,
+                                {}});
             break;
         } catch (const std::exception& e) {
-            failures.push_back({a.job, a.kind,
-                                fmt::format("{}{}: {}", to_string(a.kind),
-                                            a.arg.empty() || a.kind == ActionKind::SetRecord ? "" : " (" + a.arg + ")",
-                                            e.what()),
-                                false, a.job ? std::string() : backoff_key(a)});
+            failures.push_back(
+                {a.job, a.kind,
+                 fmt::format("{}{}: {}", to_string(a.kind),
+                             a.arg.empty() || a.kind == ActionKind::SetRecord ? "" : " (" + a.arg + ")", e.what()),
+                 false, a.job ? std::string() : backoff_key(a)});
             if (a.job) failed_jobs.insert(a.job);
             continue;
         }
@@ -90,8 +92,8 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
 
 std::string backoff_key(const Action& a) {
     if (a.kind == ActionKind::SetWeight || a.kind == ActionKind::NodeDown || a.kind == ActionKind::SetFeatures)
-        return fmt::format("{} {} {}", to_string(a.kind), a.arg, a.kind == ActionKind::SetFeatures ? a.features
-                                                                                                   : std::to_string(a.weight));
+        return fmt::format("{} {} {}", to_string(a.kind), a.arg,
+                           a.kind == ActionKind::SetFeatures ? a.features : std::to_string(a.weight));
     return to_string(a.kind);
 }
 

@@ -146,11 +146,11 @@ const char* to_string(ActionKind k);
 struct Action {
     ActionKind kind;
     JobId job = 0;
-    std::string arg;      // Pin, SetReservation, SetWeight: node list; SetRecord: admin_comment
-    int64_t start_at = 0; // Pin: StartTime; Protect: its start (epoch seconds)
-    uint32_t weight = 0;  // SetWeight
-    int64_t end_at = 0;   // Protect: its end
-    std::string reason{}; // NodeDown: the node's reason, for Slurm and the admin
+    std::string arg;        // Pin, SetReservation, SetWeight: node list; SetRecord: admin_comment
+    int64_t start_at = 0;   // Pin: StartTime; Protect: its start (epoch seconds)
+    uint32_t weight = 0;    // SetWeight
+    int64_t end_at = 0;     // Protect: its end
+    std::string reason{};   // NodeDown: the node's reason, for Slurm and the admin
     std::string features{}; // SetFeatures: the nodes' (arg) active features
 };
 
@@ -281,7 +281,6 @@ struct ClusterView {
 // clock must not make them expire. -1: the same as `now` (tests, tools).
 CycleOutput reconcile(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now,
                       HelperMemory& mem, int64_t mono = -1);
-
 
 // The Slurm Weight nvlsliced gives the nodes of a rack with `free` free
 // (idle or spare) nodes out of `size`: 1 + free, so that Slurm, which gives a

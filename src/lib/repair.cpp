@@ -59,8 +59,8 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
         if (d == kNoDomain) return std::string("its slice spans domains");
         const Domain& dom = map.domain(d);
         if (snap.counts(d).degraded) return fmt::format("{} is degraded ({})", dom.name, snap.degraded_why(d));
-        return fmt::format("{} has {} usable free node(s) for {} ({} spare(s), {} failed node(s))", dom.name,
-                           usable, lost, dom.spares, dom.size() - snap.counts(d).healthy);
+        return fmt::format("{} has {} usable free node(s) for {} ({} spare(s), {} failed node(s))", dom.name, usable,
+                           lost, dom.spares, dom.size() - snap.counts(d).healthy);
     };
 
     for (auto& slice : plan.placement.slices) {

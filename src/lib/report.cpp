@@ -76,8 +76,10 @@ std::string write_snapshot(const Snapshot& snap) {
         out += fmt::format("{} {}", map.node_name(id), to_string(st.state));
         if (st.job_id || st.slice >= 0 || st.preemptible) out += fmt::format(" {}", st.job_id);
         if (st.slice >= 0 || st.preemptible) out += fmt::format(" {}", st.slice);
-        if (st.lent) out += " lent";
-        else if (st.preemptible) out += " preemptible";
+        if (st.lent)
+            out += " lent";
+        else if (st.preemptible)
+            out += " preemptible";
         out += '\n';
     }
     return out;
@@ -244,15 +246,14 @@ std::string render_show(const Snapshot& snap, const std::vector<std::string>& ra
                 sl += fmt::format("{}{{\"job\":{},\"slice\":{},\"nodes\":\"{}\"}}", sl.empty() ? "" : ",", key.first,
                                   key.second, hostlist_compress(map.node_names(ids)));
             const std::string prot = protected_in(d);
-            items += fmt::format("{}{{\"rack\":\"{}\",\"nodes\":\"{}\",\"count\":{},\"gpus_per_node\":{},"
-                                 "\"spares_wanted\":{},\"free\":{},\"spare\":{},\"allocated\":{},\"draining\":{},"
-                                 "\"drained\":{},\"down\":{},\"room\":{},\"degraded\":{},\"slices\":[{}]{}}}",
-                                 items.empty() ? "" : ",", dom.name, map.domain_hostlist(d), s.nodes, dom.gpus_per_node,
-                                 dom.spares, s.free, s.spares, s.allocated, s.draining, s.drained, s.down, room,
-                                 snap.degraded(d) ? json_str(snap.degraded_why(d)) : "false", sl,
-                                 prot.empty() ? ""
-                                              : fmt::format(",\"protected\":{{\"nodes\":\"{}\",\"from\":\"{}\"}}",
-                                                            prot, from));
+            items += fmt::format(
+                "{}{{\"rack\":\"{}\",\"nodes\":\"{}\",\"count\":{},\"gpus_per_node\":{},"
+                "\"spares_wanted\":{},\"free\":{},\"spare\":{},\"allocated\":{},\"draining\":{},"
+                "\"drained\":{},\"down\":{},\"room\":{},\"degraded\":{},\"slices\":[{}]{}}}",
+                items.empty() ? "" : ",", dom.name, map.domain_hostlist(d), s.nodes, dom.gpus_per_node, dom.spares,
+                s.free, s.spares, s.allocated, s.draining, s.drained, s.down, room,
+                snap.degraded(d) ? json_str(snap.degraded_why(d)) : "false", sl,
+                prot.empty() ? "" : fmt::format(",\"protected\":{{\"nodes\":\"{}\",\"from\":\"{}\"}}", prot, from));
             continue;
         }
         out += fmt::format("RackName={} Nodes={} NodeCnt={} GPUsPerNode={} Spares={}\n", dom.name,
@@ -344,7 +345,8 @@ std::string render_map_text(const Snapshot& snap, bool color) {
         }
         if (color) out += "\x1b[0m";
         const DomainCounts& k = snap.counts(d);
-        out += fmt::format("  {:>3} free{}\n", k.free, k.degraded ? "  DEGRADED: " + escape_control(snap.degraded_why(d)) : "");
+        out += fmt::format("  {:>3} free{}\n", k.free,
+                           k.degraded ? "  DEGRADED: " + escape_control(snap.degraded_why(d)) : "");
     }
     return out;
 }

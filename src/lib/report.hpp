@@ -32,8 +32,7 @@ std::string write_snapshot(const Snapshot& snap);
 // nodes run work a repair may take back (`lend`, defrag.hpp). Linear in
 // nodes plus jobs: every hostlist is expanded once.
 Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
-                             const std::optional<Reservation>& spares,
-                             LendScope lend = LendScope::Checkpointable);
+                             const std::optional<Reservation>& spares, LendScope lend = LendScope::Checkpointable);
 
 // `nvl-topo show [RACK...]`: empty `racks` = all. Throws nvl::Error on an
 // unknown rack name.

@@ -87,8 +87,8 @@ struct RunJob {
     uint32_t gen = 0;
     double remaining = 0; // full-speed hours left (at the last checkpoint / start)
     double run_start = 0;
-    double work_start = 0; // run_start + the restart delay of a restart
-    double failed_at = -1; // a node failure stopped it then; -1: not recovering
+    double work_start = 0;  // run_start + the restart delay of a restart
+    double failed_at = -1;  // a node failure stopped it then; -1: not recovering
     double eligible_at = 0; // plain requeue: Slurm's begin time
     double speed = 1;
     std::vector<NodeId> nodes; // allocated (whole racks: all of them)
@@ -108,7 +108,9 @@ class Sim {
     static RackMap make_map(const SimParams& p, Policy pol) {
         return regular_map(p.racks, p.nodes_per_rack, pol == Policy::Nvlslice ? p.spares : 0);
     }
-    bool plain_requeue() const { return pol_ == Policy::FirstFit || pol_ == Policy::WholeRacks || pol_ == Policy::Block; }
+    bool plain_requeue() const {
+        return pol_ == Policy::FirstFit || pol_ == Policy::WholeRacks || pol_ == Policy::Block;
+    }
     void note_resume(int j, double now, double work_start);
     bool try_start(int j, double now, Reason* why = nullptr);
     bool maybe_defrag(int j, double now, int repair_slice = 0);
@@ -495,8 +497,7 @@ std::vector<PolicyResult> run_trace(const SimParams& p) {
 std::vector<PolicyResult> run_trace(const SimParams& p, const Trace& t) {
     if (p.racks < 1 || p.nodes_per_rack < 2 || p.slice < 1 || p.slice > p.nodes_per_rack - p.spares || p.days <= 0 ||
         p.mtbf_days <= 0 || p.mean_job_hours <= 0 || p.load <= 0 || p.checkpoint_hours <= 0 || p.restart_hours < 0 ||
-        p.requeue_delay_s < 0 ||
-        !(p.split_speed > 0 && p.split_speed <= 1))
+        p.requeue_delay_s < 0 || !(p.split_speed > 0 && p.split_speed <= 1))
         throw Error("trace: need racks >= 1, slice <= nodes per rack - spares, and positive days, MTBF, job hours, "
                     "load, checkpoint interval, restart delay and requeue delay >= 0, 0 < split speed <= 1");
     const uint64_t total = uint64_t(p.racks) * uint64_t(p.nodes_per_rack);
@@ -514,7 +515,8 @@ std::vector<PolicyResult> run_trace(const SimParams& p, const Trace& t) {
 
 std::string write_trace(const Trace& t) {
     std::string out = "# nvl-sim trace: job ARRIVAL_H NODES HOURS CKPT | fail TIME_H NODE\n";
-    for (const auto& j : t.jobs) out += fmt::format("job {:.6f} {} {:.6f} {}\n", j.arrival, j.nodes, j.hours, j.ckpt ? 1 : 0);
+    for (const auto& j : t.jobs)
+        out += fmt::format("job {:.6f} {} {:.6f} {}\n", j.arrival, j.nodes, j.hours, j.ckpt ? 1 : 0);
     for (const auto& [when, node] : t.failures) out += fmt::format("fail {:.6f} {}\n", when, node);
     return out;
 }

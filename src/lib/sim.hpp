@@ -63,7 +63,7 @@ struct SimParams {
     double checkpointable = 0.5; // share of jobs that checkpoint
     double checkpoint_hours = 1; // interval
     double split_speed = 0.57;
-    double restart_hours = 0.25; // requeue, startup and communicator setup, paid by every restart
+    double restart_hours = 0.25;  // requeue, startup and communicator setup, paid by every restart
     double requeue_delay_s = 121; // plain requeue: Slurm's begin-time delay (cred_expire 120 s + 1)
     LendScope lend = LendScope::Checkpointable;
     // nvlslice's defragmentation pace, as the helper is configured
@@ -83,10 +83,10 @@ struct Percentiles {
 
 struct PolicyResult {
     std::string policy;
-    double goodput = 0;       // useful node-hours (speed-weighted) / cluster node-hours
-    double slice_goodput = 0; // the same for jobs of >= one slice
-    double utilization = 0;   // allocated node-hours / cluster node-hours
-    double mean_wait_h = 0;   // of jobs that started
+    double goodput = 0;         // useful node-hours (speed-weighted) / cluster node-hours
+    double slice_goodput = 0;   // the same for jobs of >= one slice
+    double utilization = 0;     // allocated node-hours / cluster node-hours
+    double mean_wait_h = 0;     // of jobs that started
     double mean_recovery_h = 0; // node failure -> working again (requeue wait + restart delay)
     int jobs_done = 0;
     int jobs_started = 0;

@@ -95,8 +95,7 @@ std::optional<std::string> network_for_slices(std::string_view user, std::string
                                               std::string_view version) {
     if (switch_type != "switch/nvidia_imex" || !has_node_pools(version)) return std::nullopt; // both 25.11
     if (user.find("unique-channel-per-segment") != std::string_view::npos) return std::nullopt;
-    return user.empty() ? std::string("unique-channel-per-segment")
-                        : std::string(user) + ",unique-channel-per-segment";
+    return user.empty() ? std::string("unique-channel-per-segment") : std::string(user) + ",unique-channel-per-segment";
 }
 
 std::optional<RequestTag> RequestTag::parse(std::string_view comment) {
@@ -164,8 +163,8 @@ bool allowed_transition(RecordState from, RecordState to) {
     using S = RecordState;
     if (from == to || to == S::Waiting || to == S::Ignored) return true; // waiting again, or given up on
     switch (to) {
-    case S::Placed: return from != S::Ignored;       // released, or adopted as it runs
-    case S::Repairing: return from == S::Placed;     // a node of its placement failed
+    case S::Placed: return from != S::Ignored;   // released, or adopted as it runs
+    case S::Repairing: return from == S::Placed; // a node of its placement failed
     case S::Yielded: return from == S::Placed || from == S::Restarting || from == S::Repairing;
     case S::Restarting: return from != S::Ignored && from != S::Repairing;
     default: return false;
@@ -216,7 +215,6 @@ std::string without_license(std::string_view licenses, std::string_view name) {
     }
     return out;
 }
-
 
 std::optional<std::string> gate_open_reason(std::string_view license, const GateLicense& g) {
     if (!g.configured)
@@ -295,8 +293,7 @@ std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
             if (s.empty() || *end || s[0] == '-' || id > 0xffffffffull)
                 throw Error(fmt::format("nvlslice record: job={} is not a job id", v));
             r.job = JobId(id);
-        }
-        else if (k == "slices") {
+        } else if (k == "slices") {
             // the inverse of str(): each ';' separates two slices, also an
             // empty last one ("slices=;" was read as one slice, printed back
             // as none)

@@ -119,8 +119,8 @@ struct PlacementRecord {
     int repairs = 0;
     int moves = 0;
     bool split = false;
-    bool lent = false;  // runs on a rack's spare, lent until a repair needs it
-    bool hold = false;  // the helper holds the job (a repair): the one hold it may release
+    bool lent = false; // runs on a rack's spare, lent until a repair needs it
+    bool hold = false; // the helper holds the job (a repair): the one hold it may release
     // Native mode: the helper set the job's ExcNodeList to keep Slurm from
     // placing it on degraded racks, and lifts it when they recover.
     bool off_degraded = false;

@@ -76,8 +76,7 @@ RackMap read_topology_yaml(std::string_view text, const std::string& file, const
                                           auto sizes = doc.int_list(bv, bk, 1, kMaxNodesPerDomain);
                                           if (auto why = block_sizes_problem(sizes); !why.empty())
                                               doc.fail(bv, fmt::format("\"block_sizes\": {}", why));
-                                      }
-                                      else
+                                      } else
                                           blocks = bv;
                                   });
                 if (!blocks) doc.fail(v, "\"block\" needs \"blocks\"");

@@ -12,13 +12,13 @@ namespace nvl::http {
 inline constexpr size_t kMaxRequest = 8192;
 
 enum class Verdict {
-    Incomplete, // the head has not ended yet: read on
-    Metrics,    // GET /metrics (or /): the metrics with a body
-    MetricsHead,// HEAD /metrics (or /): the headers only
-    BadRequest, // 400: not an HTTP request line
-    NotFound,   // 404: another path
-    BadMethod,  // 405: another method
-    TooLarge,   // 431: the head is longer than kMaxRequest
+    Incomplete,  // the head has not ended yet: read on
+    Metrics,     // GET /metrics (or /): the metrics with a body
+    MetricsHead, // HEAD /metrics (or /): the headers only
+    BadRequest,  // 400: not an HTTP request line
+    NotFound,    // 404: another path
+    BadMethod,   // 405: another method
+    TooLarge,    // 431: the head is longer than kMaxRequest
 };
 
 // The status line's code and text for a verdict (Incomplete: none).
@@ -71,8 +71,7 @@ inline Verdict judge_request(std::string_view in, bool closed = false) {
     std::string_view target = rest.substr(0, sp2);
     if (sp2 != std::string_view::npos) {
         const std::string_view version = rest.substr(sp2 + 1);
-        if (version.substr(0, 5) != "HTTP/" || version.find(' ') != std::string_view::npos)
-            return Verdict::BadRequest;
+        if (version.substr(0, 5) != "HTTP/" || version.find(' ') != std::string_view::npos) return Verdict::BadRequest;
     }
     if (target.empty() || target.front() != '/') return Verdict::BadRequest;
     for (char c : line)

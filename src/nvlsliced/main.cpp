@@ -71,9 +71,9 @@ bool stderr_is_journal() {
 }
 
 void set_sink(const std::string& log) {
-    const Sink want = log == "syslog"                         ? Sink::Syslog
+    const Sink want = log == "syslog"                        ? Sink::Syslog
                       : log == "auto" && stderr_is_journal() ? Sink::Journal
-                                                              : Sink::Stderr;
+                                                             : Sink::Stderr;
     if (want == Sink::Syslog && g_sink != Sink::Syslog) openlog("nvlsliced", LOG_PID, LOG_DAEMON);
     if (want != Sink::Syslog && g_sink == Sink::Syslog) closelog();
     g_sink = want;
@@ -91,7 +91,10 @@ void say(int level, const std::string& line) {
         std::time_t t = std::time(nullptr);
         std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
         std::fprintf(stderr, "%s nvlsliced: %s%s\n", ts,
-                     level <= LOG_ERR ? "error: " : level == LOG_WARNING ? "warning: " : "", msg.c_str());
+                     level <= LOG_ERR       ? "error: "
+                     : level == LOG_WARNING ? "warning: "
+                                            : "",
+                     msg.c_str());
         break;
     }
     }
@@ -149,8 +152,8 @@ void take_lock(int fd, const std::string& path) {
         const int e = errno;
         if (e == EINTR) continue;
         if (e != EWOULDBLOCK)
-            throw Error(fmt::format("lock_file {}: cannot lock it: {} (a filesystem without flock?)", path,
-                                    std::strerror(e)));
+            throw Error(
+                fmt::format("lock_file {}: cannot lock it: {} (a filesystem without flock?)", path, std::strerror(e)));
         if (waited < 50 && !g_stop) { // 5 s
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
             continue;
@@ -279,16 +282,17 @@ int main(int argc, char** argv) {
             throw Error(fmt::format("{}: mode: native, but this nvlsliced was built against a Slurm without --segment "
                                     "(24.05 or later is needed)",
                                     config));
-        say(fmt::format("started: map {} ({} racks, {} nodes), mode {} ({}; Slurm {}, {}{}), cycle {} ms, reservation "
-                        "{}, metrics {}{}",
-                        s.map, map.domains().size(), map.node_count(), to_string(s.reconcile.hand_off),
-                        wanted == HandOff::Auto ? "chosen from the running Slurm" : "set in the configuration",
-                        features.version, features.topology_plugin.empty() ? "no topology plugin" : features.topology_plugin,
-                        s.reconcile.hand_off != HandOff::Native ? ""
-                        : s.reconcile.node_pools             ? "; pins with a node pool"
-                                                             : "; pins by excluding other nodes",
-                        s.cycle_ms, s.reconcile.reservation.empty() ? "(none)" : s.reconcile.reservation,
-                        server ? fmt::format("{}:{}", server->host(), server->port()) : "(off)", dry ? ", dry run" : ""));
+        say(fmt::format(
+            "started: map {} ({} racks, {} nodes), mode {} ({}; Slurm {}, {}{}), cycle {} ms, reservation "
+            "{}, metrics {}{}",
+            s.map, map.domains().size(), map.node_count(), to_string(s.reconcile.hand_off),
+            wanted == HandOff::Auto ? "chosen from the running Slurm" : "set in the configuration", features.version,
+            features.topology_plugin.empty() ? "no topology plugin" : features.topology_plugin,
+            s.reconcile.hand_off != HandOff::Native ? ""
+            : s.reconcile.node_pools                ? "; pins with a node pool"
+                                                    : "; pins by excluding other nodes",
+            s.cycle_ms, s.reconcile.reservation.empty() ? "(none)" : s.reconcile.reservation,
+            server ? fmt::format("{}:{}", server->host(), server->port()) : "(off)", dry ? ", dry run" : ""));
 
         HelperMemory mem;
         // With a backup controller, only the helper beside the slurmctld in
@@ -395,8 +399,9 @@ int main(int argc, char** argv) {
                 }
                 phases.load = since(t0);
                 auto t1 = std::chrono::steady_clock::now();
-                CycleOutput out = reconcile(map, {nodes, jobs, resvs[0], resvs[1], resvs[2], limits ? &*limits : nullptr},
-                                            s.reconcile, std::time(nullptr), mem, mono_seconds());
+                CycleOutput out =
+                    reconcile(map, {nodes, jobs, resvs[0], resvs[1], resvs[2], limits ? &*limits : nullptr},
+                              s.reconcile, std::time(nullptr), mem, mono_seconds());
                 phases.decide = since(t1);
                 follow_up = out.follow_up;
                 for (const auto& line : out.log) say_core(line);
@@ -435,15 +440,17 @@ int main(int argc, char** argv) {
             // A repair under way is followed closely: each of its steps
             // waits on what Slurm did with the last one.
             const int period = follow_up ? std::min(s.cycle_ms, kFollowUpMs) : s.cycle_ms;
-            pause_for(std::chrono::duration<double>(t0 + std::chrono::milliseconds(period) -
-                                                    std::chrono::steady_clock::now())
-                          .count());
+            pause_for(
+                std::chrono::duration<double>(t0 + std::chrono::milliseconds(period) - std::chrono::steady_clock::now())
+                    .count());
         }
         say("stopped");
         return 0;
     } catch (const std::exception& e) {
-        if (g_sink == Sink::Stderr) std::fprintf(stderr, "nvlsliced: %s\n", e.what());
-        else say(LOG_ERR, e.what());
+        if (g_sink == Sink::Stderr)
+            std::fprintf(stderr, "nvlsliced: %s\n", e.what());
+        else
+            say(LOG_ERR, e.what());
         return 1;
     }
 }

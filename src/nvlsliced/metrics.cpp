@@ -127,8 +127,8 @@ MetricsServer::MetricsServer(const Metrics& m, const ListenAddress& listen) : me
     a.sin_family = AF_INET;
     a.sin_port = htons(listen.port);
     if (inet_pton(AF_INET, listen.host.c_str(), &a.sin_addr) != 1)
-        throw Error(fmt::format("metrics_listen={}: {} is not an IPv4 address (use 127.0.0.1)", listen.str(),
-                                listen.host));
+        throw Error(
+            fmt::format("metrics_listen={}: {} is not an IPv4 address (use 127.0.0.1)", listen.str(), listen.host));
     fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int one = 1;
     if (fd_ >= 0) setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);

@@ -43,7 +43,7 @@ class Metrics {
 // (reset) costs only its own connection, never the helper.
 class MetricsServer {
   public:
-    static constexpr size_t kMaxClients = 16; // beyond it, the oldest silent client is let go
+    static constexpr size_t kMaxClients = 16;                        // beyond it, the oldest silent client is let go
     static constexpr std::chrono::milliseconds kClientTimeout{5000}; // to send its request, then to read the answer
 
     MetricsServer(const Metrics& m, const ListenAddress& listen); // throws nvl::Error

@@ -28,8 +28,7 @@ class SlurmCluster final : public ClusterApi {
     void allow_requeue(JobId id) override;
     void exclude_nodes(JobId id, const std::string& nodes, int64_t start_at) override;
     void set_licenses(JobId id, const std::string& licenses) override;
-    void set_reservation(const std::string& name, const std::string& nodes, int64_t start_at,
-                         int64_t end_at) override;
+    void set_reservation(const std::string& name, const std::string& nodes, int64_t start_at, int64_t end_at) override;
     void ensure_gate(const std::string& reservation, const std::string& license) override;
     void set_node_weight(const std::string& nodes, uint32_t weight) override;
     void set_active_features(const std::string& nodes, const std::string& features) override;

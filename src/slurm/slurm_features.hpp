@@ -31,10 +31,10 @@ namespace nvl {
 inline constexpr uint32_t kEnforceLimits = (1u << 1) | (1u << 3) | (1u << 4);
 
 struct SlurmFeatures {
-    bool segments = false;       // built against a Slurm with --segment (24.05+)
-    std::string topology_plugin; // the controller's TopologyPlugin, e.g. "topology/block"
-    std::string version;         // the controller's version, e.g. "24.11.5"
-    std::string switch_type;     // SwitchType, e.g. "switch/nvidia_imex"
+    bool segments = false;                // built against a Slurm with --segment (24.05+)
+    std::string topology_plugin;          // the controller's TopologyPlugin, e.g. "topology/block"
+    std::string version;                  // the controller's version, e.g. "24.11.5"
+    std::string switch_type;              // SwitchType, e.g. "switch/nvidia_imex"
     std::vector<std::string> controllers; // SlurmctldHost names, primary first
     bool enforce_limits = false; // AccountingStorageEnforce has limits (or safe, qos): Slurm holds jobs to them
 };

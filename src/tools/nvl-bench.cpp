@@ -158,13 +158,14 @@ int main(int argc, char** argv) {
                                  a.detail.c_str(), b.detail.c_str());
                     return 1;
                 }
-                for (DomainId d = 0; d < map.domains().size(); ++d) fitting_racks += snaps[size_t(s)]->counts(d).free >= 18;
+                for (DomainId d = 0; d < map.domains().size(); ++d)
+                    fitting_racks += snaps[size_t(s)]->counts(d).free >= 18;
             }
             size_t sink = 0;
             // warm-up
             for (int i = 0; i < 200; ++i) sink += place(*snaps[size_t(i % nsnap)], req).placement.slices.size();
-            auto engine =
-                measure(decisions, nsnap, [&](int s) { sink += place(*snaps[size_t(s)], req).placement.slices.size(); });
+            auto engine = measure(decisions, nsnap,
+                                  [&](int s) { sink += place(*snaps[size_t(s)], req).placement.slices.size(); });
             auto naive = measure(base_decisions, nsnap,
                                  [&](int s) { sink += place_naive(*snaps[size_t(s)], req).placement.slices.size(); });
             // A refused request (every rack too small: 4 x 17 does not fit 18 - 2)
@@ -179,20 +180,24 @@ int main(int argc, char** argv) {
             const double r99 = pct(refused, 0.99);
             const double speedup = b99 / p99, speedup50 = b50 / p50;
             if (o.has("json")) {
-                json += fmt::format("\"place\":{{\"racks\":{},\"nodes\":{},\"decisions\":{},\"baseline_decisions\":{},\"p50_us\":{:.2f},"
-                           "\"p99_us\":{:.2f},\"baseline_p50_us\":{:.2f},\"baseline_p99_us\":{:.2f},\"speedup\":{:.1f},"
-                           "\"speedup_p50\":{:.1f},\"refused_p99_us\":{:.2f},\"target_p99_us\":1000,\"target_speedup\":20,"
-                           "\"meets_targets\":{},\"checksum\":{}}}",
-                           racks, map.node_count(), decisions, base_decisions, p50, p99, b50, b99, speedup, speedup50, r99,
-                           p99 < 1000 && speedup >= 20, sink % 1000);
+                json += fmt::format(
+                    "\"place\":{{\"racks\":{},\"nodes\":{},\"decisions\":{},\"baseline_decisions\":{},\"p50_us\":{:.2f}"
+                    ","
+                    "\"p99_us\":{:.2f},\"baseline_p50_us\":{:.2f},\"baseline_p99_us\":{:.2f},\"speedup\":{:.1f},"
+                    "\"speedup_p50\":{:.1f},\"refused_p99_us\":{:.2f},\"target_p99_us\":1000,\"target_speedup\":20,"
+                    "\"meets_targets\":{},\"checksum\":{}}}",
+                    racks, map.node_count(), decisions, base_decisions, p50, p99, b50, b99, speedup, speedup50, r99,
+                    p99 < 1000 && speedup >= 20, sink % 1000);
             } else {
-                fmt::print("cluster: {} racks x {} = {} nodes, ~50% busy rack-blind, {} idle racks per state ({} states)\n",
-                           racks, per, map.node_count(), idle_racks, nsnap);
+                fmt::print(
+                    "cluster: {} racks x {} = {} nodes, ~50% busy rack-blind, {} idle racks per state ({} states)\n",
+                    racks, per, map.node_count(), idle_racks, nsnap);
                 fmt::print("request: 4 x 16-node strict slices; racks with all 18 free: {:.1f} per state\n",
                            double(fitting_racks) / nsnap);
                 fmt::print("engine    p50 {:8.2f} us   p99 {:8.2f} us   ({} decisions)\n", p50, p99, decisions);
-                fmt::print("baseline  p50 {:8.2f} us   p99 {:8.2f} us   ({} decisions, one scan of every node per decision)\n",
-                           b50, b99, base_decisions);
+                fmt::print(
+                    "baseline  p50 {:8.2f} us   p99 {:8.2f} us   ({} decisions, one scan of every node per decision)\n",
+                    b50, b99, base_decisions);
                 fmt::print("refused   p99 {:8.2f} us   (4 x 17: explained, not placed)\n", r99);
                 fmt::print("speedup   {:.1f}x at p99, {:.1f}x at p50 on kept snapshots (targets: p99 < 1000 us, "
                            "speedup >= 20);\n          the per-domain counts are paid for when a snapshot is built: "
@@ -223,8 +228,8 @@ int main(int argc, char** argv) {
                            "jobs elsewhere, {} slice jobs waiting\n",
                            map.node_count(), pending);
                 fmt::print("snapshot from Slurm records  {:8.2f} ms\n", c.snapshot_ms);
-                fmt::print("first cycle (cold)           {:8.2f} ms   {} actions (waiting records)\n",
-                           c.first_ms, c.first_actions);
+                fmt::print("first cycle (cold)           {:8.2f} ms   {} actions (waiting records)\n", c.first_ms,
+                           c.first_actions);
                 fmt::print("steady cycle       p50 {:8.2f} ms   max {:.2f} ms   {} actions, {} placed\n", e50,
                            c.engine_max, c.steady_actions, c.placed);
                 fmt::print("baseline cycle     p50 {:8.2f} ms   (one scan of every node per waiting job), {} placed\n",

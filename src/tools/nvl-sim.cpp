@@ -83,7 +83,8 @@ std::vector<uint64_t> parse_seeds(const std::string& v) {
             continue;
         }
         uint64_t lo = num(item.substr(0, dash)), hi = num(item.substr(dash + 1));
-        if (hi < lo || hi - lo > 1000) throw Error(fmt::format("--seeds={}: a range runs low-high, at most 1,001 seeds", v));
+        if (hi < lo || hi - lo > 1000)
+            throw Error(fmt::format("--seeds={}: a range runs low-high, at most 1,001 seeds", v));
         for (uint64_t x = lo; x <= hi; ++x) out.push_back(x);
     }
     if (out.empty()) throw Error(fmt::format("--seeds={}: expected seeds like 1-5 or 1,3,7", v));
@@ -196,8 +197,9 @@ static int trace_main(int argc, char** argv) {
     p.defrag_after_s = int(o.integer("defrag-after", -1, -1, 100000000));
     p.defrag_interval_s = int(o.integer("defrag-interval", -1, -1, 100000000));
     const std::vector<double> mtbfs = parse_reals("mtbf-days", o.str("mtbf-days", "490"), 0.01, 1e6);
-    const std::vector<uint64_t> seeds =
-        o.has("seeds") ? parse_seeds(o.str("seeds")) : std::vector<uint64_t>{uint64_t(o.integer("seed", 1, 0, 1L << 62))};
+    const std::vector<uint64_t> seeds = o.has("seeds")
+                                            ? parse_seeds(o.str("seeds"))
+                                            : std::vector<uint64_t>{uint64_t(o.integer("seed", 1, 0, 1L << 62))};
     std::optional<Trace> given;
     if (o.has("trace")) {
         std::ifstream in(o.str("trace"));
@@ -277,12 +279,13 @@ static int trace_main(int argc, char** argv) {
              "lost_gpu_hours,goodput_vs_block\n";
         for (size_t m = 0; m < mtbfs.size(); ++m)
             for (const auto& r : table[m])
-                f << fmt::format("{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.2f},{:.3f},{:.1f},{:.1f},{:.1f},"
-                                 "{:.1f},{:.1f},{:.0f},{:.4f}\n",
-                                 mtbfs[m], r.policy, seeds.size(), r.goodput.mean(), r.goodput.min, r.goodput.max,
-                                 r.slice_goodput.mean(), r.util.mean(), r.busy_healthy.mean(), r.wait.mean(),
-                                 r.recovery.mean(), r.split.mean(), r.repairs.mean(), r.moves.mean(),
-                                 r.restarts.mean(), r.defrag.mean(), r.lost.mean(), r.vs_block.mean());
+                f << fmt::format(
+                    "{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.2f},{:.3f},{:.1f},{:.1f},{:.1f},"
+                    "{:.1f},{:.1f},{:.0f},{:.4f}\n",
+                    mtbfs[m], r.policy, seeds.size(), r.goodput.mean(), r.goodput.min, r.goodput.max,
+                    r.slice_goodput.mean(), r.util.mean(), r.busy_healthy.mean(), r.wait.mean(), r.recovery.mean(),
+                    r.split.mean(), r.repairs.mean(), r.moves.mean(), r.restarts.mean(), r.defrag.mean(), r.lost.mean(),
+                    r.vs_block.mean());
     }
     if (o.has("svg")) {
         const auto& rs = table.front();
@@ -316,21 +319,22 @@ static int trace_main(int argc, char** argv) {
         for (size_t m = 0; m < mtbfs.size(); ++m) {
             std::string items;
             for (const auto& r : table[m])
-                items += fmt::format("{}{{\"policy\":\"{}\",\"goodput\":{:.4f},\"goodput_min\":{:.4f},"
-                                     "\"goodput_max\":{:.4f},\"slice_goodput\":{:.4f},\"utilization\":{:.4f},"
-                                     "\"busy_of_healthy\":{:.4f},\"mean_wait_h\":{:.2f},\"mean_recovery_h\":{:.3f},"
-                                     "\"goodput_vs_block\":{:.4f},\"split_slices\":{:.1f},"
-                                     "\"repairs\":{:.1f},\"moves\":{:.1f},\"restarts\":{:.1f},"
-                                     "\"defrag_preemptions\":{:.1f},\"lost_gpu_hours\":{:.0f},"
-                                     "\"goodput_vs_block_expedite\":{:.4f},\"failures\":{:.1f},\"unresumed\":{:.1f},"
-                                     "\"lost_gpu_hours_per_failure\":{:.1f},\"resume_s\":{},\"resume_with_restart_s\":{},"
-                                     "\"resume_64plus_s\":{},\"resume_64plus_with_restart_s\":{}}}",
-                                     items.empty() ? "" : ",", r.policy, r.goodput.mean(), r.goodput.min,
-                                     r.goodput.max, r.slice_goodput.mean(), r.util.mean(), r.busy_healthy.mean(),
-                                     r.wait.mean(), r.recovery.mean(), r.vs_block.mean(), r.split.mean(), r.repairs.mean(), r.moves.mean(),
-                                     r.restarts.mean(), r.defrag.mean(), r.lost.mean(), r.vs_expedite.mean(),
-                                     r.failures.mean(), r.unresumed.mean(), r.lost_per_failure.mean(), dist_json(r.resume),
-                                     dist_json(r.resume_work), dist_json(r.resume_big), dist_json(r.resume_big_work));
+                items +=
+                    fmt::format("{}{{\"policy\":\"{}\",\"goodput\":{:.4f},\"goodput_min\":{:.4f},"
+                                "\"goodput_max\":{:.4f},\"slice_goodput\":{:.4f},\"utilization\":{:.4f},"
+                                "\"busy_of_healthy\":{:.4f},\"mean_wait_h\":{:.2f},\"mean_recovery_h\":{:.3f},"
+                                "\"goodput_vs_block\":{:.4f},\"split_slices\":{:.1f},"
+                                "\"repairs\":{:.1f},\"moves\":{:.1f},\"restarts\":{:.1f},"
+                                "\"defrag_preemptions\":{:.1f},\"lost_gpu_hours\":{:.0f},"
+                                "\"goodput_vs_block_expedite\":{:.4f},\"failures\":{:.1f},\"unresumed\":{:.1f},"
+                                "\"lost_gpu_hours_per_failure\":{:.1f},\"resume_s\":{},\"resume_with_restart_s\":{},"
+                                "\"resume_64plus_s\":{},\"resume_64plus_with_restart_s\":{}}}",
+                                items.empty() ? "" : ",", r.policy, r.goodput.mean(), r.goodput.min, r.goodput.max,
+                                r.slice_goodput.mean(), r.util.mean(), r.busy_healthy.mean(), r.wait.mean(),
+                                r.recovery.mean(), r.vs_block.mean(), r.split.mean(), r.repairs.mean(), r.moves.mean(),
+                                r.restarts.mean(), r.defrag.mean(), r.lost.mean(), r.vs_expedite.mean(),
+                                r.failures.mean(), r.unresumed.mean(), r.lost_per_failure.mean(), dist_json(r.resume),
+                                dist_json(r.resume_work), dist_json(r.resume_big), dist_json(r.resume_big_work));
             scen += fmt::format("{}{{\"mtbf_days\":{},\"policies\":[{}]}}", scen.empty() ? "" : ",", mtbfs[m], items);
         }
         fmt::print("{{\"days\":{},\"seeds\":{},\"restart_hours\":{},\"requeue_delay_s\":{},\"lend_spares\":\"{}\","
@@ -341,10 +345,12 @@ static int trace_main(int argc, char** argv) {
     fmt::print("trace: {} racks x {} nodes, {} days, load {}, {:.0f}% checkpointable (every {} h), restart delay {} h, "
                "spares lent to {} work, {} seed(s) {}{}\n",
                p.racks, p.nodes_per_rack, p.days, p.load, p.checkpointable * 100, p.checkpoint_hours, p.restart_hours,
-               to_string(p.lend), seeds.size(), seeds.front(), seeds.size() > 1 ? fmt::format("-{}", seeds.back()) : "");
+               to_string(p.lend), seeds.size(), seeds.front(),
+               seeds.size() > 1 ? fmt::format("-{}", seeds.back()) : "");
     for (size_t m = 0; m < mtbfs.size(); ++m) {
         const auto& rs = table[m];
-        fmt::print("\nMTBF {} days per node{}\n", mtbfs[m], seeds.size() > 1 ? " (means over the seeds; goodput min-max)" : "");
+        fmt::print("\nMTBF {} days per node{}\n", mtbfs[m],
+                   seeds.size() > 1 ? " (means over the seeds; goodput min-max)" : "");
         fmt::print("{:<12} {:>7} {:>13} {:>8} {:>6} {:>8} {:>7} {:>8} {:>6} {:>6} {:>8} {:>6} {:>10}\n", "policy",
                    "goodput", "min-max", "slice gp", "util", "busy/hl", "wait h", "recov h", "split", "repair",
                    "restarts", "defrag", "lost GPU-h");
@@ -352,9 +358,8 @@ static int trace_main(int argc, char** argv) {
             fmt::print("{:<12} {:>7.3f} {:>13} {:>8.3f} {:>6.3f} {:>8.3f} {:>7.1f} {:>8.2f} {:>6.0f} {:>6.0f} {:>8.0f} "
                        "{:>6.0f} {:>10.0f}\n",
                        r.policy, r.goodput.mean(), fmt::format("{:.3f}-{:.3f}", r.goodput.min, r.goodput.max),
-                       r.slice_goodput.mean(), r.util.mean(), r.busy_healthy.mean(), r.wait.mean(),
-                       r.recovery.mean(), r.split.mean(), r.repairs.mean(), r.restarts.mean(), r.defrag.mean(),
-                       r.lost.mean());
+                       r.slice_goodput.mean(), r.util.mean(), r.busy_healthy.mean(), r.wait.mean(), r.recovery.mean(),
+                       r.split.mean(), r.repairs.mean(), r.restarts.mean(), r.defrag.mean(), r.lost.mean());
         const auto& nv = find(rs, "nvlslice");
         auto ratio = [](const Stat& st) { return fmt::format("{:.3f}x ({:.3f}-{:.3f})", st.mean(), st.min, st.max); };
         fmt::print("nvlslice goodput, seed by seed (mean, min-max): {} block, {} block_expedite, {} whole racks, "
@@ -366,11 +371,11 @@ static int trace_main(int argc, char** argv) {
         fmt::print("{:<15} {:>8} {:>7} {:>7} {:>8} {:>15} {:>8} {:>10} {:>10} {:>9} {:>9}\n", "policy", "failures",
                    "p50", "p90", "p99", "p99 min-max", "max", "p99 +rst", "64+ p99", "lost GPU-h", "unresumed");
         for (const auto& r : rs)
-            fmt::print("{:<15} {:>8.0f} {:>7.0f} {:>7.0f} {:>8.0f} {:>15} {:>8.0f} {:>10.0f} {:>10.0f} {:>10.1f} {:>9.1f}\n",
-                       r.policy, r.failures.mean(), r.resume.p50.mean(), r.resume.p90.mean(), r.resume.p99.mean(),
-                       fmt::format("{:.0f}-{:.0f}", r.resume.p99.min, r.resume.p99.max), r.resume.max.mean(),
-                       r.resume_work.p99.mean(), r.resume_big.p99.mean(), r.lost_per_failure.mean(),
-                       r.unresumed.mean());
+            fmt::print(
+                "{:<15} {:>8.0f} {:>7.0f} {:>7.0f} {:>8.0f} {:>15} {:>8.0f} {:>10.0f} {:>10.0f} {:>10.1f} {:>9.1f}\n",
+                r.policy, r.failures.mean(), r.resume.p50.mean(), r.resume.p90.mean(), r.resume.p99.mean(),
+                fmt::format("{:.0f}-{:.0f}", r.resume.p99.min, r.resume.p99.max), r.resume.max.mean(),
+                r.resume_work.p99.mean(), r.resume_big.p99.mean(), r.lost_per_failure.mean(), r.unresumed.mean());
     }
     fmt::print("\nAssumed, not simulated: failures are seen at once (a drain), epilogs and the seconds slurmctld and "
                "nvlsliced take are not modelled; Slurm's queue is FIFO by submit time with a look-ahead of 8 (a plain "

@@ -63,11 +63,11 @@ static std::string gather_fabric_live(const std::string& nodes) {
     for (char c : nodes)
         if (!std::isalnum(static_cast<unsigned char>(c)) && !std::strchr("[],-_.", c))
             throw Error(fmt::format("--live {}: expected a Slurm node list such as nvl[0001-0036]", nodes));
-    const std::string cmd = fmt::format(
-        "srun --quiet --nodelist='{}' --ntasks-per-node=1 sh -c 'printf \"%s \" \"$SLURMD_NODENAME\"; "
-        "nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId,fabric.state,fabric.status "
-        "--format=csv,noheader 2>/dev/null | paste -sd\";\" -'",
-        nodes);
+    const std::string cmd =
+        fmt::format("srun --quiet --nodelist='{}' --ntasks-per-node=1 sh -c 'printf \"%s \" \"$SLURMD_NODENAME\"; "
+                    "nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId,fabric.state,fabric.status "
+                    "--format=csv,noheader 2>/dev/null | paste -sd\";\" -'",
+                    nodes);
     FILE* p = popen(cmd.c_str(), "r");
     if (!p) throw Error("--live: cannot run srun");
     std::string out;
@@ -206,8 +206,7 @@ int main(int argc, char** argv) {
                                f.topology_plugin.empty() ? "no topology plugin" : f.topology_plugin);
         }
         // degraded racks as nvlsliced judges them (rack_health.hpp)
-        mark_degraded_racks(snap, reasons,
-                            rack_scope_regex(o.str("rack-failure-reasons"), "--rack-failure-reasons"));
+        mark_degraded_racks(snap, reasons, rack_scope_regex(o.str("rack-failure-reasons"), "--rack-failure-reasons"));
         if (cmd == "snapshot") {
             std::fputs(write_snapshot(snap).c_str(), stdout);
         } else if (cmd == "show") {

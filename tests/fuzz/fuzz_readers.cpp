@@ -58,16 +58,36 @@ void* counted_nothrow(size_t n) noexcept {
 }
 } // namespace
 
-void* operator new(size_t n) { return counted(n); }
-void* operator new[](size_t n) { return counted(n); }
-void* operator new(size_t n, const std::nothrow_t&) noexcept { return counted_nothrow(n); }
-void* operator new[](size_t n, const std::nothrow_t&) noexcept { return counted_nothrow(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void* operator new(size_t n) {
+    return counted(n);
+}
+void* operator new[](size_t n) {
+    return counted(n);
+}
+void* operator new(size_t n, const std::nothrow_t&) noexcept {
+    return counted_nothrow(n);
+}
+void* operator new[](size_t n, const std::nothrow_t&) noexcept {
+    return counted_nothrow(n);
+}
+void operator delete(void* p) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, size_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, size_t) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+    std::free(p);
+}
 #endif
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -44,14 +44,14 @@ enum Reader : uint8_t {
     kRequestTag = 4,
     kPlacementRecord = 5,
     kHelperConfig = 6,
-    kPluginArgs = 7,   // plugstack.conf arguments, split on whitespace
-    kHttpRequest = 8,  // the metrics endpoint's request, open and closed
-    kListen = 9,       // metrics_listen
-    kFabricReport = 10,// nvl-topo discover input (+ discover_map)
-    kGpuFabric = 11,   // one nvidia-smi CSV line (+ the node-side check)
-    kSnapshot = 12,    // nvl-topo --snapshot FILE (on a fixed 2 x 8 map)
+    kPluginArgs = 7,    // plugstack.conf arguments, split on whitespace
+    kHttpRequest = 8,   // the metrics endpoint's request, open and closed
+    kListen = 9,        // metrics_listen
+    kFabricReport = 10, // nvl-topo discover input (+ discover_map)
+    kGpuFabric = 11,    // one nvidia-smi CSV line (+ the node-side check)
+    kSnapshot = 12,     // nvl-topo --snapshot FILE (on a fixed 2 x 8 map)
     kFirstReaders = 13,
-    kTrace = 13,       // nvl-sim --trace FILE (first byte 247)
+    kTrace = 13, // nvl-sim --trace FILE (first byte 247)
     kReaders = 14
 };
 
@@ -65,14 +65,16 @@ inline unsigned reader_of(uint8_t first) {
 }
 
 inline const char* reader_name(unsigned r) {
-    static const char* const names[kReaders] = {"hostlist",       "rack map yaml",    "topology.conf", "topology.yaml",
-                                                "request tag",    "placement record", "helper config", "plugin args",
-                                                "http request",   "metrics_listen",   "fabric report", "gpu fabric csv",
-                                                "snapshot",       "sim trace"};
+    static const char* const names[kReaders] = {"hostlist",     "rack map yaml",    "topology.conf", "topology.yaml",
+                                                "request tag",  "placement record", "helper config", "plugin args",
+                                                "http request", "metrics_listen",   "fabric report", "gpu fabric csv",
+                                                "snapshot",     "sim trace"};
     return r < kReaders ? names[r] : "?";
 }
 
-[[noreturn]] inline void broken_invariant() { __builtin_trap(); }
+[[noreturn]] inline void broken_invariant() {
+    __builtin_trap();
+}
 
 namespace detail {
 
@@ -157,8 +159,7 @@ inline void fabric_report(std::string_view text) {
     try {
         Discovery d = discover_map(nodes, o);
         (void)compare_with_fabric(d.map, nodes);
-    } catch (const Error&) {
-    }
+    } catch (const Error&) {}
 }
 
 inline void gpu_fabric(std::string_view text) {

@@ -26,8 +26,13 @@ int nvmlInit_v2(void) {
     initialized = 1;
     return 0;
 }
-int nvmlShutdown(void) { initialized = 0; return 0; }
-const char* nvmlErrorString(int rc) { return rc == 2 ? "Invalid Argument" : "Unknown Error"; }
+int nvmlShutdown(void) {
+    initialized = 0;
+    return 0;
+}
+const char* nvmlErrorString(int rc) {
+    return rc == 2 ? "Invalid Argument" : "Unknown Error";
+}
 
 int nvmlDeviceGetCount_v2(unsigned int* n) {
     if (!initialized) return 1; /* NVML_ERROR_UNINITIALIZED */

@@ -52,8 +52,7 @@ inline std::string names(const RackMap& m, const std::vector<NodeId>& ids) {
 
 // A slice job as the plugin submits it: tagged (slice x count nodes),
 // behind the gate unless `gated` is false, submitted `age` seconds before `now`.
-inline SlurmJob slice_job(JobId id, int slice, int count, bool ckpt, int64_t now, bool gated = true,
-                          int64_t age = 10) {
+inline SlurmJob slice_job(JobId id, int slice, int count, bool ckpt, int64_t now, bool gated = true, int64_t age = 10) {
     SlurmJob j;
     j.id = id;
     j.priority = 1000;

@@ -336,7 +336,7 @@ struct Outcome {
     int spare_nodes = 0;
     int held = 0;
     int on_failed = 0;
-    int max_repairs = 0;  // the most repairs= of one job's record
+    int max_repairs = 0;     // the most repairs= of one job's record
     size_t last_actions = 0; // what the last cycles asked for: 0 when it has settled
 };
 
@@ -350,8 +350,8 @@ Outcome outcome(const SlurmModel& s) {
                 o.max_repairs = std::max(o.max_repairs, r->repairs);
             }
         } catch (const Error&) {}
-        o.state += fmt::format("job {} {} repairs={}; ", j.id, j.state == JobState::Running ? "running" : "pending",
-                               repairs);
+        o.state +=
+            fmt::format("job {} {} repairs={}; ", j.id, j.state == JobState::Running ? "running" : "pending", repairs);
         o.held += j.held;
         if (j.state == JobState::Running)
             for (const auto& n : j.nodes) o.on_failed += s.failed.count(n) != 0;
@@ -361,8 +361,8 @@ Outcome outcome(const SlurmModel& s) {
     return o;
 }
 
-constexpr int kCycles = 24;   // the scenario's own span
-constexpr int kSettle = 40;   // cycles allowed to converge after a disturbance
+constexpr int kCycles = 24; // the scenario's own span
+constexpr int kSettle = 40; // cycles allowed to converge after a disturbance
 
 // The run with the helper dying after `keep` actions of cycle `k` (or the
 // action `fail` of that cycle refused), to its end.
@@ -388,8 +388,7 @@ Outcome disturbed(const RackMap& map, const Scenario& sc, int k, int keep, int f
 
 } // namespace
 
-TEST_CASE("kill anywhere, converge everywhere: every prefix of every cycle, every failing action",
-          "[converge][slow]") {
+TEST_CASE("kill anywhere, converge everywhere: every prefix of every cycle, every failing action", "[converge][slow]") {
     const RackMap map = make_map(2, 18);
     int runs = 0;
     for (const Scenario& sc : scenarios()) {
@@ -438,5 +437,3 @@ TEST_CASE("kill anywhere, converge everywhere: every prefix of every cycle, ever
     }
     CHECK(runs > 40);
 }
-
-

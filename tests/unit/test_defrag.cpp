@@ -16,9 +16,9 @@ TEST_CASE("lending: which work may borrow spares", "[defrag][quick]") {
     CHECK_FALSE(may_borrow_spares(ckpt, LendScope::SingleNode)); // 4 nodes
     CHECK_FALSE(may_borrow_spares(ckpt, LendScope::None));
     CHECK(may_borrow_spares({true, true, true, 1}, LendScope::SingleNode));
-    CHECK_FALSE(may_borrow_spares({false, true, true, 1}));  // not checkpointable
-    CHECK_FALSE(may_borrow_spares({true, false, true, 1}));  // --no-requeue
-    CHECK_FALSE(may_borrow_spares({true, true, false, 1}));  // salloc/srun: Slurm cannot requeue it
+    CHECK_FALSE(may_borrow_spares({false, true, true, 1})); // not checkpointable
+    CHECK_FALSE(may_borrow_spares({true, false, true, 1})); // --no-requeue
+    CHECK_FALSE(may_borrow_spares({true, true, false, 1})); // salloc/srun: Slurm cannot requeue it
     CHECK(parse_lend_scope("single-node") == LendScope::SingleNode);
     CHECK_THROWS_WITH(parse_lend_scope("all"), Catch::Contains("accepted: none, single-node, checkpointable"));
     auto s = read_helper_config("map: m.yaml\nlend_spares: none\n", "h.yaml");

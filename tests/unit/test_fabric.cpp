@@ -104,11 +104,9 @@ TEST_CASE("fabric: nodes that break a rule are left out, each with its reason", 
     CHECK(d.map.domain(1).size() == 15);
 
     // check: the recorded discovery against the intended map
-    RackMap intended = read_rack_map_yaml(write_rack_map_yaml(discover_map(parse_fabric_report(read("two-racks.txt"),
-                                                                                                 "two-racks.txt"),
-                                                                            {})
-                                                                   .map),
-                                          "map.yaml");
+    RackMap intended = read_rack_map_yaml(
+        write_rack_map_yaml(discover_map(parse_fabric_report(read("two-racks.txt"), "two-racks.txt"), {}).map),
+        "map.yaml");
     auto findings = compare_with_fabric(intended, nodes);
     CHECK(findings.size() == 6);
     CHECK_THAT(findings.front(), Catch::Contains("nvl0005 cannot be placed: GPU 0: fabric state In Progress"));

@@ -46,7 +46,7 @@ TEST_CASE("snapshot keeps per-domain counts in step with node states", "[model][
     s.set_state(id(m, "n004"), NodeState::Draining);
     s.set(id(m, "n005"), {NodeState::Allocated, 7, -1, true, true});
     s.set(id(m, "n006"), {NodeState::Allocated, 8, -1, true}); // preemptible, not lent
-    CHECK(s.counts(0).free == 18 - 5); // spare-reserved is still free
+    CHECK(s.counts(0).free == 18 - 5);                         // spare-reserved is still free
     CHECK(s.counts(0).healthy == 18 - 2);
     CHECK(s.counts(0).lent == 1);
     s.set_state(id(m, "n006"), NodeState::Idle);

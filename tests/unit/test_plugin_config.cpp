@@ -84,8 +84,7 @@ TEST_CASE("plugstack feature=: native slice jobs constrained to it, joined with 
           "[plugin][native][quick]") {
     CHECK(parse({"map=m.yaml"}).feature.empty());
     CHECK(parse({"map=m.yaml", "feature=nvlslice_ok"}).feature == "nvlslice_ok");
-    CHECK_THAT(err({"map=m.yaml", "feature=a|b"}),
-               Catch::Contains("feature=a|b: expected a node feature name"));
+    CHECK_THAT(err({"map=m.yaml", "feature=a|b"}), Catch::Contains("feature=a|b: expected a node feature name"));
     CHECK_THAT(err({"map=m.yaml", "feature="}), Catch::Contains("feature=: expected a node feature name"));
     CHECK(*constraint_with("", "ok") == "ok");
     CHECK(*constraint_with("h100", "ok") == "h100&ok");

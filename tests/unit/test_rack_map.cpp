@@ -134,7 +134,8 @@ TEST_CASE("site overrides apply to every map format, once, in the core", "[map][
     CHECK(yaml.max_slice() == 17);
     o.spares = 18;
     CHECK_THROWS_WITH(load_map(std::string(NVL_ETC) + "/nvlslice-map-small.yaml", o, "plugstack.conf"),
-                      Catch::Contains("plugstack.conf: spares=18: domain") && Catch::Contains("spares must be 0 to 17"));
+                      Catch::Contains("plugstack.conf: spares=18: domain") &&
+                          Catch::Contains("spares must be 0 to 17"));
     o.spares.reset();
     o.default_slice = 17;
     CHECK_THROWS_WITH(load_map(std::string(NVL_ETC) + "/nvlslice-map-small.yaml", o, "nvlslice.yaml"),

@@ -308,7 +308,8 @@ TEST_CASE("after the helper's own requeue the repaired job may start from the se
     CHECK(w.mem.requeued_at.count(7) == 0);
 }
 
-TEST_CASE("a repaired job completing long after the helper's requeue is left to the regular cycle", "[reconcile][quick]") {
+TEST_CASE("a repaired job completing long after the helper's requeue is left to the regular cycle",
+          "[reconcile][quick]") {
     World w(2);
     w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
     SlurmJob& j = w.add_slice_job(7, 16, 2);
@@ -701,9 +702,12 @@ TEST_CASE("apply: a refused action stops only its own job, which then backs off"
         fake.jobs.push_back(j);
     }
     std::vector<Action> actions = {
-        {ActionKind::SetRecord, 7, "nvlslice/1 repairing"}, {ActionKind::RequeueHold, 7, {}},
-        {ActionKind::PinOnly, 7, "n[001-016]"},              {ActionKind::SetRecord, 8, "nvlslice/1 placed"},
-        {ActionKind::Pin, 8, "n[019-034]", 100},             {ActionKind::Release, 8, {}},
+        {ActionKind::SetRecord, 7, "nvlslice/1 repairing"},
+        {ActionKind::RequeueHold, 7, {}},
+        {ActionKind::PinOnly, 7, "n[001-016]"},
+        {ActionKind::SetRecord, 8, "nvlslice/1 placed"},
+        {ActionKind::Pin, 8, "n[019-034]", 100},
+        {ActionKind::Release, 8, {}},
         {ActionKind::SetReservation, 0, "n[017-018]"},
     };
     fake.faults["requeue-hold 7"] = "Only batch jobs are accepted or processed";
@@ -807,7 +811,8 @@ TEST_CASE("a tag that does not describe its job is left to Slurm, named once", "
     real.req_nodes = "n[001-016,019-034]";
     auto again = w.cycle();
     CAPTURE(again.log);
-    CHECK(std::none_of(again.actions.begin(), again.actions.end(), [](const Action& a) { return a.job == 5 || a.job == 6; }));
+    CHECK(std::none_of(again.actions.begin(), again.actions.end(),
+                       [](const Action& a) { return a.job == 5 || a.job == 6; }));
     CHECK(std::none_of(again.log.begin(), again.log.end(),
                        [](const std::string& l) { return l.find("job 5") != std::string::npos; }));
     // checkpointable without requeue is refused the same way
@@ -955,7 +960,7 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     q.run_on(m, "n[001-016]");
     for (const char* n : {"n002", "n003", "n004"}) q.node(n).state = NodeState::Draining;
     auto mv = q.cycle();
-    CHECK(kinds(mv) == "record requeue-hold exclude"); // r1 degraded: its free spares stay reserved
+    CHECK(kinds(mv) == "record requeue-hold exclude");                 // r1 degraded: its free spares stay reserved
     CHECK(find(mv, ActionKind::Exclude)->arg == "n[001-018,035-036]"); // moved to r2: n[019-034]
     CHECK_THAT(find(mv, ActionKind::SetRecord)->arg, Catch::Contains("repairs=1 moves=1"));
 
@@ -1291,7 +1296,7 @@ TEST_CASE("healthy_feature: taken off a degraded rack's nodes before anything el
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
     for (auto& n : w.nodes) n.features = n.active_features = "gpu,nvlslice_ok";
     w.node("n036").features = w.node("n036").active_features = "gpu"; // not given the feature: left alone
-    CHECK(w.cycle().actions.empty()); // healthy: nothing to change
+    CHECK(w.cycle().actions.empty());                                 // healthy: nothing to change
     // a contained failure degrades rack r1, while a segment job waits
     add_native_job(w, 7, 16, 1);
     w.node("n005").state = NodeState::Drained;

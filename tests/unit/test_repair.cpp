@@ -81,7 +81,8 @@ TEST_CASE("spares gone: the slice moves to another healthy rack", "[repair][quic
     CHECK(j.map.domain(p.slices[0].to).name == "r3");
     CHECK(names(j.map, p.placement.slices[0].nodes) == "n[037-052]");
     CHECK(p.placement.slices[0].domain == 2);
-    CHECK_THAT(p.slices[0].detail, Catch::Contains("r1 has 2 usable free node(s) for 3 (2 spare(s), 3 failed node(s)); moved to r3"));
+    CHECK_THAT(p.slices[0].detail,
+               Catch::Contains("r1 has 2 usable free node(s) for 3 (2 spare(s), 3 failed node(s)); moved to r3"));
 }
 
 TEST_CASE("no rack has room: the job waits with the reason", "[repair][quick]") {
@@ -91,7 +92,8 @@ TEST_CASE("no rack has room: the job waits with the reason", "[repair][quick]") 
     RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n[001-003]"));
     CHECK_FALSE(p.feasible);
     CHECK(p.slices[0].action == RepairAction::Wait);
-    CHECK_THAT(p.reason, Catch::Contains("for 3 (2 spare(s), 3 failed node(s)) and no other domain has room for 16 nodes"));
+    CHECK_THAT(p.reason,
+               Catch::Contains("for 3 (2 spare(s), 3 failed node(s)) and no other domain has room for 16 nodes"));
     CHECK(p.placement.nodes() == j.placement.nodes()); // nothing half-planned
 }
 
@@ -150,7 +152,7 @@ TEST_CASE("spare rule: two failures are repaired in the rack, the third moves th
 TEST_CASE("spare rule: a move target keeps only the spares its failures left", "[repair][spares][quick]") {
     Running j(3);
     j.fail("n001");
-    j.fail("n[017-018]"); // r1: no free node left
+    j.fail("n[017-018]");                     // r1: no free node left
     set_all(j.snap, "n037", NodeState::Down); // r3: 17 healthy, keeps 1: room 16
     RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n001"));
     REQUIRE(p.feasible);

@@ -67,8 +67,8 @@ const Action* find(const CycleOutput& o, ActionKind k, JobId job = 0) {
 }
 
 int count(const std::vector<std::string>& log, const std::string& what) {
-    return int(std::count_if(log.begin(), log.end(),
-                             [&](const std::string& l) { return l.find(what) != std::string::npos; }));
+    return int(
+        std::count_if(log.begin(), log.end(), [&](const std::string& l) { return l.find(what) != std::string::npos; }));
 }
 
 } // namespace
@@ -314,7 +314,8 @@ TEST_CASE("job arrays: the task Slurm splits off takes the placement; the rest o
     // the task's record becomes its own, where it runs
     const Action* trec = find(out, ActionKind::SetRecord, 9);
     REQUIRE(trec);
-    CHECK_THAT(trec->arg, Catch::StartsWith("nvlslice/1 placed slice=16 slices=n[001-016]") && Catch::EndsWith("job=9"));
+    CHECK_THAT(trec->arg,
+               Catch::StartsWith("nvlslice/1 placed slice=16 slices=n[001-016]") && Catch::EndsWith("job=9"));
     CHECK(count(out.log, "job 9: a task of job array 7 started on its placement n[001-016]") == 1);
     // the rest is gated again and waits for its own placement, at once (not
     // after replace_after)
@@ -358,7 +359,8 @@ TEST_CASE("a repair under way asks for a quick next cycle; a quiet cluster does 
     j.req_nodes = find(rep, ActionKind::PinOnly, 7)->arg;
     j.admin_comment = find(rep, ActionKind::SetRecord, 7)->arg;
     j.begin_time = w.now + 1;
-    for (int i = 1; i <= 17; ++i) w.node(fmt::format("n{:03d}", i)).state = i == 5 ? NodeState::Drained : NodeState::Idle;
+    for (int i = 1; i <= 17; ++i)
+        w.node(fmt::format("n{:03d}", i)).state = i == 5 ? NodeState::Drained : NodeState::Idle;
     CHECK(w.cycle().follow_up);
 }
 
@@ -414,10 +416,11 @@ TEST_CASE("a rack that runs nothing has its last nodes as spares again, a busy o
 
 TEST_CASE("Slurm's own reasons to hold a job back are told from the gate's, priority's and resources'",
           "[safety][eligibility][quick]") {
-    for (const char* r : {"Dependency", "DependencyNeverSatisfied", "BeginTime", "AssocGrpNodeLimit", "AssocGrpJobsLimit",
-                          "AssocMaxJobsLimit", "QOSMaxNodePerUserLimit", "QOSGrpNodeLimit", "PartitionNodeLimit",
-                          "PartitionTimeLimit", "JobArrayTaskLimit", "MaxJobsPerAccount", "MaxNodePerAccount",
-                          "Reservation", "ReservationDeleted", "JobHeldUser", "AccountingPolicy", "InvalidAccount"})
+    for (const char* r :
+         {"Dependency", "DependencyNeverSatisfied", "BeginTime", "AssocGrpNodeLimit", "AssocGrpJobsLimit",
+          "AssocMaxJobsLimit", "QOSMaxNodePerUserLimit", "QOSGrpNodeLimit", "PartitionNodeLimit", "PartitionTimeLimit",
+          "JobArrayTaskLimit", "MaxJobsPerAccount", "MaxNodePerAccount", "Reservation", "ReservationDeleted",
+          "JobHeldUser", "AccountingPolicy", "InvalidAccount"})
         CHECK(reason_holds_back(r));
     for (const char* r : {"", "None", "Priority", "Resources", "Licenses", "ReqNodeNotAvail", "Prolog", "NodeDown"})
         CHECK_FALSE(reason_holds_back(r));
@@ -575,7 +578,8 @@ TEST_CASE("accounting limits Slurm tests only when it places a job are read from
     CHECK_FALSE(held_back_by_limits(j, a));
 }
 
-TEST_CASE("a job an accounting limit holds back is not placed; another account's job is", "[safety][eligibility][quick]") {
+TEST_CASE("a job an accounting limit holds back is not placed; another account's job is",
+          "[safety][eligibility][quick]") {
     World w(2);
     AcctLimits limits;
     limits.assocs.push_back({2, 0, "acct_a", "", 16, -1, -1, -1, 16, 1});

@@ -33,7 +33,7 @@ TEST_CASE("the trace simulation is deterministic and keeps its books", "[sim][qu
         CHECK(a[i].slice_goodput <= a[i].goodput + 1e-9);
     }
     CHECK(a[0].policy == "first_fit");
-    CHECK(a[0].split_slices > 0); // rack-blind placement splits slices
+    CHECK(a[0].split_slices > 0);                      // rack-blind placement splits slices
     CHECK(a[1].split_slices < a[0].split_slices / 10); // whole racks: only small packed jobs may span racks
     CHECK(a[2].split_slices == 0);
     CHECK(a[3].split_slices == 0);
@@ -41,10 +41,10 @@ TEST_CASE("the trace simulation is deterministic and keeps its books", "[sim][qu
     CHECK(a[2].policy == "block");
     CHECK(a[3].policy == "block_expedite");
     CHECK(a[4].policy == "nvlslice");
-    CHECK(a[4].repairs > 0); // failures repaired in place from spares...
+    CHECK(a[4].repairs > 0);                                        // failures repaired in place from spares...
     CHECK(a[4].restarts >= a[4].repairs + a[4].defrag_preemptions); // ...each a restart too
-    CHECK(a[4].mean_recovery_h < a[2].mean_recovery_h);              // back at work sooner than requeued
-    CHECK(a[4].mean_recovery_h >= p.restart_hours);                  // but never free of the restart delay
+    CHECK(a[4].mean_recovery_h < a[2].mean_recovery_h);             // back at work sooner than requeued
+    CHECK(a[4].mean_recovery_h >= p.restart_hours);                 // but never free of the restart delay
     CHECK(a[2].repairs == 0);
     CHECK(a[4].busy_healthy > 0);
     CHECK(a[4].busy_healthy <= 1.0 + 1e-9);
@@ -167,7 +167,8 @@ TEST_CASE("a trace written as text replays the same; bad lines name file:line", 
     CHECK_THROWS_WITH(read_trace("#\nfail -1 3\n", "x.txt"), Catch::Contains("x.txt:2: a failure needs"));
     CHECK_THROWS_WITH(read_trace("boom 1 2\n", "x.txt"), Catch::Contains("x.txt:1: unknown line kind"));
     // times and hours the simulator could never reach: refused, not run
-    CHECK_THROWS_WITH(read_trace("job inf 4 0.5 0\n", "x.txt"), Catch::Contains("x.txt:1: a job needs a finite arrival"));
+    CHECK_THROWS_WITH(read_trace("job inf 4 0.5 0\n", "x.txt"),
+                      Catch::Contains("x.txt:1: a job needs a finite arrival"));
     CHECK_THROWS_WITH(read_trace("job 1 4 1e999 0\n", "x.txt"), Catch::Contains("x.txt:1: a job needs"));
     CHECK_THROWS_WITH(read_trace("fail inf 3\n", "x.txt"), Catch::Contains("x.txt:1: a failure needs a finite time"));
     CHECK_THROWS_WITH(read_trace("job 1 4 0.5 0 extra\n", "x.txt"), Catch::Contains("x.txt:1: a job line needs"));

@@ -174,7 +174,8 @@ TEST_CASE("the hand-off: in the tag, in the configuration, and chosen from the r
     CHECK(old->hand_off == HandOff::Gate);
     CHECK_THROWS_WITH(RequestTag::parse("nvlslice/1 nodes=16 slice=16 count=1 handoff=auto"),
                       Catch::Contains("expected gate or native"));
-    CHECK_THROWS_WITH(parse_hand_off("segment", "mode"), Catch::Contains("mode=segment: expected auto, gate or native"));
+    CHECK_THROWS_WITH(parse_hand_off("segment", "mode"),
+                      Catch::Contains("mode=segment: expected auto, gate or native"));
     CHECK(resolve_hand_off(HandOff::Auto, true, "topology/block") == HandOff::Native);
     CHECK(resolve_hand_off(HandOff::Auto, false, "topology/block") == HandOff::Gate);
     CHECK(resolve_hand_off(HandOff::Auto, true, "topology/tree") == HandOff::Gate);

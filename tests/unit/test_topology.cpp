@@ -117,9 +117,8 @@ TEST_CASE("writers round-trip a map through every Slurm format", "[topology][qui
     RackMap m = load_map(std::string(NVL_ETC) + "/nvlslice-map.yaml");
     MapDefaults defs = m.defaults();
     std::string block = write_topology_conf_block(m);
-    CHECK_THAT(block,
-               Catch::Contains("BlockName=rack001 Nodes=nvl[0001-0018]\n") &&
-                   Catch::Contains("BlockSizes=18,36,72,144,288,576,1152,2304\n"));
+    CHECK_THAT(block, Catch::Contains("BlockName=rack001 Nodes=nvl[0001-0018]\n") &&
+                          Catch::Contains("BlockSizes=18,36,72,144,288,576,1152,2304\n"));
     same_domains(m, read_topology_conf(block, "block.conf", defs));
     std::string tree = write_topology_conf_tree(m);
     CHECK_THAT(tree, Catch::Contains("SwitchName=spine Switches=rack[001-128]\n"));
@@ -170,6 +169,7 @@ TEST_CASE("a map's node names are capped in bytes as well as in count", "[topolo
     CHECK_THROWS_WITH(read_topology_conf(conf, "t.conf"), Catch::Contains("node names would take more than 32 MiB"));
     // a real cluster's names are far below it
     std::string small;
-    for (int b = 0; b < 12; ++b) small += "BlockName=b" + std::to_string(b) + " Nodes=nvl" + std::to_string(b) + "x[1-18]\n";
+    for (int b = 0; b < 12; ++b)
+        small += "BlockName=b" + std::to_string(b) + " Nodes=nvl" + std::to_string(b) + "x[1-18]\n";
     CHECK(read_topology_conf(small, "t.conf").node_count() == 12 * 18);
 }
