@@ -104,9 +104,16 @@ void update(job_desc_msg_t& d, JobId id, const char* what) {
 struct SlurmCluster::Cache {
     node_info_msg_t* nodes = nullptr;
     job_info_msg_t* jobs = nullptr;
+    Cache() = default;
+    Cache(const Cache&) = delete;
+    Cache& operator=(const Cache&) = delete;
+    ~Cache() {
+        if (nodes) slurm_free_node_info_msg(nodes);
+        if (jobs) slurm_free_job_info_msg(jobs);
+    }
 };
 
-SlurmCluster::SlurmCluster() : cache_(new Cache) {
+SlurmCluster::SlurmCluster() : cache_(std::make_unique<Cache>()) {
     // Reads slurm.conf (SLURM_CONF) and loads the plugins the API needs (auth,
     // and in 24.11 the certificate manager); without it newer libslurm stops
     // with "Can't find plugin". Once per process.
@@ -117,11 +124,7 @@ SlurmCluster::SlurmCluster() : cache_(new Cache) {
     (void)initialized;
 }
 
-SlurmCluster::~SlurmCluster() {
-    if (cache_->nodes) slurm_free_node_info_msg(cache_->nodes);
-    if (cache_->jobs) slurm_free_job_info_msg(cache_->jobs);
-    delete cache_;
-}
+SlurmCluster::~SlurmCluster() = default;
 
 std::vector<SlurmNode> SlurmCluster::load_nodes() {
     node_info_msg_t* msg = nullptr;

@@ -4,12 +4,17 @@
 #include "cluster_api.hpp"
 #include "eligibility.hpp"
 
+#include <memory>
+
 namespace nvl {
 
 class SlurmCluster final : public ClusterApi {
   public:
     SlurmCluster();
     ~SlurmCluster() override;
+    // One owner of libslurm's cached messages: not copied.
+    SlurmCluster(const SlurmCluster&) = delete;
+    SlurmCluster& operator=(const SlurmCluster&) = delete;
     std::vector<SlurmNode> load_nodes() override;
     std::vector<SlurmJob> load_jobs() override;
     std::optional<Reservation> load_reservation(const std::string& name) override;
@@ -35,8 +40,8 @@ class SlurmCluster final : public ClusterApi {
     void set_node_down(const std::string& node, const std::string& reason) override;
 
   private:
-    struct Cache;
-    Cache* cache_; // last node/job messages: loads are incremental (update_time)
+    struct Cache;                  // frees the messages it holds
+    std::unique_ptr<Cache> cache_; // last node/job messages: loads are incremental (update_time)
 };
 
 } // namespace nvl
