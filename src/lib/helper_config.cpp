@@ -38,6 +38,114 @@ ListenAddress parse_listen(std::string_view v) {
     return a;
 }
 
+namespace {
+
+// One entry per configuration key: its name and how its value is read and
+// checked into the settings (the defaults are HelperSettings' own). The
+// names are the keys accepted; an unknown one is refused with the list.
+struct Key {
+    std::string_view name;
+    void (*read)(YamlDoc& doc, const std::string& k, yaml_node_t* v, HelperSettings& s);
+};
+
+// A drain-reason pattern (ECMAScript, case-insensitive), refused at its
+// file:line when it does not compile.
+std::string reason_pattern(YamlDoc& doc, const std::string& k, yaml_node_t* v) {
+    std::string p = doc.scalar(v, k);
+    try {
+        std::regex re(p, std::regex::ECMAScript | std::regex::icase);
+    } catch (const std::regex_error& e) {
+        doc.fail(v, fmt::format("\"{}\" is not a valid regular expression: {}", k, e.what()));
+    }
+    return p;
+}
+
+// A value parsed by a function that throws nvl::Error: refused at its file:line.
+template <class F> auto checked(YamlDoc& doc, yaml_node_t* v, F&& parse) -> decltype(parse()) {
+    try {
+        return parse();
+    } catch (const Error& e) {
+        doc.fail(v, e.what());
+    }
+}
+
+using S = HelperSettings;
+using D = YamlDoc;
+using N = yaml_node_t*;
+using K = const std::string&;
+
+const Key kDefragKeys[] = {
+    {"enabled", [](D& d, K k, N v, S& s) { s.reconcile.defrag = d.boolean(v, k); }},
+    {"after", [](D& d, K k, N v, S& s) { s.reconcile.defrag_after_s = int(d.integer(v, k, 0, 30 * 86400)); }},
+    {"interval", [](D& d, K k, N v, S& s) { s.reconcile.defrag_interval_s = int(d.integer(v, k, 0, 30 * 86400)); }},
+    {"allow_interactive", [](D& d, K k, N v, S& s) { s.reconcile.defrag_interactive = d.boolean(v, k); }},
+    {"for_repairs", [](D& d, K k, N v, S& s) { s.reconcile.defrag_repairs = d.boolean(v, k); }},
+};
+
+void read_keys(D& doc, N map, const Key* begin, const Key* end, S& s);
+
+const Key kKeys[] = {
+    {"map", [](D& d, K k, N v, S& s) { s.map = d.scalar(v, k); }},
+    {"spares", [](D& d, K k, N v, S& s) { s.overrides.spares = int(d.integer(v, k, 0, 4096)); }},
+    {"gpus_per_node", [](D& d, K k, N v, S& s) { s.overrides.gpus_per_node = int(d.integer(v, k, 1, 1024)); }},
+    {"default_slice", [](D& d, K k, N v, S& s) { s.overrides.default_slice = int(d.integer(v, k, 1, 4096)); }},
+    {"cycle_ms", [](D& d, K k, N v, S& s) { s.cycle_ms = int(d.integer(v, k, 50, 60000)); }},
+    {"metrics_listen",
+     [](D& d, K k, N v, S& s) {
+         s.metrics_listen = d.scalar(v, k);
+         if (!s.metrics_listen.empty()) checked(d, v, [&] { return parse_listen(s.metrics_listen); });
+     }},
+    {"lock_file", [](D& d, K k, N v, S& s) { s.lock_file = d.scalar(v, k); }},
+    {"log",
+     [](D& d, K k, N v, S& s) {
+         s.log = d.scalar(v, k);
+         if (s.log != "auto" && s.log != "stderr" && s.log != "syslog")
+             d.fail(v, fmt::format("\"log\": \"{}\": expected auto, stderr or syslog", s.log));
+     }},
+    {"reservation", [](D& d, K k, N v, S& s) { s.reconcile.reservation = d.scalar(v, k); }},
+    {"repair_drain_reasons", [](D& d, K k, N v, S& s) { s.reconcile.repair_drain_reasons = reason_pattern(d, k, v); }},
+    {"rack_failure_reasons", [](D& d, K k, N v, S& s) { s.reconcile.rack_failure_reasons = reason_pattern(d, k, v); }},
+    {"repair_not_responding_after",
+     [](D& d, K k, N v, S& s) { s.reconcile.repair_not_responding_after_s = int(d.integer(v, k, 0, 86400)); }},
+    {"prefer_wait", [](D& d, K k, N v, S& s) { s.reconcile.prefer_wait_s = int(d.integer(v, k, 0, 30 * 86400)); }},
+    {"replace_after", [](D& d, K k, N v, S& s) { s.reconcile.replace_after_s = int(d.integer(v, k, 1, 86400)); }},
+    {"lend_spares",
+     [](D& d, K k, N v, S& s) { s.reconcile.lend = checked(d, v, [&] { return parse_lend_scope(d.scalar(v, k)); }); }},
+    {"steer_weights", [](D& d, K k, N v, S& s) { s.reconcile.steer_weights = d.boolean(v, k); }},
+    {"gate_license", [](D& d, K k, N v, S& s) { s.reconcile.gate_license = d.scalar(v, k); }},
+    {"gate_reservation", [](D& d, K k, N v, S& s) { s.reconcile.gate_reservation = d.scalar(v, k); }},
+    {"protect", [](D& d, K k, N v, S& s) { s.reconcile.protect = d.boolean(v, k); }},
+    {"protect_reservation", [](D& d, K k, N v, S& s) { s.reconcile.protect_reservation = d.scalar(v, k); }},
+    {"mode",
+     [](D& d, K k, N v, S& s) {
+         s.reconcile.hand_off = checked(d, v, [&] { return parse_hand_off(d.scalar(v, k), "mode"); });
+     }},
+    {"defrag",
+     [](D& d, K, N v, S& s) {
+         d.expect_mapping(v, "\"defrag\"");
+         read_keys(d, v, std::begin(kDefragKeys), std::end(kDefragKeys), s);
+     }},
+    {"healthy_feature",
+     [](D& d, K k, N v, S& s) {
+         s.reconcile.healthy_feature = d.scalar(v, k);
+         if (!s.reconcile.healthy_feature.empty() && !valid_feature_name(s.reconcile.healthy_feature))
+             d.fail(v, fmt::format("\"healthy_feature\": \"{}\" is not a Slurm node feature name (letters, "
+                                   "digits, '_', '.', '-'; as in slurm.conf Features=)",
+                                   s.reconcile.healthy_feature));
+     }},
+};
+
+void read_keys(D& doc, N map, const Key* begin, const Key* end, S& s) {
+    std::vector<std::string_view> names;
+    for (const Key* key = begin; key != end; ++key) names.push_back(key->name);
+    doc.for_each_pair(map, names, [&](const std::string& k, yaml_node_t*, yaml_node_t* v) {
+        for (const Key* key = begin; key != end; ++key)
+            if (key->name == k) return key->read(doc, k, v, s);
+    });
+}
+
+} // namespace
+
 HelperSettings read_helper_config(std::string_view text, const std::string& file) {
     YamlDoc doc(text, file);
     HelperSettings s;
@@ -45,123 +153,7 @@ HelperSettings read_helper_config(std::string_view text, const std::string& file
     yaml_node_t* root = doc.root();
     if (!root) throw ParseError({file, 1, 1}, "the configuration is empty (at least \"map: PATH\" is needed)");
     doc.expect_mapping(root, "the nvlsliced configuration");
-    // A drain-reason pattern (ECMAScript, case-insensitive), refused at its
-    // file:line when it does not compile.
-    auto reason_pattern = [&](const std::string& k, yaml_node_t* v) {
-        std::string p = doc.scalar(v, k);
-        try {
-            std::regex re(p, std::regex::ECMAScript | std::regex::icase);
-        } catch (const std::regex_error& e) {
-            doc.fail(v, fmt::format("\"{}\" is not a valid regular expression: {}", k, e.what()));
-        }
-        return p;
-    };
-    doc.for_each_pair(
-        root,
-        {"map",
-         "spares",
-         "gpus_per_node",
-         "default_slice",
-         "cycle_ms",
-         "metrics_listen",
-         "lock_file",
-         "log",
-         "reservation",
-         "repair_drain_reasons",
-         "rack_failure_reasons",
-         "repair_not_responding_after",
-         "prefer_wait",
-         "replace_after",
-         "lend_spares",
-         "steer_weights",
-         "gate_license",
-         "gate_reservation",
-         "protect",
-         "protect_reservation",
-         "mode",
-         "defrag",
-         "healthy_feature"},
-        [&](const std::string& k, yaml_node_t*, yaml_node_t* v) {
-            if (k == "map")
-                s.map = doc.scalar(v, k);
-            else if (k == "spares")
-                s.overrides.spares = int(doc.integer(v, k, 0, 4096));
-            else if (k == "gpus_per_node")
-                s.overrides.gpus_per_node = int(doc.integer(v, k, 1, 1024));
-            else if (k == "default_slice")
-                s.overrides.default_slice = int(doc.integer(v, k, 1, 4096));
-            else if (k == "cycle_ms")
-                s.cycle_ms = int(doc.integer(v, k, 50, 60000));
-            else if (k == "metrics_listen") {
-                s.metrics_listen = doc.scalar(v, k);
-                if (!s.metrics_listen.empty()) try {
-                        (void)parse_listen(s.metrics_listen);
-                    } catch (const Error& e) {
-                        doc.fail(v, e.what());
-                    }
-            } else if (k == "lock_file")
-                s.lock_file = doc.scalar(v, k);
-            else if (k == "log") {
-                s.log = doc.scalar(v, k);
-                if (s.log != "auto" && s.log != "stderr" && s.log != "syslog")
-                    doc.fail(v, fmt::format("\"log\": \"{}\": expected auto, stderr or syslog", s.log));
-            } else if (k == "reservation")
-                s.reconcile.reservation = doc.scalar(v, k);
-            else if (k == "repair_drain_reasons")
-                s.reconcile.repair_drain_reasons = reason_pattern(k, v);
-            else if (k == "rack_failure_reasons")
-                s.reconcile.rack_failure_reasons = reason_pattern(k, v);
-            else if (k == "repair_not_responding_after")
-                s.reconcile.repair_not_responding_after_s = int(doc.integer(v, k, 0, 86400));
-            else if (k == "prefer_wait")
-                s.reconcile.prefer_wait_s = int(doc.integer(v, k, 0, 30 * 86400));
-            else if (k == "replace_after")
-                s.reconcile.replace_after_s = int(doc.integer(v, k, 1, 86400));
-            else if (k == "steer_weights")
-                s.reconcile.steer_weights = doc.boolean(v, k);
-            else if (k == "gate_license")
-                s.reconcile.gate_license = doc.scalar(v, k);
-            else if (k == "gate_reservation")
-                s.reconcile.gate_reservation = doc.scalar(v, k);
-            else if (k == "protect")
-                s.reconcile.protect = doc.boolean(v, k);
-            else if (k == "protect_reservation")
-                s.reconcile.protect_reservation = doc.scalar(v, k);
-            else if (k == "healthy_feature") {
-                s.reconcile.healthy_feature = doc.scalar(v, k);
-                if (!s.reconcile.healthy_feature.empty() && !valid_feature_name(s.reconcile.healthy_feature))
-                    doc.fail(v, fmt::format("\"healthy_feature\": \"{}\" is not a Slurm node feature name (letters, "
-                                            "digits, '_', '.', '-'; as in slurm.conf Features=)",
-                                            s.reconcile.healthy_feature));
-            } else if (k == "mode") {
-                try {
-                    s.reconcile.hand_off = parse_hand_off(doc.scalar(v, k), "mode");
-                } catch (const Error& e) {
-                    doc.fail(v, e.what());
-                }
-            } else if (k == "lend_spares") {
-                try {
-                    s.reconcile.lend = parse_lend_scope(doc.scalar(v, k));
-                } catch (const Error& e) {
-                    doc.fail(v, e.what());
-                }
-            } else {
-                doc.expect_mapping(v, "\"defrag\"");
-                doc.for_each_pair(v, {"enabled", "after", "interval", "allow_interactive", "for_repairs"},
-                                  [&](const std::string& dk, yaml_node_t*, yaml_node_t* dv) {
-                                      if (dk == "enabled")
-                                          s.reconcile.defrag = doc.boolean(dv, dk);
-                                      else if (dk == "after")
-                                          s.reconcile.defrag_after_s = int(doc.integer(dv, dk, 0, 30 * 86400));
-                                      else if (dk == "interval")
-                                          s.reconcile.defrag_interval_s = int(doc.integer(dv, dk, 0, 30 * 86400));
-                                      else if (dk == "for_repairs")
-                                          s.reconcile.defrag_repairs = doc.boolean(dv, dk);
-                                      else
-                                          s.reconcile.defrag_interactive = doc.boolean(dv, dk);
-                                  });
-            }
-        });
+    read_keys(doc, root, std::begin(kKeys), std::end(kKeys), s);
     if (s.map.empty()) doc.fail(root, "\"map\" is required: the rack map nvlsliced places slices on");
     return s;
 }
