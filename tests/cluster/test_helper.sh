@@ -125,7 +125,7 @@ NVLSLICED_TEST_KILL_AFTER=requeue-hold "$CL" helper
 scontrol update nodename=nvl0006 state=drain reason="gpu xid 48"
 wait_for 10 bash -c "grep -q 'test hook: killed after requeue-hold of job $J' '$LOG'"
 expect_match "the helper died right after requeue-hold" 'killed after requeue-hold' "$(tail -3 "$LOG")"
-wait_for 15 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = PENDING ]" # Slurm finishes the requeue
+wait_for 60 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = PENDING ]" # Slurm finishes the requeue (seconds; more under load)
 expect_match "the job is left held mid-repair" '^PENDING' "$(squeue -h -j "$J" -o %T)"
 "$CL" helper
 if wait_for 15 running_on "$J" 'nvl[0001-0004,0007-0034]'; then
@@ -163,7 +163,10 @@ settle
 J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --wrap 'sleep 300')
 wait_for 15 running_on "$J" 'nvl[0001-0016]' || not_ok "16-node job placed on rack001: $(nodes_of "$J")"
 scontrol update nodename=nvl[0002-0004] state=drain reason="nvlink down"
-if wait_for 20 running_on "$J" 'nvl[0019-0034]'; then ok "3 failed nodes: moved to rack002"; else not_ok "move to rack002: $(squeue -h -j "$J" -o '%T %N') $(record "$J")"; fi
+# the move's time is not the claim here (test_native and bench_failure time
+# repairs): up to a minute for Slurm to complete the requeued run, which
+# took over 20 s on 24.11 with a build running beside the tests
+if wait_for 60 running_on "$J" 'nvl[0019-0034]'; then ok "3 failed nodes: moved to rack002"; else not_ok "move to rack002: $(squeue -h -j "$J" -o '%T %N') $(record "$J")"; fi
 expect_match "the record counts the move" 'repairs=1 moves=1' "$(record "$J")"
 scontrol update nodename=nvl[0020-0022] state=drain reason="nvlink down"
 wait_for 10 bash -c "scontrol show job $J | grep -q 'reason=repair waits'"
@@ -455,7 +458,7 @@ kill -HUP "$HPID"
 N1=$(scontrol show hostnames "$(nodes_of "$J")" | sed -n 3p)
 scontrol update nodename="$N1" state=drain reason="gpu xid 79"
 moved_off() { running_without "$J" "$N1"; }
-if wait_for 20 moved_off; then ok "after the reloads the job placed before them is still repaired ($(nodes_of "$J"))"; else not_ok "repair after reload: $(squeue -h -j "$J" -o '%T %N') $(record "$J")"; fi
+if wait_for 60 moved_off; then ok "after the reloads the job placed before them is still repaired ($(nodes_of "$J"))"; else not_ok "repair after reload: $(squeue -h -j "$J" -o '%T %N') $(record "$J")"; fi
 expect_match "its record kept its history" 'repairs=1 ' "$(record "$J")"
 scontrol update nodename="$N1" state=resume
 cleanup; resume_all
