@@ -35,13 +35,13 @@ void Cycle::build_snapshot() {
         if (!id) continue; // a node outside the map is none of our business
         const NodeState st = snap_.node(*id).state;
         failed_[*id] = n.failed || ((st == NodeState::Draining || st == NodeState::Drained) &&
-                                    (!drain_re_ || std::regex_search(n.reason, *drain_re_)));
+                                    (!drain_re() || std::regex_search(n.reason, *drain_re())));
     }
     judge_racks();
 }
 
 void Cycle::judge_racks() {
-    mark_degraded_racks(snap_, node_reasons(map_, nodes_), rack_re_);
+    mark_degraded_racks(snap_, node_reasons(map_, nodes_), rack_re());
     const size_t nd = map_.domains().size();
     if (mem_.degraded.size() != nd) mem_.degraded.assign(nd, std::string());
     out_.stats.racks.resize(nd);

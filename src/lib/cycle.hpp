@@ -51,10 +51,15 @@ class Cycle {
         : map_(map), nodes_(view.nodes), jobs_(view.jobs), spares_(view.spares), gate_(view.gate),
           protection_(view.protection), limits_(view.limits), cfg_(cfg), now_(now), mono_(mono), mem_(mem), snap_(map),
           failed_(map.node_count(), 0) {
-        if (!cfg.repair_drain_reasons.empty())
-            drain_re_.emplace(cfg.repair_drain_reasons,
-                              std::regex::ECMAScript | std::regex::icase | std::regex::nosubs);
-        rack_re_ = rack_scope_regex(cfg.rack_failure_reasons, "rack_failure_reasons");
+        HelperMemory::Patterns& p = mem.patterns;
+        if (!p.ready || p.drain_src != cfg.repair_drain_reasons || p.rack_src != cfg.rack_failure_reasons) {
+            p.drain = reason_regex(cfg.repair_drain_reasons, "repair_drain_reasons");
+            p.rack = reason_regex(cfg.rack_failure_reasons, "rack_failure_reasons");
+            p.drain_src = cfg.repair_drain_reasons;
+            p.rack_src = cfg.rack_failure_reasons;
+            p.ready = true;
+            ++p.compiled;
+        }
     }
 
     CycleOutput run();
@@ -284,8 +289,8 @@ class Cycle {
     HelperMemory& mem_;
     Snapshot snap_;
     std::vector<char> failed_; // per node: needs a repair if a slice uses it
-    std::optional<std::regex> drain_re_;
-    std::optional<std::regex> rack_re_;
+    const std::optional<std::regex>& drain_re() const { return mem_.patterns.drain; }
+    const std::optional<std::regex>& rack_re() const { return mem_.patterns.rack; }
     std::vector<SliceJob> evacuees_;
     std::string degraded_nodes_;                       // every node of the degraded racks, a hostlist
     std::unordered_map<JobId, std::string> exclusion_; // native jobs: the exclusion set this cycle

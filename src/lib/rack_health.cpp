@@ -42,7 +42,7 @@ std::vector<std::string> node_reasons(const RackMap& map, const std::vector<Slur
     return out;
 }
 
-std::optional<std::regex> rack_scope_regex(const std::string& pattern, const std::string& origin) {
+std::optional<std::regex> reason_regex(const std::string& pattern, const std::string& origin) {
     if (pattern.empty()) return std::nullopt;
     try {
         return std::regex(pattern, std::regex::ECMAScript | std::regex::icase | std::regex::nosubs);

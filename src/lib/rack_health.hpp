@@ -34,9 +34,10 @@ int mark_degraded_racks(Snapshot& snap, const std::vector<std::string>& reasons,
 // Each map node's Slurm reason, by NodeId.
 std::vector<std::string> node_reasons(const RackMap& map, const std::vector<SlurmNode>& nodes);
 
-// The rack-scope pattern as the helper compiles it (ECMAScript,
-// case-insensitive, searched in the reason); none when `pattern` is empty.
-// Throws nvl::Error naming `origin` on a bad pattern.
-std::optional<std::regex> rack_scope_regex(const std::string& pattern, const std::string& origin);
+// A reason pattern (rack_failure_reasons, repair_drain_reasons) as the
+// helper compiles it (ECMAScript, case-insensitive, searched in the
+// reason); none when `pattern` is empty. Throws nvl::Error naming `origin`
+// on a bad pattern.
+std::optional<std::regex> reason_regex(const std::string& pattern, const std::string& origin);
 
 } // namespace nvl

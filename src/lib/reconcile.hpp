@@ -48,6 +48,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -247,6 +248,15 @@ struct HelperMemory {
         bool repair = false;
     };
     std::optional<DefragTarget> defrag_target;
+    // The reason patterns, compiled for the configuration they came from:
+    // again only when it changes (a reload), not every cycle.
+    struct Patterns {
+        bool ready = false;
+        int compiled = 0; // times compiled (a reload's new patterns)
+        std::string drain_src, rack_src;
+        std::optional<std::regex> drain, rack;
+    };
+    Patterns patterns;
 };
 
 // Which cluster-wide actions back off together: one per kind, per node

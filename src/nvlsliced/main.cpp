@@ -121,7 +121,6 @@ struct Loaded {
 Loaded load_all(const std::string& config) {
     HelperSettings s = load_helper_config(config);
     RackMap map = load_map(s.map, s.overrides, config + " (map: " + s.map + ")");
-    (void)rack_scope_regex(s.reconcile.rack_failure_reasons, config + ": rack_failure_reasons");
     return {std::move(s), std::move(map)};
 }
 

@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
                                f.topology_plugin.empty() ? "no topology plugin" : f.topology_plugin);
         }
         // degraded racks as nvlsliced judges them (rack_health.hpp)
-        mark_degraded_racks(snap, reasons, rack_scope_regex(o.str("rack-failure-reasons"), "--rack-failure-reasons"));
+        mark_degraded_racks(snap, reasons, reason_regex(o.str("rack-failure-reasons"), "--rack-failure-reasons"));
         if (cmd == "snapshot") {
             std::fputs(write_snapshot(snap).c_str(), stdout);
         } else if (cmd == "show") {

@@ -1086,7 +1086,7 @@ TEST_CASE("rack health: failed nodes beyond the spares, or a rack-scope reason, 
     // one node whose reason names a rack-level failure
     snap.set_state(id("n020"), NodeState::Drained);
     reasons[id("n020")] = "Xid 145: NVLink contained error";
-    auto scope = rack_scope_regex("contained|nvswitch", "rack_failure_reasons");
+    auto scope = reason_regex("contained|nvswitch", "rack_failure_reasons");
     CHECK(rack_degraded_why(snap, 1, reasons, std::nullopt).empty());
     CHECK(rack_degraded_why(snap, 1, reasons, scope) ==
           "n020 is out with a rack-level failure: \"Xid 145: NVLink contained error\"");
@@ -1097,7 +1097,7 @@ TEST_CASE("rack health: failed nodes beyond the spares, or a rack-scope reason, 
     CHECK(snap.degraded(0));
     CHECK_FALSE(snap.degraded(1));
     CHECK(domain_room(map.domain(0), snap.counts(0), true) == 0); // nothing new, even on spares
-    CHECK_THROWS_WITH(rack_scope_regex("(", "rack_failure_reasons"),
+    CHECK_THROWS_WITH(reason_regex("(", "rack_failure_reasons"),
                       Catch::Contains("rack_failure_reasons: \"(\" is not a valid regular expression"));
 }
 
@@ -1328,4 +1328,23 @@ TEST_CASE("healthy_feature: taken off a degraded rack's nodes before anything el
     // off: nothing of the kind
     w.cfg.healthy_feature.clear();
     for (const auto& a : w.cycle().actions) CHECK(a.kind != ActionKind::SetFeatures);
+}
+
+TEST_CASE("the reason patterns are compiled once per configuration, not every cycle", "[reconcile][quick]") {
+    World w(1);
+    w.cfg.repair_drain_reasons = "xid|nvlink";
+    w.cfg.rack_failure_reasons = "contained";
+    w.cycle();
+    REQUIRE(w.mem.patterns.ready);
+    w.cycle();
+    w.cycle();
+    CHECK(w.mem.patterns.compiled == 1);
+    CHECK(w.mem.patterns.drain_src == "xid|nvlink");
+    w.cfg.repair_drain_reasons = "xid"; // a reload
+    w.node("n003").state = NodeState::Draining;
+    w.node("n003").reason = "nvlink down";
+    w.cycle();
+    CHECK(w.mem.patterns.compiled == 2);
+    CHECK(w.mem.patterns.drain_src == "xid");
+    CHECK_FALSE(std::regex_search(std::string("nvlink down"), *w.mem.patterns.drain));
 }

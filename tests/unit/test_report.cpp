@@ -78,7 +78,7 @@ TEST_CASE("show and map name a degraded rack and why", "[report][rack][quick]") 
     nodes[20].reason = "NVLink contained error";
     Snapshot s = snapshot_from_slurm(m, nodes, {}, std::nullopt);
     CHECK(mark_degraded_racks(s, node_reasons(m, nodes), std::nullopt) == 0);
-    CHECK(mark_degraded_racks(s, node_reasons(m, nodes), rack_scope_regex("contained", "--rack-failure-reasons")) == 1);
+    CHECK(mark_degraded_racks(s, node_reasons(m, nodes), reason_regex("contained", "--rack-failure-reasons")) == 1);
     const std::string show = render_show(s, {}, false);
     CHECK_THAT(show, Catch::Contains("RackName=r2") &&
                          Catch::Contains("   Degraded: n021 is out with a rack-level failure: \"NVLink contained "
