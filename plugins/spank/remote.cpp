@@ -45,12 +45,9 @@ void setenv_task(spank_t sp, const char* name, const std::string& value) {
 
 // The helper's record, read with the public API (slurm_load_job).
 std::optional<PlacementRecord> load_record(uint32_t job_id) {
-    job_info_msg_t* msg = nullptr;
-    if (slurm_calls::load_job(&msg, job_id) != 0 || !msg) return std::nullopt;
-    std::optional<PlacementRecord> rec;
-    if (msg->record_count > 0 && msg->job_array[0].admin_comment)
-        rec = PlacementRecord::parse(msg->job_array[0].admin_comment);
-    slurm_free_job_info_msg(msg);
+    const std::optional<std::string> text = slurm_calls::load_admin_comment(job_id);
+    if (!text || text->empty()) return std::nullopt;
+    std::optional<PlacementRecord> rec = PlacementRecord::parse(*text);
     if (rec && !rec->belongs_to(job_id)) rec.reset(); // another array task's, copied by Slurm
     return rec;
 }
@@ -196,17 +193,9 @@ void drain_on_fabric_failure(spank_t sp) {
     std::string reason = "nvlslice fabric check: " + v.problems.front();
     if (v.problems.size() > 1) reason += fmt::format(" (+{} more)", v.problems.size() - 1);
     if (reason.size() > 240) reason.resize(240);
-    update_node_msg_t msg;
-    slurm_init_update_node_msg(&msg);
-    msg.node_names = const_cast<char*>(host.c_str());
-    msg.node_state = NODE_STATE_DRAIN;
-    msg.reason = const_cast<char*>(reason.c_str());
-#ifdef HAVE_UPDATE_NODE_MSG_T_REASON_UID
-    msg.reason_uid = 0; // 26.05+ has no reason_uid: slurmctld records the sender
-#endif
-    if (slurm_update_node(&msg) != 0)
+    if (slurm_calls::set_node_state(host, NODE_STATE_DRAIN, reason) != 0)
         log_error(fmt::format("node {} failed the NVLink fabric check but could not be drained: {}", host,
-                              slurm_strerror(slurm_calls::last_error())));
+                              slurm_calls::error_text()));
     else
         log_info(fmt::format("node {} drained: {}", host, reason));
 }

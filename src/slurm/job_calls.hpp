@@ -1,7 +1,8 @@
-// nvlslice — the libslurm calls whose prototypes changed between releases,
-// each behind one inline function, so that the helper's adapter and the
-// SPANK plugin (which is not linked with libslurm: the Slurm process that
-// loads it provides the symbols) share one version of each. configure
+// nvlslice — the libslurm calls the SPANK plugin shares with the helper's
+// adapter, and those whose prototypes changed between releases, each behind
+// one inline function: the plugin is not linked with libslurm (the Slurm
+// process that loads it provides the symbols), so they are inline here, and
+// the plugin makes no libslurm call of its own. configure
 // detects each difference with a feature test: the step-id API
 // (NVL_SLURM_STEP_ID_API, 26.05+), slurm_free_conf (HAVE_DECL_SLURM_FREE_CONF,
 // 26.05+), job_desc_msg_t.job_id (HAVE_JOB_DESC_MSG_T_JOB_ID, gone in 25.11).
@@ -13,8 +14,11 @@ extern "C" {
 #include <slurm/slurm.h>
 }
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace nvl::slurm_calls {
@@ -81,6 +85,38 @@ inline int last_error() {
 #else
     return errno;
 #endif
+}
+
+// What the last failed call's error says (slurm_strerror).
+inline std::string error_text() {
+    return slurm_strerror(last_error());
+}
+
+// A job's admin_comment (where the helper keeps its record): nullopt when
+// the job cannot be read, "" when it has none.
+inline std::optional<std::string> load_admin_comment(uint32_t job_id) {
+    job_info_msg_t* msg = nullptr;
+    if (load_job(&msg, job_id) != 0 || !msg) return std::nullopt;
+    std::string text;
+    if (msg->record_count > 0 && msg->job_array[0].admin_comment) text = msg->job_array[0].admin_comment;
+    slurm_free_job_info_msg(msg);
+    return text;
+}
+
+// Set a node's state (NODE_STATE_DRAIN, NODE_STATE_DOWN, ...) with a reason,
+// as `scontrol update nodename=... state=... reason=...`; 0 on success. The
+// reason's user is the caller (26.05+ has no reason_uid: slurmctld records
+// the sender).
+inline int set_node_state(const std::string& node, uint32_t state, const std::string& reason) {
+    update_node_msg_t m;
+    slurm_init_update_node_msg(&m);
+    m.node_names = const_cast<char*>(node.c_str());
+    m.node_state = state;
+    m.reason = const_cast<char*>(reason.c_str());
+#ifdef HAVE_UPDATE_NODE_MSG_T_REASON_UID
+    m.reason_uid = getuid();
+#endif
+    return slurm_update_node(&m);
 }
 
 } // namespace nvl::slurm_calls

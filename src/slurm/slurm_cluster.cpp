@@ -421,18 +421,9 @@ void SlurmCluster::set_node_down(const std::string& node, const std::string& rea
     // DRAIN first, then DOWN, which keeps the drain flag: Slurm lets go of
     // the node's jobs now (as for a DOWN node) and the node stays out until
     // an admin resumes it, with the reason on it.
-    for (uint32_t state : {uint32_t(NODE_STATE_DRAIN), uint32_t(NODE_STATE_DOWN)}) {
-        update_node_msg_t m;
-        slurm_init_update_node_msg(&m);
-        m.node_names = const_cast<char*>(node.c_str());
-        m.node_state = state;
-        m.reason = const_cast<char*>(reason.c_str());
-#ifdef HAVE_UPDATE_NODE_MSG_T_REASON_UID
-        m.reason_uid = getuid(); // 26.05+ has no reason_uid: slurmctld records the sender
-#endif
-        if (slurm_update_node(&m) != SLURM_SUCCESS)
+    for (uint32_t state : {uint32_t(NODE_STATE_DRAIN), uint32_t(NODE_STATE_DOWN)})
+        if (slurm_calls::set_node_state(node, state, reason) != SLURM_SUCCESS)
             fail(fmt::format("marking {} {}", node, state == NODE_STATE_DRAIN ? "DRAIN" : "DOWN"));
-    }
 }
 
 void SlurmCluster::ensure_gate(const std::string& reservation, const std::string& license) {
