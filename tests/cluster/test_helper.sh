@@ -173,6 +173,28 @@ wait_for 10 bash -c "scontrol show job $J | grep -q 'reason=repair waits'"
 expect_match "no rack has room: it keeps running and says why" 'reason=repair waits: slice 0: rack002 is degraded \(3 failed node\(s\) \(nvl\[0020-0022\]\), more than its 2 spare\(s\)\) and no other domain has room for 16 nodes' "$(record "$J")"
 expect_eq "still running on its nodes" "RUNNING" "$(squeue -h -j "$J" -o %T)"
 
+echo "# helper: no room anywhere -> a rack is freed from checkpointable work at once, the slice moves there (defrag.for_repairs)"
+cleanup; resume_all
+wait_for 60 all_up; settle
+J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --requeue --wrap 'sleep 600')
+wait_for 15 running_on "$J" 'nvl[0001-0016]' || not_ok "16-node job placed on rack001: $(nodes_of "$J")"
+# rack001's spares run an admin's job in the spare reservation: not
+# checkpointable, so no repair takes them back
+A=$(sbatch --parsable -N 2 -w 'nvl[0017-0018]' --reservation=nvlslice_spares -J admin --wrap 'sleep 600')
+wait_for 15 running_on "$A" 'nvl[0017-0018]' || not_ok "admin's job on rack001's spares: $(squeue -h -j "$A" -o '%T %r %N')"
+K=$(sbatch --parsable -N 16 --nvl-slice=16 --nvl-checkpointable --requeue -J ckpt --wrap 'sleep 600')
+wait_for 15 running_on "$K" 'nvl[0019-0034]' || not_ok "checkpointable job on rack002: $(nodes_of "$K") $(record "$K")"
+scontrol update nodename=nvl0005 state=drain reason="gpu xid 79"
+if wait_for 60 running_on "$J" 'nvl[0019-0034]'; then
+    ok "the slice moved to rack002, freed for it"
+else
+    not_ok "repair by freeing a rack: $(squeue -h -j "$J" -o '%T %N') $(record "$J")"
+fi
+expect_match "the checkpointable job was requeued for it, not killed" 'Restarts=1' "$(scontrol show job "$K")"
+expect_match "its record says why" "requeued by defragmentation to free rack002 for the repair of job $J" "$(record "$K")"
+expect_match "the helper logged it" "job $J: defragmentation for its repair: requeued checkpointable job\(s\) $K to free rack002" "$(cat "$LOG")"
+expect_eq "the admin's job kept its nodes" "RUNNING nvl[0017-0018]" "$(squeue -h -j "$A" -o '%T %N')"
+
 echo "# helper: a node's slurmd killed (node goes DOWN) -> the same repair once Slurm marks it DOWN"
 cleanup; resume_all
 settle
