@@ -109,13 +109,15 @@ replay() {
         sleep "$wait_s"
         case $kind in
         job) # a: trace line, b: nodes, c: work s, d: checkpointing
-            local args=(-N "$b" --exclusive -J "rp$a" -o /dev/null)
+            # every job in slices of min(N, 16), as the simulator places
+            # each policy's jobs: a smaller job is one slice (with
+            # nvlslice a plain job that loses a drained node is Slurm's,
+            # and keeps running on it)
+            local args=(-N "$b" --exclusive -J "rp$a" -o /dev/null) k=$(( b < 16 ? b : 16 ))
             if [ "$mode" = nvlslice ]; then
-                args+=(--requeue)
-                [ "$b" -ge 16 ] && args+=(--nvl-slice=16)
+                args+=(--requeue --nvl-slice="$k")
             else
-                args+=(--requeue=expedite)
-                [ "$b" -ge 16 ] && args+=(--segment=16)
+                args+=(--requeue=expedite --segment="$k")
             fi
             sbatch "${args[@]}" "$OUT/job.sh" "$c" "$d" "$SCALE" "$(awk -v s="$SCALE" -v h="$STARTUP_H" 'BEGIN { print s * h }')" \
                 "$dir/j$a" >/dev/null 2>>"$dir/sbatch.err" || echo "# $mode: sbatch of trace line $a failed: $(tail -1 "$dir/sbatch.err")"
@@ -161,6 +163,10 @@ replay() {
     local th
     th=$(date +%s.%N)
     squeue -h -o '%j %T' > "$dir/at_horizon"
+    # each failed job's state then, for the ones not running again
+    while read -r j b at; do
+        echo "$j $b $at $(squeue -h -j "$j" -o '%T %r %N' 2>/dev/null | head -1) $(record "$j")"
+    done < <(cat "$dir/hit" 2>/dev/null) > "$dir/hit_state"
     while read -r a b c; do
         local st=$dir/j$a s
         s=$(awk -v n="rp$a" '$1 == n { print $2 }' "$dir/at_horizon")
@@ -209,7 +215,7 @@ for m in nvlslice expedite; do
     printf '# %-9s %-5s %8s %8s %8s %8s %8s %9s %8s\n' "$m" real "$hit" "$p50" "$p90" "$p99" "$mx" "$((hit - res))" "$(goodput "$OUT/$m/useful")"
     read -r g f s50 s90 s99 smx <<< "$(sim_fig "$sp")"
     if [ -n "${g:-}" ]; then
-        printf '# %-9s %-5s %8s %8s %8s %8s %8s %9s %8.3f\n' "$m" sim "$f" \
+        printf '# %-9s %-5s %8s %8s %8s %8s %8s %9s %8.3f\n' "$m" sim "$(awk -v x="$f" 'BEGIN { printf "%.0f", x }')" \
             "$(awk -v x="$s50" -v s="$SCALE" 'BEGIN { printf "%.1f", x * s / 3600 }')" \
             "$(awk -v x="$s90" -v s="$SCALE" 'BEGIN { printf "%.1f", x * s / 3600 }')" \
             "$(awk -v x="$s99" -v s="$SCALE" 'BEGIN { printf "%.1f", x * s / 3600 }')" \
@@ -220,6 +226,12 @@ for m in nvlslice expedite; do
 done
 echo "# per failure (real): job, failure, seconds to running again, at second"
 for m in nvlslice expedite; do sed "s/^/# $m /" "$OUT/$m/resumed" 2>/dev/null; done
+echo "# not running again by the horizon (real): job, failure, at second, its state then, its record"
+for m in nvlslice expedite; do
+    while read -r j rest; do
+        grep -q "^$j " "$OUT/$m/resumed" 2>/dev/null || echo "# $m $j $rest"
+    done < <(cat "$OUT/$m/hit_state" 2>/dev/null)
+done
 echo "# not modelled by the simulator: failure detection (SlurmdTimeout 10 s here for a killed slurmd), slurmctld's and nvlsliced's own seconds, epilogs"
 rm -rf "$OUT"
 summary replay
