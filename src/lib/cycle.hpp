@@ -52,12 +52,11 @@ class Cycle {
           protection_(view.protection), limits_(view.limits), cfg_(cfg), now_(now), mono_(mono), mem_(mem), snap_(map),
           failed_(map.node_count(), 0) {
         HelperMemory::Patterns& p = mem.patterns;
-        if (!p.ready || p.drain_src != cfg.repair_drain_reasons || p.rack_src != cfg.rack_failure_reasons) {
+        if (p.compiled == 0 || p.drain_src != cfg.repair_drain_reasons || p.rack_src != cfg.rack_failure_reasons) {
             p.drain = reason_regex(cfg.repair_drain_reasons, "repair_drain_reasons");
             p.rack = reason_regex(cfg.rack_failure_reasons, "rack_failure_reasons");
             p.drain_src = cfg.repair_drain_reasons;
             p.rack_src = cfg.rack_failure_reasons;
-            p.ready = true;
             ++p.compiled;
         }
     }

@@ -251,8 +251,7 @@ struct HelperMemory {
     // The reason patterns, compiled for the configuration they came from:
     // again only when it changes (a reload), not every cycle.
     struct Patterns {
-        bool ready = false;
-        int compiled = 0; // times compiled (a reload's new patterns)
+        int compiled = 0; // times compiled (0: not yet; more: a reload's new patterns)
         std::string drain_src, rack_src;
         std::optional<std::regex> drain, rack;
     };

@@ -1335,7 +1335,7 @@ TEST_CASE("the reason patterns are compiled once per configuration, not every cy
     w.cfg.repair_drain_reasons = "xid|nvlink";
     w.cfg.rack_failure_reasons = "contained";
     w.cycle();
-    REQUIRE(w.mem.patterns.ready);
+    REQUIRE(w.mem.patterns.compiled == 1);
     w.cycle();
     w.cycle();
     CHECK(w.mem.patterns.compiled == 1);
