@@ -93,6 +93,7 @@ class Cycle {
     void finish_placed(const SliceJob& sj);
     // Pass 2: pending jobs without a usable placement: place them.
     void place_waiting(const SliceJob& sj);
+    void say_escape(const SliceJob& sj);
     // Native mode: Slurm places a waiting job itself, so degraded racks are
     // kept from it by its exclusion (every node of them); the record's
     // offdegraded=1 says the helper set it, to lift it when they recover

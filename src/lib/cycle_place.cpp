@@ -109,7 +109,10 @@ void Cycle::place_waiting(const SliceJob& sj) {
             out_.follow_up = out_.follow_up || r->second - mono_ <= 1;
         }
         if (!why.empty()) {
-            if (open) gate(sj);
+            if (open) {
+                gate(sj);
+                say_escape(sj);
+            }
             PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
             if (!sj.rec || rec.state != RecordState::Waiting || rec.reason != why) {
                 rec.state = RecordState::Waiting;
@@ -135,6 +138,13 @@ void Cycle::place_waiting(const SliceJob& sj) {
     // Requeued (it yielded its nodes) or its owner took the gate off, and no
     // room now: Slurm would start it rack-blind. Gate it again.
     gate(sj);
+    say_escape(sj);
+}
+
+void Cycle::say_escape(const SliceJob& sj) {
+    // requeued jobs come back open by Slurm's doing; a first start without
+    // its gate is its owner's (or an admin's)
+    const SlurmJob& j = *sj.job;
     if (!(sj.rec && sj.rec->state == RecordState::Yielded) && j.restarts == 0)
         say_once(j.id, fmt::format("job {}: pending without its gate and without a placement (its owner took the "
                                    "gate off?): gated again",

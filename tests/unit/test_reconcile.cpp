@@ -110,6 +110,24 @@ TEST_CASE("a slice job whose owner took its gate off is placed at once, or gated
     CHECK(find(w.cycle(), ActionKind::SetLicenses)->arg == "matlab:2,nvlslice_gate:1"); // the user's licenses kept
 }
 
+TEST_CASE("a gate taken off is logged even when Slurm seems to hold the job back", "[reconcile][quick]") {
+    // After any update Slurm's reason is None until its next pass, and a
+    // pending job's StartTime may be the scheduler's expected start: read
+    // as a begin time, the job is gated again untouched; the escape is
+    // still said.
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = w.add_slice_job(7, 16, 1, /*gated=*/false);
+    j.reason = "None";
+    j.begin_time = w.now + 8;
+    auto out = w.cycle();
+    CHECK(find(out, ActionKind::SetLicenses));
+    CHECK_FALSE(find(out, ActionKind::Pin));
+    bool said = false;
+    for (const auto& l : out.log) said = said || l.find("job 7: pending without its gate") != std::string::npos;
+    CHECK(said);
+}
+
 TEST_CASE("license lists: the gate added and taken off, others kept", "[reconcile][quick]") {
     CHECK(with_license("", "g") == "g:1");
     CHECK(with_license("a:2", "g") == "a:2,g:1");
