@@ -94,6 +94,7 @@ class Cycle {
     // Pass 2: pending jobs without a usable placement: place them.
     void place_waiting(const SliceJob& sj);
     void say_escape(const SliceJob& sj);
+    void hand_back(const SliceJob& sj);
     // Native mode: Slurm places a waiting job itself, so degraded racks are
     // kept from it by its exclusion (every node of them); the record's
     // offdegraded=1 says the helper set it, to lift it when they recover

@@ -94,6 +94,10 @@ void Cycle::place_waiting(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
     if (settled_.count(j.id) || pinned_now(j.id)) return;
     if (j.held && !held_by_us(sj)) return; // a user's or an admin's hold: theirs to release
+    if (held_by_us(sj) && !has_placement(sj)) {
+        hand_back(sj);
+        return;
+    }
     const bool open = !j.held && !gated(j);
     // placed, waiting for Slurm to start it
     if (open && has_placement(sj) && (native(sj) ? native_pinned(j) : !j.req_nodes.empty())) return;
@@ -139,6 +143,31 @@ void Cycle::place_waiting(const SliceJob& sj) {
     // room now: Slurm would start it rack-blind. Gate it again.
     gate(sj);
     say_escape(sj);
+}
+
+// The helper holds a job only while it moves it (a repair, a requeue to
+// other nodes). Held, a job has no priority in Slurm's eyes (0): it would
+// sort after every other slice job here, and Slurm's backfill would keep no
+// nodes for it, so jobs behind it would take each node it waits for. One
+// that has no room now waits as every slice job waits, with its priority:
+// behind its gate (gate mode) or for Slurm's own placement off degraded
+// racks (native mode). The gate or the exclusion first, then the release,
+// then the record's hold=0 (what lets the helper release it).
+void Cycle::hand_back(const SliceJob& sj) {
+    const SlurmJob& j = *sj.job;
+    if (native(sj)) {
+        unpin_native(j);
+    } else {
+        gate(sj);
+    }
+    act({ActionKind::Release, j.id, {}});
+    PlacementRecord rec = *sj.rec;
+    rec.hold = false;
+    record(sj, rec);
+    log(fmt::format("job {}: no room for it now ({}): released from the helper's hold, it waits with its priority",
+                    j.id, rec.reason.empty() ? "no placement" : rec.reason));
+    settled_.insert(j.id);
+    out_.follow_up = true; // placed by the next cycle
 }
 
 void Cycle::say_escape(const SliceJob& sj) {

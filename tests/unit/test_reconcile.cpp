@@ -997,6 +997,71 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     CHECK(find(rep, ActionKind::Exclude)->start_at == d.now + 1);
 }
 
+TEST_CASE("a job held for its repair whose nodes were taken is released to wait with its priority, in both modes",
+          "[reconcile][holds][quick]") {
+    for (const bool nat : {false, true}) {
+        INFO((nat ? "native" : "gate") << " mode");
+        World w(2);
+        w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+        if (nat) make_native(w);
+        SlurmJob& j = nat ? add_native_job(w, 7, 16, 1) : w.add_slice_job(7, 16, 1);
+        w.run_on(j, "n[001-016]");
+        j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+        SlurmJob other;
+        other.id = 50;
+        other.priority = 500;
+        w.jobs.push_back(other);
+        w.run_on(w.jobs.back(), "n[019-036]");
+        SlurmJob& j7 = w.jobs.front();
+        w.node("n005").state = NodeState::Draining;
+        auto out = w.cycle();
+        REQUIRE(find(out, ActionKind::RequeueHold));
+        // requeued held; before its release a job behind it takes n017 (an
+        // admin's -w, a reservation ending): its target is busy
+        requeued_held(w, j7, out, "n005");
+        if (auto pin = find(out, ActionKind::Pin)) j7.req_nodes = pin->arg;
+        if (auto ex = find(out, ActionKind::Exclude)) j7.exc_nodes = ex->arg;
+        w.resv = Reservation{"nvlslice_spares", "n018"};
+        SlurmJob taker;
+        taker.id = 51;
+        taker.priority = 400;
+        w.jobs.push_back(taker);
+        w.run_on(w.jobs.back(), "n017");
+        SlurmJob& held = w.jobs.front();
+        w.now += 1;
+        CHECK_FALSE(find(w.cycle(), ActionKind::Release)); // waits for its nodes up to replace_after
+        w.now += w.cfg.replace_after_s + 1;
+        auto fall = w.cycle();
+        const Action* rec = find(fall, ActionKind::SetRecord);
+        REQUIRE(rec);
+        CHECK_THAT(rec->arg, Catch::StartsWith("nvlslice/1 waiting"));
+        held.admin_comment = rec->arg;
+        // no room anywhere: released from the helper's hold, behind its gate
+        // (gate mode) or off the failed node only (native), never held
+        w.now += 1;
+        auto back = w.cycle();
+        const std::string k = kinds(back);
+        CHECK_THAT(k, Catch::Contains("release"));
+        CHECK(k.find(nat ? "exclude" : "licenses") < k.find("release"));
+        CHECK(k.find("release") < k.find("record"));
+        if (nat) CHECK(find(back, ActionKind::Exclude)->arg.find("n017") == std::string::npos);
+        if (!nat) CHECK(find(back, ActionKind::SetLicenses)->arg == "nvlslice_gate:1");
+        CHECK_THAT(find(back, ActionKind::SetRecord)->arg, !Catch::Contains("hold=1"));
+        // as Slurm shows it then: not held, its priority back; the helper
+        // neither holds nor releases it again
+        held.held = false;
+        held.priority = 1000;
+        held.admin_comment = find(back, ActionKind::SetRecord)->arg;
+        if (nat) held.exc_nodes = find(back, ActionKind::Exclude)->arg;
+        if (!nat) held.licenses = "nvlslice_gate:1";
+        w.now += 1;
+        auto after = w.cycle();
+        CHECK_FALSE(find(after, ActionKind::Release));
+        CHECK_FALSE(find(after, ActionKind::RequeueHold));
+        CHECK_FALSE(find(after, ActionKind::Hold));
+    }
+}
+
 TEST_CASE("native mode on Slurm 25.11+: a repair pins the job with a node pool, exactly its placement",
           "[reconcile][native][quick]") {
     World w(2);
