@@ -232,6 +232,12 @@ for m in nvlslice expedite; do
         grep -q "^$j " "$OUT/$m/resumed" 2>/dev/null || echo "# $m $j $rest"
     done < <(cat "$OUT/$m/hit_state" 2>/dev/null)
 done
+# what the helper did for each failed job (its log, the last 8 lines of each)
+LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
+echo "# the helper's log for each job a failure hit (nvlslice)"
+while read -r j _; do
+    grep -E "job $j: " "$LOG" 2>/dev/null | tail -8 | sed "s/^/#   /"
+done < <(sort -u -k1,1 "$OUT/nvlslice/hit" 2>/dev/null)
 echo "# not modelled by the simulator: failure detection (SlurmdTimeout 10 s here for a killed slurmd), slurmctld's and nvlsliced's own seconds, epilogs"
 rm -rf "$OUT"
 summary replay
