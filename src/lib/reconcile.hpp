@@ -81,7 +81,7 @@ struct HelperConfig {
     int prefer_wait_s = 300;  // prefer mode: wait this long for whole slices
     int replace_after_s = 60; // placed but not started while others hold the nodes
     bool defrag = true;
-    // The pace nvl-sim trace measured best (README, "Capacity"): the same
+    // The pace nvl-sim trace measured best (doc/figures.txt, "Capacity"): the same
     // numbers drive the simulator's nvlslice policy.
     int defrag_after_s = 3600;    // strict job blocked by fragmentation this long
     int defrag_interval_s = 3600; // at most one defragmentation per interval

@@ -222,7 +222,7 @@ SlurmdTimeout=10
 JobRequeue=1
 UnkillableStepTimeout=120
 MinJobAge=600
-# batch_sched_delay=0: as the README tells sites to set it (a released job
+# batch_sched_delay=0: as doc/admin-guide.txt tells sites to set it (a released job
 # is scheduled at the next second, not up to 3 s later)
 SchedulerParameters=sched_interval=5,bf_interval=5,batch_sched_delay=0
 # Slurm's own ordering, which slice jobs must keep: multifactor with
