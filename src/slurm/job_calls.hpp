@@ -1,11 +1,13 @@
 // nvlslice — the libslurm calls the SPANK plugin shares with the helper's
-// adapter, and those whose prototypes changed between releases, each behind
-// one inline function: the plugin is not linked with libslurm (the Slurm
-// process that loads it provides the symbols), so they are inline here, and
-// the plugin makes no libslurm call of its own. configure
-// detects each difference with a feature test: the step-id API
-// (NVL_SLURM_STEP_ID_API, 26.05+), slurm_free_conf (HAVE_DECL_SLURM_FREE_CONF,
-// 26.05+), job_desc_msg_t.job_id (HAVE_JOB_DESC_MSG_T_JOB_ID, gone in 25.11).
+// adapter, and those whose prototypes changed between releases. Compiled
+// once (slurm_calls.cpp, libnvlslurmcalls.la: the plugin's; helper_calls.cpp:
+// the helper's and the tools' only) into the helper's adapter, the tools
+// and the plugin; the plugin is not linked with libslurm (the
+// Slurm process that loads it provides the symbols) and makes no libslurm
+// call of its own. configure detects each difference with a feature test:
+// the step-id API (NVL_SLURM_STEP_ID_API, 26.05+), slurm_free_conf
+// (HAVE_DECL_SLURM_FREE_CONF, 26.05+), job_desc_msg_t.job_id
+// (HAVE_JOB_DESC_MSG_T_JOB_ID, gone in 25.11).
 #pragma once
 
 #include "config.h"
@@ -14,9 +16,6 @@ extern "C" {
 #include <slurm/slurm.h>
 }
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,32 +36,15 @@ inline slurm_step_id_t job_step_id(uint32_t job_id) {
 #endif
 
 // One job's record (SHOW_DETAIL); 0 on success, as slurm_load_job.
-inline int load_job(job_info_msg_t** msg, uint32_t job_id) {
-#ifdef NVL_SLURM_STEP_ID_API
-    return slurm_load_job(msg, job_step_id(job_id), SHOW_DETAIL);
-#else
-    return slurm_load_job(msg, job_id, SHOW_DETAIL);
-#endif
-}
+int load_job(job_info_msg_t** msg, uint32_t job_id);
 
-// Requeue a job (flags: 0 or JOB_REQUEUE_HOLD); 0 on success.
-inline int requeue(uint32_t job_id, uint32_t flags) {
-#ifdef NVL_SLURM_STEP_ID_API
-    return slurm_requeue(job_step_id(job_id), flags);
-#else
-    return slurm_requeue(job_id, flags);
-#endif
-}
+// Requeue a job (flags: 0 or JOB_REQUEUE_HOLD); 0 on success. The helper's
+// and the tools' only (helper_calls.cpp).
+int requeue(uint32_t job_id, uint32_t flags);
 
 // Free what slurm_load_ctl_conf returned (slurm_free_conf in 26.05+,
 // slurm_free_ctl_conf before).
-inline void free_ctl_conf(slurm_conf_t* conf) {
-#if HAVE_DECL_SLURM_FREE_CONF
-    slurm_free_conf(conf);
-#else
-    slurm_free_ctl_conf(conf);
-#endif
-}
+void free_ctl_conf(slurm_conf_t* conf);
 
 // Name the job a job_desc_msg_t updates (slurm_update_job). 25.11+ has no
 // job_id field: job_id_str, the decimal id, which `storage` holds and must
@@ -79,44 +61,19 @@ inline void set_update_job_id(job_desc_msg_t& d, uint32_t job_id, std::string& s
 
 // The error of the last failed call: slurm_get_errno() where libslurm still
 // has it, errno where it is gone (24.11 and later).
-inline int last_error() {
-#ifdef HAVE_SLURM_GET_ERRNO
-    return slurm_get_errno();
-#else
-    return errno;
-#endif
-}
+int last_error();
 
 // What the last failed call's error says (slurm_strerror).
-inline std::string error_text() {
-    return slurm_strerror(last_error());
-}
+std::string error_text();
 
 // A job's admin_comment (where the helper keeps its record): nullopt when
 // the job cannot be read, "" when it has none.
-inline std::optional<std::string> load_admin_comment(uint32_t job_id) {
-    job_info_msg_t* msg = nullptr;
-    if (load_job(&msg, job_id) != 0 || !msg) return std::nullopt;
-    std::string text;
-    if (msg->record_count > 0 && msg->job_array[0].admin_comment) text = msg->job_array[0].admin_comment;
-    slurm_free_job_info_msg(msg);
-    return text;
-}
+std::optional<std::string> load_admin_comment(uint32_t job_id);
 
 // Set a node's state (NODE_STATE_DRAIN, NODE_STATE_DOWN, ...) with a reason,
 // as `scontrol update nodename=... state=... reason=...`; 0 on success. The
 // reason's user is the caller (26.05+ has no reason_uid: slurmctld records
 // the sender).
-inline int set_node_state(const std::string& node, uint32_t state, const std::string& reason) {
-    update_node_msg_t m;
-    slurm_init_update_node_msg(&m);
-    m.node_names = const_cast<char*>(node.c_str());
-    m.node_state = state;
-    m.reason = const_cast<char*>(reason.c_str());
-#ifdef HAVE_UPDATE_NODE_MSG_T_REASON_UID
-    m.reason_uid = getuid();
-#endif
-    return slurm_update_node(&m);
-}
+int set_node_state(const std::string& node, uint32_t state, const std::string& reason);
 
 } // namespace nvl::slurm_calls

@@ -1,25 +1,13 @@
 // nvlslice — what the running Slurm offers, for choosing the hand-off
-// (slice_job.hpp: gate or native). Header-only: the plugin (inside sbatch,
-// salloc, srun) and the programs share it. The caller has initialised
-// libslurm (the clients have; SlurmCluster's constructor does).
+// (slice_job.hpp: gate or native). The plugin (inside sbatch, salloc, srun)
+// and the programs share it; the calls are compiled in slurm_calls.cpp. The
+// caller has initialised libslurm (the clients have; SlurmCluster's
+// constructor does).
 #pragma once
 
-#include "config.h"
-
-#include "error.hpp"
-#include "job_calls.hpp"
 #include "slice_job.hpp"
 
-#include <fmt/format.h>
-
-extern "C" {
-#include <slurm/slurm.h>
-#include <slurm/slurm_errno.h>
-}
-
-#include <dlfcn.h>
-
-#include <cerrno>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -41,30 +29,11 @@ struct SlurmFeatures {
 
 // One request to slurmctld: its configuration, as it runs now (configless
 // sites included). Throws when slurmctld does not answer.
-inline SlurmFeatures probe_slurm() {
-    SlurmFeatures f;
-#ifdef HAVE_SLURM_SEGMENTS
-    f.segments = true;
-#endif
-    slurm_conf_t* conf = nullptr;
-    if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS || !conf)
-        throw Error(fmt::format("cannot read slurmctld's configuration: {}", slurm_strerror(errno)));
-    if (conf->topology_plugin) f.topology_plugin = conf->topology_plugin;
-    if (conf->switch_type) f.switch_type = conf->switch_type;
-    if (conf->version) f.version = conf->version;
-    f.enforce_limits = (conf->accounting_storage_enforce & kEnforceLimits) != 0;
-    for (uint32_t i = 0; i < conf->control_cnt; ++i)
-        if (conf->control_machine && conf->control_machine[i]) f.controllers.emplace_back(conf->control_machine[i]);
-    slurm_calls::free_ctl_conf(conf);
-    return f;
-}
+SlurmFeatures probe_slurm();
 
-// Which of the `n` controllers (SlurmctldHost order) answer a ping now.
-inline std::vector<bool> ping_controllers(size_t n) {
-    std::vector<bool> up(n, false);
-    for (size_t i = 0; i < n; ++i) up[i] = slurm_ping(int(i)) == SLURM_SUCCESS;
-    return up;
-}
+// Which of the `n` controllers (SlurmctldHost order) answer a ping now
+// (the helper's and the tools' only: helper_calls.cpp).
+std::vector<bool> ping_controllers(size_t n);
 
 // The same from the configuration this process read when it initialised
 // libslurm (every client does; configless sites get it from slurmctld):
@@ -72,40 +41,12 @@ inline std::vector<bool> ping_controllers(size_t n) {
 // (seconds on 24.11), which no submission should wait for. libslurm and
 // libslurmfull export the loaded configuration as `slurm_conf`; when it is
 // not there or not loaded, one request it is.
-inline SlurmFeatures local_slurm_features() {
-    const auto* conf = static_cast<const slurm_conf_t*>(dlsym(RTLD_DEFAULT, "slurm_conf"));
-    if (!conf || conf->control_cnt == 0) return probe_slurm();
-    SlurmFeatures f;
-#ifdef HAVE_SLURM_SEGMENTS
-    f.segments = true;
-#endif
-    if (conf->topology_plugin) f.topology_plugin = conf->topology_plugin;
-    if (conf->switch_type) f.switch_type = conf->switch_type;
-    f.enforce_limits = (conf->accounting_storage_enforce & kEnforceLimits) != 0;
-    // the client's own version (slurm_api_version(): 0xMMmmuu)
-    const long v = slurm_api_version();
-    f.version = fmt::format("{}.{:02}.{}", SLURM_VERSION_MAJOR(v), SLURM_VERSION_MINOR(v), SLURM_VERSION_MICRO(v));
-    return f;
-}
+SlurmFeatures local_slurm_features();
 
 // The gate license as slurmctld counts it now (one request): whether
 // slurm.conf defines it, its total and how many of it a reservation holds.
 // Throws when slurmctld does not answer.
-inline GateLicense load_gate_license(const std::string& name) {
-    license_info_msg_t* msg = nullptr;
-    if (slurm_load_licenses(0, &msg, 0) != SLURM_SUCCESS || !msg)
-        throw Error(fmt::format("cannot read the cluster's licenses from slurmctld: {}", slurm_strerror(errno)));
-    GateLicense g;
-    for (uint32_t i = 0; i < msg->num_lic; ++i) {
-        const slurm_license_info_t& l = msg->lic_array[i];
-        if (!l.name || name != l.name) continue;
-        g.configured = true;
-        g.total = l.total;
-        g.reserved = l.reserved;
-    }
-    slurm_free_license_info_msg(msg);
-    return g;
-}
+GateLicense load_gate_license(const std::string& name);
 
 // The hand-off to use: `wanted` unless Auto, else what Slurm offers.
 inline HandOff choose_hand_off(HandOff wanted, const SlurmFeatures& f) {
