@@ -211,17 +211,9 @@ bool Cycle::place_job(const SliceJob& sj) {
             for (size_t i = 0; i < req.allowed.size(); ++i) req.allowed[i] = req.allowed[i] && off_defrag_target_[i];
         }
     }
-    PlacementResult r = memo != failed_shapes_.end() ? memo->second : place(snap_, req);
-    if (memo == failed_shapes_.end() && !r.ok && may_lend) {
-        // Spares are not left idle: preemptible work may borrow them until a
-        // repair needs them back (defrag.hpp, the simulator's policy too).
-        req.use_spares = true;
-        PlacementResult lent = place(snap_, req);
-        if (lent.ok) {
-            r = lent;
-            rec.lent = true;
-        }
-    }
+    // Spares are not left idle: preemptible work may borrow them until a
+    // repair needs them back (defrag.hpp, the simulator's policy too).
+    PlacementResult r = memo != failed_shapes_.end() ? memo->second : place_or_borrow(snap_, req, may_lend, rec.lent);
     if (!r.ok && restricted && memo == failed_shapes_.end()) {
         // Say why as if nothing were kept: the kept racks are not failed
         // nodes, and the job is busy only because a higher-priority one
@@ -325,8 +317,7 @@ void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
         const SlurmJob& j = *it->second;
         auto c = ckpt.find(id);
         JobTraits t{c != ckpt.end() && c->second, j.requeue, j.batch || cfg_.defrag_interactive, j.num_nodes};
-        v.eligible = may_borrow_spares(t);
-        v.cost = double(std::max<int64_t>(1, now_ - j.start_time)) * double(std::max(1, j.num_nodes));
+        v = victim_info(t, double(now_ - j.start_time));
         return v;
     });
     const DomainId best = plan.domain;

@@ -91,4 +91,17 @@ DefragPlan plan_defrag(const Snapshot& snap, int slice, const std::function<Vict
     return best;
 }
 
+PlacementResult place_or_borrow(const Snapshot& snap, SliceRequest req, bool may_borrow, bool& lent) {
+    lent = false;
+    PlacementResult r = place(snap, req);
+    if (r.ok || !may_borrow) return r;
+    // spares are not left idle: preemptible work may borrow them until a
+    // repair needs them back
+    req.use_spares = true;
+    PlacementResult borrowed = place(snap, req);
+    if (!borrowed.ok) return r; // why it waits: as without the spares
+    lent = true;
+    return borrowed;
+}
+
 } // namespace nvl

@@ -17,6 +17,7 @@
 #pragma once
 
 #include "model.hpp"
+#include "placement.hpp"
 
 #include <functional>
 #include <string_view>
@@ -51,10 +52,26 @@ inline bool may_borrow_spares(const JobTraits& t, LendScope scope = LendScope::C
     return scope == LendScope::Checkpointable || t.nodes == 1;
 }
 
+// Placement with the lending rule: `req` as it is, and where it does not fit
+// and the job may borrow spares, again on the racks' spares too (`lent`
+// says which fitted). The helper's placement and the simulator's both.
+PlacementResult place_or_borrow(const Snapshot& snap, SliceRequest req, bool may_borrow, bool& lent);
+
 struct VictimInfo {
     bool eligible = false; // may be requeued to free a rack
     double cost = 0;       // what the requeue may lose (nodes x seconds run)
 };
+
+// A running job as defragmentation sees it: eligible as a borrower of
+// spares is (checkpointable, requeueable, batch), its cost its nodes x the
+// seconds it has run (the work lost since its last checkpoint is at most
+// that; a second at least). The helper's victims and the simulator's.
+inline VictimInfo victim_info(const JobTraits& t, double seconds_run) {
+    VictimInfo v;
+    v.eligible = may_borrow_spares(t);
+    v.cost = (seconds_run > 1 ? seconds_run : 1.0) * double(t.nodes > 1 ? t.nodes : 1);
+    return v;
+}
 
 struct DefragPlan {
     DomainId domain = kNoDomain; // the rack freed; kNoDomain: none can be

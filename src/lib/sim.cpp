@@ -236,16 +236,12 @@ bool Sim::try_start(int j, double now, Reason* why) {
         req.slice_size = std::min(tj.nodes, p_.slice);
         req.total_nodes = tj.nodes;
         if (tj.nodes % req.slice_size) req.slice_size = 0; // auto
-        PlacementResult pr = place(snap_, req);
-        if (!pr.ok && pol_ == Policy::Nvlslice && may_borrow_spares(traits(j), p_.lend)) {
-            // spares are lent to preemptible work until a repair needs them
-            req.use_spares = true;
-            PlacementResult lent = place(snap_, req);
-            if (lent.ok) pr = lent;
-            r.lent = lent.ok;
-        } else {
-            r.lent = false;
-        }
+        // spares are lent to preemptible work until a repair needs them
+        // (the helper's rule: place_or_borrow)
+        bool lent = false;
+        PlacementResult pr =
+            place_or_borrow(snap_, req, pol_ == Policy::Nvlslice && may_borrow_spares(traits(j), p_.lend), lent);
+        r.lent = lent;
         if (!pr.ok) {
             if (why) *why = pr.reason;
             return false;
@@ -329,11 +325,8 @@ bool Sim::maybe_defrag(int j, double now, int repair_slice) {
         return false;
     DefragPlan plan = plan_defrag(snap_, repair ? repair_slice : p_.slice, [&](JobId id) {
         const int v = int(id) - 1;
-        VictimInfo info;
-        if (v < 0 || v == j || !jobs_[size_t(v)].running) return info;
-        info.eligible = may_borrow_spares(traits(v), LendScope::Checkpointable);
-        info.cost = double(jobs_[size_t(v)].nodes.size()) * (now - jobs_[size_t(v)].run_start);
-        return info;
+        if (v < 0 || v == j || !jobs_[size_t(v)].running) return VictimInfo{};
+        return victim_info(traits(v), (now - jobs_[size_t(v)].run_start) * 3600); // the helper's rule
     });
     if (!plan) return false;
     if (!repair) last_defrag_ = now; // a repair's does not delay the paced ones
