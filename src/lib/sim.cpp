@@ -254,6 +254,14 @@ bool Sim::try_start(int j, double now, Reason* why) {
     r.used = tj.nodes;
     r.speed = speed;
     run_on(j, nodes, now);
+    if (pol_ == Policy::Nvlslice && p_.on_decision) {
+        SimDecision d;
+        d.hours = now;
+        d.job = JobId(j + 1);
+        d.nodes = nodes;
+        d.lent = r.lent;
+        p_.on_decision(d);
+    }
     return true;
 }
 
@@ -329,6 +337,15 @@ bool Sim::maybe_defrag(int j, double now, int repair_slice) {
         return victim_info(traits(v), (now - jobs_[size_t(v)].run_start) * 3600); // the helper's rule
     });
     if (!plan) return false;
+    if (p_.on_decision) {
+        SimDecision d;
+        d.kind = SimDecision::Defrag;
+        d.hours = now;
+        d.job = JobId(j + 1);
+        d.rack = plan.domain;
+        d.victims = plan.victims;
+        p_.on_decision(d);
+    }
     if (!repair) last_defrag_ = now; // a repair's does not delay the paced ones
     auto pos = std::find(queue_.begin(), queue_.end(), j);
     for (JobId id : plan.victims) {

@@ -45,10 +45,26 @@
 #include "defrag.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace nvl {
+
+// A decision of the nvlslice policy, as the simulator makes it with the
+// helper's functions: a job started (on which nodes, on lent spares or
+// not), or a defragmentation (the rack freed, the jobs requeued). Job ids
+// are trace indexes + 1. Tests replay the same state through the helper's
+// cycle and compare.
+struct SimDecision {
+    enum Kind { Start, Defrag } kind = Start;
+    double hours = 0;
+    JobId job = 0;              // started, or blocked (defragmentation)
+    std::vector<NodeId> nodes;  // started on
+    bool lent = false;          // on lent spares
+    DomainId rack = kNoDomain;  // freed
+    std::vector<JobId> victims; // requeued to free it
+};
 
 struct SimParams {
     int racks = 128;
@@ -73,6 +89,8 @@ struct SimParams {
     int defrag_interval_s = -1; // -1: the helper's default
     bool defrag_repairs = true; // a repair with no room frees a rack at once (helper defrag.for_repairs)
     uint64_t seed = 1;
+    // Called with each decision of the nvlslice policy (none: not recorded).
+    std::function<void(const SimDecision&)> on_decision;
 };
 
 // A distribution over the failures of one run (seconds), nearest-rank.

@@ -2,6 +2,7 @@
 #include "fixtures.hpp"
 #include "rack_health.hpp"
 #include "reconcile.hpp"
+#include "sim.hpp"
 #include "slice_job.hpp"
 
 #include "catch.hpp"
@@ -1430,4 +1431,75 @@ TEST_CASE("the reason patterns are compiled once per configuration, not every cy
     CHECK(w.mem.patterns.compiled == 2);
     CHECK(w.mem.patterns.drain_src == "xid");
     CHECK_FALSE(std::regex_search(std::string("nvlink down"), *w.mem.patterns.drain));
+}
+
+TEST_CASE("one policy: the simulator and the helper decide the same on one scenario",
+          "[reconcile][sim][defrag][quick]") {
+    // 3 racks x 18 (16 + 2 spares). At 0 h: job 1 (9 nodes, checkpointing),
+    // job 2 (8, checkpointing), job 3 (10, not). At 1 h job 4 (16, not)
+    // finds 21 free nodes but no rack with 16: defragmentation at once.
+    SimParams p;
+    p.racks = 3;
+    p.days = 1;
+    p.mtbf_days = 1e9;
+    p.defrag_after_s = 0;
+    Trace t;
+    t.jobs = {{0.0, 9, 100, true}, {0.0, 8, 100, true}, {0.0, 10, 100, false}, {1.0, 16, 10, false}};
+    std::vector<SimDecision> sim;
+    p.on_decision = [&](const SimDecision& d) { sim.push_back(d); };
+    run_trace(p, t);
+    // the simulator: three starts, the defragmentation, then job 4 on the
+    // freed rack and the requeued job 2 on lent spares
+    REQUIRE(sim.size() >= 6);
+    CHECK(sim[3].kind == SimDecision::Defrag);
+    CHECK(sim[3].job == 4);
+    CHECK(sim[4].job == 4);
+    CHECK(sim[5].job == 2);
+    CHECK(sim[5].lent);
+
+    // The helper's cycle on the state the simulator had at 1 h.
+    World w(3);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036,053-054]"};
+    w.cfg.defrag_after_s = 0;
+    const RackMap& m = w.map;
+    auto names = [&](const std::vector<NodeId>& ids) { return hostlist_compress(m.node_names(ids)); };
+    for (int i = 0; i < 3; ++i) {
+        const SimDecision& d = sim[size_t(i)];
+        REQUIRE(d.kind == SimDecision::Start);
+        const TraceJob& tj = t.jobs[d.job - 1];
+        SlurmJob& j = w.add_slice_job(d.job, tj.nodes, 1, true, tj.ckpt);
+        w.run_on(j, names(d.nodes));
+        j.start_time = w.now - 3600;
+        j.admin_comment = fmt::format("nvlslice/1 placed slice={} slices={} repairs=0 moves=0 job={}", tj.nodes,
+                                      names(d.nodes), d.job);
+    }
+    SlurmJob& blocked = w.add_slice_job(4, 16, 1);
+    blocked.submit_time = w.now - 1;
+    auto out = w.cycle();
+    // the same victims
+    std::vector<JobId> victims;
+    for (const auto& a : out.actions)
+        if (a.kind == ActionKind::Requeue) victims.push_back(a.job);
+    CHECK(victims == sim[3].victims);
+    // Slurm requeues them: pending, their nodes free; the next cycle places
+    // job 4 where the simulator started it, and the requeued job 2 on the
+    // same lent spares
+    for (JobId v : victims) {
+        SlurmJob& j = *std::find_if(w.jobs.begin(), w.jobs.end(), [&](const SlurmJob& x) { return x.id == v; });
+        for (auto& n : j.nodes) w.node(n).state = NodeState::Idle;
+        j.nodes.clear();
+        j.state = JobState::Pending;
+        j.restarts = 1;
+        j.licenses = "nvlslice_gate:1";
+        j.admin_comment = find(out, ActionKind::SetRecord, v)->arg;
+    }
+    w.now += 1;
+    auto next = w.cycle();
+    const Action* pin4 = find(next, ActionKind::Pin, 4);
+    REQUIRE(pin4);
+    CHECK(pin4->arg == names(sim[4].nodes));
+    const Action* pin2 = find(next, ActionKind::Pin, 2);
+    REQUIRE(pin2);
+    CHECK(pin2->arg == names(sim[5].nodes));
+    CHECK_THAT(find(next, ActionKind::SetRecord, 2)->arg, Catch::Contains("lent=1"));
 }
