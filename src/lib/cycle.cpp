@@ -137,15 +137,14 @@ void Cycle::collect_slice_jobs() {
             rec = PlacementRecord::parse(j.admin_comment);
         } catch (const Error& e) {
             if (wrong.empty() && tag)
-                log(fmt::format("job {}: admin_comment is not an nvlslice record ({}); placing afresh", j.id,
-                                e.what()));
+                log(j.id, fmt::format("admin_comment is not an nvlslice record ({}); placing afresh", e.what()));
         }
         if (rec && !rec->belongs_to(j.id)) {
             // Slurm copied another job's record here (a job array's task
             // split off): this job has no placement of its own yet.
             if (tag && wrong.empty())
-                log(fmt::format("job {}: its record is job {}'s (copied by a job array split); placed on its own", j.id,
-                                rec->job));
+                log(j.id,
+                    fmt::format("its record is job {}'s (copied by a job array split); placed on its own", rec->job));
             rec.reset();
         }
         if (rec && rec->lent && j.state == JobState::Running && !j.requeue && j.batch) {
@@ -155,9 +154,8 @@ void Cycle::collect_slice_jobs() {
             auto b = mem_.backoff.find(j.id);
             if (b == mem_.backoff.end() || b->second.until <= mono_) {
                 act({ActionKind::AllowRequeue, j.id, {}});
-                warn_once(j.id, fmt::format("job {}: runs on a lent spare, and its Requeue was turned off: set back "
-                                            "to 1 (a repair takes a lent spare back by requeue)",
-                                            j.id));
+                warn_once(j.id, fmt::format("runs on a lent spare, and its Requeue was turned off: set back "
+                                            "to 1 (a repair takes a lent spare back by requeue)"));
             }
         }
         if (!wrong.empty()) {
@@ -176,7 +174,7 @@ void Cycle::collect_slice_jobs() {
             }
             if (!rec || rec->state != RecordState::Ignored || rec->reason != ignored.reason) {
                 act({ActionKind::SetRecord, j.id, ignored.str()});
-                log(fmt::format("job {}: not a slice job nvlslice can place, left to Slurm: {}", j.id, wrong));
+                log(j.id, fmt::format("not a slice job nvlslice can place, left to Slurm: {}", wrong));
             }
             continue;
         }
@@ -186,7 +184,7 @@ void Cycle::collect_slice_jobs() {
             // taken back as a job without a placement, its loan kept.
             rec->state = RecordState::Waiting;
             rec->reason.clear();
-            log(fmt::format("job {}: its nvlslice tag describes the job again: nvlslice takes it back", j.id));
+            log(j.id, fmt::format("its nvlslice tag describes the job again: nvlslice takes it back"));
         }
         slice_jobs_.push_back(SliceJob{&j, *tag, rec});
     }
@@ -355,8 +353,7 @@ bool Cycle::backing_off(const SliceJob& sj) {
         rec.reason = fmt::format("nvlsliced could not act on this job ({} time(s)): {}; next try in {} s", b.failures,
                                  b.error, b.until - mono_);
         record(sj, rec);
-        warn(fmt::format("job {}: left alone for {} s after a refused action: {}", sj.job->id, b.until - mono_,
-                         b.error));
+        warn(sj.job->id, fmt::format("left alone for {} s after a refused action: {}", b.until - mono_, b.error));
     }
     return true;
 }
@@ -397,7 +394,7 @@ CycleOutput Cycle::run() {
             else if (sj.job->state == JobState::Pending)
                 finish_placed(sj);
         } catch (const Error& e) {
-            warn_once(sj.job->id, fmt::format("job {}: skipped: {}", sj.job->id, e.what()));
+            warn_once(sj.job->id, fmt::format("skipped: {}", e.what()));
         }
     }
     evacuate();
@@ -409,7 +406,7 @@ CycleOutput Cycle::run() {
             try {
                 if (sj.job->state == JobState::Pending) place_waiting(sj);
             } catch (const Error& e) {
-                warn_once(sj.job->id, fmt::format("job {}: skipped: {}", sj.job->id, e.what()));
+                warn_once(sj.job->id, fmt::format("skipped: {}", e.what()));
             }
         }
     // Native mode: Slurm's backfill protects its top job and the block

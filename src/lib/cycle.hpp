@@ -228,18 +228,21 @@ class Cycle {
     void record(const SliceJob& sj, const PlacementRecord& r, bool always = false);
     void pin_and_release(const SliceJob& sj, const Placement& p, PlacementRecord r, bool requeue_first);
     std::string hl(const std::vector<NodeId>& ids) const { return hostlist_compress(map_.node_names(ids)); }
-    void log(const std::string& s) { out_.log.push_back(s); }
+    // A decision about one job (0: about the cluster), in words.
+    void log(JobId job, std::string s) { out_.log.push_back({Severity::Info, job, std::move(s)}); }
+    void log(std::string s) { log(0, std::move(s)); }
     // A line an operator should look at (nvlsliced logs it as a warning).
-    void warn(const std::string& s) { out_.log.push_back(std::string(kWarning) + s); }
+    void warn(JobId job, std::string s) { out_.log.push_back({Severity::Warning, job, std::move(s)}); }
+    void warn(std::string s) { warn(0, std::move(s)); }
     void say_once(JobId job, const std::string& s) {
         std::string& last = mem_.said[job];
-        if (last != s) log(last = s);
+        if (last != s) log(job, last = s);
     }
     // A warning about one job, repeated only when it changes (a job that
     // cannot be handled is skipped every cycle, but said once).
     void warn_once(JobId job, const std::string& s) {
         std::string& last = mem_.said[job];
-        if (last != s) warn(last = s);
+        if (last != s) warn(job, last = s);
     }
     // Every action goes through act(), which remembers per job which kinds
     // were asked for, so that a later pass asks in O(1).

@@ -83,9 +83,9 @@ SliceJob Cycle::keep_off_degraded(const SliceJob& sj) {
     if (!same(j.exc_nodes, degraded_nodes_)) {
         act({ActionKind::Exclude, j.id, degraded_nodes_});
         exclusion_[j.id] = degraded_nodes_;
-        log(degraded_nodes_.empty()
-                ? fmt::format("job {}: the racks recovered: its exclusion is lifted, Slurm may place it anywhere", j.id)
-                : fmt::format("job {}: kept off degraded racks: ExcNodeList={}", j.id, degraded_nodes_));
+        log(j.id, degraded_nodes_.empty()
+                      ? std::string("the racks recovered: its exclusion is lifted, Slurm may place it anywhere")
+                      : fmt::format("kept off degraded racks: ExcNodeList={}", degraded_nodes_));
     }
     return out;
 }
@@ -124,7 +124,7 @@ void Cycle::place_waiting(const SliceJob& sj) {
                 rec.slices.clear();
                 rec.reason = why;
                 record(sj, rec);
-                say_once(j.id, fmt::format("job {}: not placed: {}", j.id, why));
+                say_once(j.id, fmt::format("not placed: {}", why));
             }
             return;
         }
@@ -164,8 +164,8 @@ void Cycle::hand_back(const SliceJob& sj) {
     PlacementRecord rec = *sj.rec;
     rec.hold = false;
     record(sj, rec);
-    log(fmt::format("job {}: no room for it now ({}): released from the helper's hold, it waits with its priority",
-                    j.id, rec.reason.empty() ? "no placement" : rec.reason));
+    log(j.id, fmt::format("no room for it now ({}): released from the helper's hold, it waits with its priority",
+                          rec.reason.empty() ? "no placement" : rec.reason));
     settled_.insert(j.id);
     out_.follow_up = true; // placed by the next cycle
 }
@@ -175,9 +175,8 @@ void Cycle::say_escape(const SliceJob& sj) {
     // its gate is its owner's (or an admin's)
     const SlurmJob& j = *sj.job;
     if (!(sj.rec && sj.rec->state == RecordState::Yielded) && j.restarts == 0)
-        say_once(j.id, fmt::format("job {}: pending without its gate and without a placement (its owner took the "
-                                   "gate off?): gated again",
-                                   j.id));
+        say_once(j.id, fmt::format("pending without its gate and without a placement (its owner took the "
+                                   "gate off?): gated again"));
 }
 
 bool Cycle::place_job(const SliceJob& sj) {
@@ -245,7 +244,7 @@ bool Cycle::place_job(const SliceJob& sj) {
         if (!was_waiting || reason_kind(rec.reason) != reason_kind(r.detail)) {
             rec.reason = r.detail;
             record(sj, rec);
-            log(fmt::format("job {}: waits: {}", j.id, r.detail));
+            log(j.id, fmt::format("waits: {}", r.detail));
         }
         // Enough room in total but in no single rack (with or without their
         // spares): what defragmentation is for.
@@ -285,8 +284,8 @@ bool Cycle::place_job(const SliceJob& sj) {
     for (const auto& s : r.placement.slices)
         where += fmt::format("{}{} {}", where.empty() ? "" : ", ",
                              s.domain == kNoDomain ? "(split)" : map_.domain(s.domain).name, hl(s.nodes));
-    log(fmt::format("job {}: placed {} slice(s) of {}: {}{}{}", j.id, r.placement.slices.size(), sj.tag.slice, where,
-                    r.placement.split ? " [" + r.detail + "]" : "", rec.lent ? " (a lent spare)" : ""));
+    log(j.id, fmt::format("placed {} slice(s) of {}: {}{}{}", r.placement.slices.size(), sj.tag.slice, where,
+                          r.placement.split ? " [" + r.detail + "]" : "", rec.lent ? " (a lent spare)" : ""));
     pin_and_release(sj, r.placement, rec, false);
     return true;
 }
@@ -324,7 +323,7 @@ void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
     const double best_cost = plan.cost;
     const std::vector<JobId>& best_victims = plan.victims;
     if (best == kNoDomain) {
-        say_once(blocked.id, fmt::format("job {}: {}; no rack can be freed from checkpointable jobs alone", blocked.id,
+        say_once(blocked.id, fmt::format("{}; no rack can be freed from checkpointable jobs alone",
                                          for_repair ? "its repair finds no room" : "blocked by fragmentation"));
         defrag_done_ = true;
         return;
@@ -339,9 +338,9 @@ void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
     if (!for_repair) mem_.last_defrag = mono_; // a repair's does not delay the paced ones
     mem_.defrag_target = HelperMemory::DefragTarget{blocked.id, best, mono_, for_repair};
     defrag_done_ = true;
-    log(fmt::format("job {}: defragmentation{}: requeued checkpointable job(s) {} to free {} for a {}-node slice "
-                    "(cost {:.0f} node-seconds)",
-                    blocked.id, for_repair ? " for its repair" : "", list, map_.domain(best).name, k, best_cost));
+    log(blocked.id, fmt::format("defragmentation{}: requeued checkpointable job(s) {} to free {} for a {}-node slice "
+                                "(cost {:.0f} node-seconds)",
+                                for_repair ? " for its repair" : "", list, map_.domain(best).name, k, best_cost));
 }
 
 void Cycle::yield_job(JobId v, const std::string& why) {
@@ -449,9 +448,10 @@ void Cycle::protect_top() {
     a.end_at = end;
     act(std::move(a));
     const std::string when = iso_time(start);
-    log(fmt::format("job {}: top priority, waits: racks kept for it, {} from {} (in {} s); shorter jobs may still "
+    log(top->job->id,
+        fmt::format("top priority, waits: racks kept for it, {} from {} (in {} s); shorter jobs may still "
                     "run there",
-                    top->job->id, want, when, start - now_));
+                    want, when, start - now_));
 }
 
 } // namespace nvl::detail

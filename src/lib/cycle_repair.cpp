@@ -16,7 +16,7 @@ void Cycle::handle_running(const SliceJob& started) {
         // Its record says it gave its nodes back, but it runs: the helper
         // died between the record and the requeue. The requeue follows.
         act({ActionKind::Requeue, j.id, {}});
-        log(fmt::format("job {}: its record says it yielded its nodes, but it still runs: requeued", j.id));
+        log(j.id, fmt::format("its record says it yielded its nodes, but it still runs: requeued"));
         return;
     }
     std::vector<NodeId> failed;
@@ -36,7 +36,7 @@ void Cycle::handle_running(const SliceJob& started) {
             // reason is stale
             rec.reason.clear();
             record(sj, rec);
-            log(fmt::format("job {}: its nodes are healthy again; nothing to repair", j.id));
+            log(j.id, fmt::format("its nodes are healthy again; nothing to repair"));
         } else if (!sj.rec || sj.rec->state != RecordState::Placed) {
             check_escaped(sj, rec);
         }
@@ -64,8 +64,8 @@ void Cycle::handle_running(const SliceJob& started) {
                                            "cannot be requeued: end it and submit again",
                                            failed_hl);
             record(sj, rec);
-            warn(fmt::format("job {}: node(s) {} failed; {}, so it is left to Slurm and its owner", j.id, failed_hl,
-                             j.batch ? "submitted with --no-requeue" : "an interactive allocation"));
+            warn(j.id, fmt::format("node(s) {} failed; {}, so it is left to Slurm and its owner", failed_hl,
+                                   j.batch ? "submitted with --no-requeue" : "an interactive allocation"));
         }
         return;
     }
@@ -76,7 +76,7 @@ void Cycle::handle_running(const SliceJob& started) {
         if (rec.reason != why) {
             rec.reason = why;
             record(sj, rec);
-            log(fmt::format("job {}: node(s) {} failed; {}", j.id, failed_hl, plan.reason));
+            log(j.id, fmt::format("node(s) {} failed; {}", failed_hl, plan.reason));
         }
         try_defrag(sj, true); // a rack freed from checkpointable work: the move of a later cycle
         return;
@@ -111,7 +111,7 @@ void Cycle::evacuate() {
                 if (rec.reason != why) {
                     rec.reason = why;
                     record(sj, rec);
-                    log(fmt::format("job {}: {}", j.id, why));
+                    log(j.id, fmt::format("{}", why));
                 }
                 continue;
             }
@@ -122,7 +122,7 @@ void Cycle::evacuate() {
                 if (rec.reason != why) {
                     rec.reason = why;
                     record(sj, rec);
-                    log(fmt::format("job {}: rack {} degraded; {}", j.id, racks, plan.reason));
+                    log(j.id, fmt::format("rack {} degraded; {}", racks, plan.reason));
                 }
                 continue;
             }
@@ -132,7 +132,7 @@ void Cycle::evacuate() {
                          sj.tag.checkpointable ? " (rack degraded, checkpointable)" : " (rack degraded)");
             pin_and_release(sj, plan.placement, rec, true);
         } catch (const Error& e) {
-            warn_once(j.id, fmt::format("job {}: skipped: {}", j.id, e.what()));
+            warn_once(j.id, fmt::format("skipped: {}", e.what()));
         }
     }
 }
@@ -173,18 +173,18 @@ void Cycle::check_escaped(const SliceJob& sj, PlacementRecord rec) {
             rec.reason = "Slurm placed its segments across racks: do topology.conf and the rack map agree (nvl-topo "
                          "check)?";
         record(sj, rec);
-        log(fmt::format("job {}: Slurm started it (native, --segment={}) on {}{}", j.id, sj.tag.slice,
-                        hostlist_compress(j.nodes), whole ? "" : ": " + rec.reason));
+        log(j.id, fmt::format("Slurm started it (native, --segment={}) on {}{}", sj.tag.slice,
+                              hostlist_compress(j.nodes), whole ? "" : ": " + rec.reason));
         return;
     }
     if (whole || ours) {
         rec = placed;
         if (JobId from = copied_from(j); !ours && from)
-            log(fmt::format("job {}: a task of job array {} started on its placement {}: the record is its own now",
-                            j.id, from, hostlist_compress(j.nodes)));
+            log(j.id, fmt::format("a task of job array {} started on its placement {}: the record is its own now", from,
+                                  hostlist_compress(j.nodes)));
         else if (!ours)
-            log(fmt::format("job {}: started without nvlsliced (its gate was taken off) on whole slices {}: kept", j.id,
-                            hostlist_compress(j.nodes)));
+            log(j.id, fmt::format("started without nvlsliced (its gate was taken off) on whole slices {}: kept",
+                                  hostlist_compress(j.nodes)));
         record(sj, rec);
         return;
     }
@@ -198,12 +198,12 @@ void Cycle::check_escaped(const SliceJob& sj, PlacementRecord rec) {
             fmt::format("its gate was taken off and Slurm started it rack-blind on {}; requeued to be placed", where);
         record(sj, rec);
         act({ActionKind::Requeue, j.id, {}});
-        log(fmt::format("job {}: escaped its gate and started rack-blind on {}: requeued, to be placed in slices", j.id,
-                        where));
+        log(j.id,
+            fmt::format("escaped its gate and started rack-blind on {}: requeued, to be placed in slices", where));
     } else if (rec.reason.rfind("ran rack-blind", 0) != 0) {
         rec.reason = fmt::format("ran rack-blind on {}: its gate was taken off, and Slurm cannot requeue it", where);
         record(sj, rec);
-        log(fmt::format("job {}: escaped its gate and runs rack-blind on {}; it cannot be requeued", j.id, where));
+        log(j.id, fmt::format("escaped its gate and runs rack-blind on {}; it cannot be requeued", where));
     }
 }
 
@@ -271,9 +271,9 @@ void Cycle::finish_placed(const SliceJob& sj) {
                 gate(sj);
             }
             record(sj, rec);
-            log(fmt::format("job {}: its array's task job {} started on its placement {}; the rest of the array is "
-                            "placed afresh",
-                            j.id, split_task, hl(pinned)));
+            log(j.id, fmt::format("its array's task job {} started on its placement {}; the rest of the array is "
+                                  "placed afresh",
+                                  split_task, hl(pinned)));
             settled_.insert(j.id);
             out_.follow_up = true; // placed by the next cycle, 100 ms on
             return;
@@ -298,7 +298,8 @@ void Cycle::finish_placed(const SliceJob& sj) {
             record(sj, rec);
             mem_.placed_since.erase(j.id);
             if (!holds) mem_.retry_at[j.id] = mono_ + cfg_.replace_after_s;
-            log(fmt::format("job {}: pinned to {} but {}: gated again, its racks freed", j.id, hl(pinned),
+            log(j.id,
+                fmt::format("pinned to {} but {}: gated again, its racks freed", hl(pinned),
                             holds ? "held back by Slurm (" + *holds + ")"
                                   : fmt::format("not started within replace_after ({} s)", cfg_.replace_after_s)));
             settled_.insert(j.id);
@@ -313,12 +314,12 @@ void Cycle::finish_placed(const SliceJob& sj) {
                 unpin_native(j);
                 rec.reason = "its nodes were taken by another job; left to Slurm's placement";
                 record(sj, rec);
-                log(fmt::format("job {}: nodes {} taken by other jobs; unpinned, Slurm places it", j.id, hl(pinned)));
+                log(j.id, fmt::format("nodes {} taken by other jobs; unpinned, Slurm places it", hl(pinned)));
             } else {
                 gate(sj);
                 rec.reason = "its nodes were taken by another job; placing again";
                 record(sj, rec);
-                log(fmt::format("job {}: nodes {} taken by other jobs; gated to be placed again", j.id, hl(pinned)));
+                log(j.id, fmt::format("nodes {} taken by other jobs; gated to be placed again", hl(pinned)));
             }
         }
         settled_.insert(j.id);
@@ -352,7 +353,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
                     out_.follow_up = true;
                     take(pinned, j.id);
                     settled_.insert(j.id);
-                    say_once(j.id, fmt::format("job {}: repair waits for its nodes {} to be free", j.id, hl(pinned)));
+                    say_once(j.id, fmt::format("repair waits for its nodes {} to be free", hl(pinned)));
                     return;
                 }
             }
@@ -390,10 +391,10 @@ void Cycle::finish_placed(const SliceJob& sj) {
         // released (or running) with hold=1 and only writes the record.
         start_now(sj);
         record(sj, rec);
-        log(fmt::format("job {}: started on its pinned nodes {}{}", j.id, hl(pinned),
-                        sj.rec->state == RecordState::Repairing    ? " (repair complete)"
-                        : sj.rec->state == RecordState::Restarting ? " (restarted)"
-                                                                   : ""));
+        log(j.id, fmt::format("started on its pinned nodes {}{}", hl(pinned),
+                              sj.rec->state == RecordState::Repairing    ? " (repair complete)"
+                              : sj.rec->state == RecordState::Restarting ? " (restarted)"
+                                                                         : ""));
         return;
     }
     // Pinned to a node that failed since (or requeued by Slurm after a node
@@ -405,7 +406,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
         if (needs_repair(id)) failed.push_back(id);
     RepairPlan plan = plan_repair(snap_, p, failed);
     if (!plan.feasible) {
-        say_once(j.id, fmt::format("job {}: pinned node(s) {} failed; {}", j.id, hl(failed), plan.reason));
+        say_once(j.id, fmt::format("pinned node(s) {} failed; {}", hl(failed), plan.reason));
         try_defrag(sj, true);
         return; // pass 2 places it afresh or records why it waits
     }
@@ -427,12 +428,11 @@ void Cycle::begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRe
     }
     for (JobId victim : plan.preempt) {
         yield_job(victim, fmt::format("its lent spare was taken back to repair job {}", id));
-        log(fmt::format("job {}: repair takes back a lent spare: requeued checkpointable job {}", id, victim));
+        log(id, fmt::format("repair takes back a lent spare: requeued checkpointable job {}", victim));
     }
     for (const auto& s : plan.slices)
         if (s.action != RepairAction::Keep)
-            log(fmt::format("job {}: repair{}: {}: removed {} added {}", id, label, s.detail, hl(s.removed),
-                            hl(s.added)));
+            log(id, fmt::format("repair{}: {}: removed {} added {}", label, s.detail, hl(s.removed), hl(s.added)));
 }
 
 } // namespace nvl::detail

@@ -177,14 +177,22 @@ struct CycleStats {
     int evacuations = 0; // jobs moved out of degraded racks
 };
 
-// A log line that starts with this wants an operator's eye (a degraded
-// rack, a job that cannot be repaired, a refused action): nvlsliced logs it
-// at warning level, without the prefix.
-inline constexpr const char* kWarning = "warning: ";
+// A warning wants an operator's eye (a degraded rack, a job that cannot be
+// repaired, a refused action): nvlsliced logs it at warning level.
+enum class Severity : uint8_t { Info, Warning };
+
+// One line of the cycle's log: what it decided and why.
+struct LogEntry {
+    Severity severity = Severity::Info;
+    JobId job = 0; // the job it is about; 0: the cluster (racks, spares, nodes)
+    std::string text;
+    // As nvlsliced writes it: "job 7: placed ..." or the text alone.
+    std::string line() const { return job ? "job " + std::to_string(job) + ": " + text : text; }
+};
 
 struct CycleOutput {
     std::vector<Action> actions;
-    std::vector<std::string> log; // one line per decision: job, nodes, why
+    std::vector<LogEntry> log; // one entry per decision: job, nodes, why
     CycleStats stats;
     // A repair or a restart is under way (a requeue asked for, a job
     // waiting for its start second or to be released): its next step

@@ -103,13 +103,9 @@ void say(int level, const std::string& line) {
 void say(const std::string& msg) {
     say(LOG_INFO, msg);
 }
-// A line of the core's: warning level when it starts with kWarning.
-void say_core(const std::string& line) {
-    const size_t n = std::char_traits<char>::length(kWarning);
-    if (line.compare(0, n, kWarning) == 0)
-        say(LOG_WARNING, line.substr(n));
-    else
-        say(LOG_INFO, line);
+// A line of the core's, at its severity.
+void say_core(const LogEntry& e) {
+    say(e.severity == Severity::Warning ? LOG_WARNING : LOG_INFO, e.line());
 }
 
 // The configuration and the map it names, checked as a whole: a bad file

@@ -4,12 +4,21 @@
 #include "cluster_api.hpp"
 #include "hostlist.hpp"
 #include "model.hpp"
+#include "reconcile.hpp"
 #include "slice_job.hpp"
 
 #include <fmt/format.h>
 
+#include <ostream>
 #include <string>
 #include <vector>
+
+namespace nvl {
+// A log entry as nvlsliced writes it (Catch's CAPTURE and messages).
+inline std::ostream& operator<<(std::ostream& os, const LogEntry& e) {
+    return os << (e.severity == Severity::Warning ? "warning: " : "") << e.line();
+}
+} // namespace nvl
 
 namespace nvl::test {
 

@@ -125,8 +125,13 @@ TEST_CASE("a gate taken off is logged even when Slurm seems to hold the job back
     CHECK(find(out, ActionKind::SetLicenses));
     CHECK_FALSE(find(out, ActionKind::Pin));
     bool said = false;
-    for (const auto& l : out.log) said = said || l.find("job 7: pending without its gate") != std::string::npos;
+    for (const auto& l : out.log) said = said || l.line().find("job 7: pending without its gate") != std::string::npos;
     CHECK(said);
+    // typed: the job it is about, its severity, the text without the job
+    const auto e = std::find_if(out.log.begin(), out.log.end(), [](const LogEntry& l) { return l.job == 7; });
+    REQUIRE(e != out.log.end());
+    CHECK(e->severity == Severity::Info);
+    CHECK(e->text.rfind("job ", 0) != 0);
 }
 
 TEST_CASE("license lists: the gate added and taken off, others kept", "[reconcile][quick]") {
@@ -267,7 +272,7 @@ TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, 
     CHECK_THAT(find(out, ActionKind::SetRecord)->arg,
                Catch::StartsWith("nvlslice/1 repairing") && Catch::Contains("repairs=1"));
     CHECK(out.stats.repairs_in_rack == 1);
-    CHECK_THAT(out.log.front(), Catch::Contains("job 7: repair: slice 0: 1 failed node(s) replaced inside r1"));
+    CHECK_THAT(out.log.front().line(), Catch::Contains("job 7: repair: slice 0: 1 failed node(s) replaced inside r1"));
 
     // Slurm then shows it pending (held) again, with its own later BeginTime:
     // its start brought forward to the next second...
@@ -449,7 +454,8 @@ TEST_CASE("defragmentation requeues only checkpointable jobs, the cheapest rack,
     CHECK(out.stats.defrag_preemptions == 1);
     bool logged = false;
     for (auto& l : out.log)
-        logged = logged || l.find("defragmentation: requeued checkpointable job(s) 4 to free r2") != std::string::npos;
+        logged = logged ||
+                 l.line().find("defragmentation: requeued checkpointable job(s) 4 to free r2") != std::string::npos;
     CHECK(logged);
     // rate limit: not again within the interval
     w.now += 10;
@@ -495,7 +501,8 @@ TEST_CASE("a repair with no room anywhere frees a rack from checkpointable work 
                    Catch::Contains("requeued by defragmentation to free r2 for the repair of job 7"));
         CHECK(out.stats.defrag_preemptions == 1);
         bool logged = false;
-        for (auto& l : out.log) logged = logged || l.find("job 7: defragmentation for its repair") != std::string::npos;
+        for (auto& l : out.log)
+            logged = logged || l.line().find("job 7: defragmentation for its repair") != std::string::npos;
         CHECK(logged);
         // Slurm requeued job 4; its nodes are still completing: no second
         // defragmentation while job 7 waits for r2
@@ -673,7 +680,8 @@ TEST_CASE("spares are lent to checkpointable single-node jobs and taken back by 
     CHECK_FALSE(find(wait, ActionKind::Release));
     for (const auto& a : wait.actions) CHECK_FALSE((a.kind == ActionKind::SetRecord && a.job == 7));
     bool said = false;
-    for (const auto& l : wait.log) said = said || l.find("job 7: repair waits for its nodes") != std::string::npos;
+    for (const auto& l : wait.log)
+        said = said || l.line().find("job 7: repair waits for its nodes") != std::string::npos;
     CHECK(said);
     // the borrower is gone: the repair completes
     small.state = JobState::Pending;
@@ -833,7 +841,7 @@ TEST_CASE("a tag that does not describe its job is left to Slurm, named once", "
     CHECK(std::none_of(again.actions.begin(), again.actions.end(),
                        [](const Action& a) { return a.job == 5 || a.job == 6; }));
     CHECK(std::none_of(again.log.begin(), again.log.end(),
-                       [](const std::string& l) { return l.find("job 5") != std::string::npos; }));
+                       [](const LogEntry& l) { return l.line().find("job 5") != std::string::npos; }));
     // checkpointable without requeue is refused the same way
     SlurmJob& nr = w.add_slice_job(8, 1, 1, true, true);
     nr.requeue = false;
@@ -939,7 +947,7 @@ TEST_CASE("native mode: Slurm places a segment job; the helper neither pins nor 
     REQUIRE(find(run, ActionKind::SetRecord));
     CHECK_THAT(find(run, ActionKind::SetRecord)->arg,
                Catch::StartsWith("nvlslice/1 placed") && Catch::Contains("slices=n[003-018]"));
-    CHECK_THAT(run.log.front(), Catch::Contains("Slurm started it (native, --segment=16) on n[003-018]"));
+    CHECK_THAT(run.log.front().line(), Catch::Contains("Slurm started it (native, --segment=16) on n[003-018]"));
     // a gate-mode escape check never requeues it
     CHECK_FALSE(find(run, ActionKind::Requeue));
 }
@@ -1230,8 +1238,12 @@ TEST_CASE("a degraded rack: its slice jobs move out, checkpointable first; no ne
     CHECK_FALSE(requeued_a); // A keeps running until a healthy rack has room
     bool said = false, waits = false;
     for (const auto& l : out.log) {
-        said = said || l.find("rack r1 degraded: n018 is out with a rack-level failure") != std::string::npos;
-        waits = waits || l.find("job 7: rack r1 degraded; slice 0: r1 is degraded") != std::string::npos;
+        if (l.text.rfind("rack r1 degraded:", 0) == 0) {
+            CHECK(l.severity == Severity::Warning); // an operator's eye
+            CHECK(l.job == 0);                      // about the cluster
+        }
+        said = said || l.line().find("rack r1 degraded: n018 is out with a rack-level failure") != std::string::npos;
+        waits = waits || l.line().find("job 7: rack r1 degraded; slice 0: r1 is degraded") != std::string::npos;
     }
     CHECK(said);
     CHECK(waits);
@@ -1251,7 +1263,8 @@ TEST_CASE("a degraded rack: its slice jobs move out, checkpointable first; no ne
     CHECK(find(back, ActionKind::Pin)->arg == "n[001-016]");
     CHECK_FALSE(back.stats.racks[0].degraded);
     bool recovered = false;
-    for (const auto& l : back.log) recovered = recovered || l == "rack r1 recovered: slices are placed there again";
+    for (const auto& l : back.log)
+        recovered = recovered || l.line() == "rack r1 recovered: slices are placed there again";
     CHECK(recovered);
 }
 
@@ -1393,7 +1406,7 @@ TEST_CASE("healthy_feature: taken off a degraded rack's nodes before anything el
     CHECK(out.actions.front().features == "gpu"); // the admin's other features kept
     auto said = [](const CycleOutput& o, const char* text) {
         for (const auto& l : o.log)
-            if (l.find(text) != std::string::npos) return true;
+            if (l.line().find(text) != std::string::npos) return true;
         return false;
     };
     CHECK(said(out, "rack r1 is degraded: feature nvlslice_ok taken off its nodes"));

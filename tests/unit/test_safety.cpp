@@ -66,9 +66,9 @@ const Action* find(const CycleOutput& o, ActionKind k, JobId job = 0) {
     return nullptr;
 }
 
-int count(const std::vector<std::string>& log, const std::string& what) {
-    return int(
-        std::count_if(log.begin(), log.end(), [&](const std::string& l) { return l.find(what) != std::string::npos; }));
+int count(const std::vector<LogEntry>& log, const std::string& what) {
+    return int(std::count_if(log.begin(), log.end(),
+                             [&](const LogEntry& l) { return l.line().find(what) != std::string::npos; }));
 }
 
 } // namespace
