@@ -164,7 +164,7 @@ void Cycle::collect_slice_jobs() {
             PlacementRecord ignored;
             ignored.job = j.id;
             ignored.state = RecordState::Ignored;
-            ignored.reason = "left to Slurm: " + wrong;
+            ignored.set_reason(Why::Ignored, "left to Slurm: " + wrong);
             // a running job on a lent spare stays lent: editing its comment
             // does not make the spare unreclaimable
             if (rec && rec->lent && j.state == JobState::Running) {
@@ -183,7 +183,7 @@ void Cycle::collect_slice_jobs() {
             // Its tag describes it again (its owner restored the comment):
             // taken back as a job without a placement, its loan kept.
             rec->state = RecordState::Waiting;
-            rec->reason.clear();
+            rec->clear_reason();
             log(j.id, fmt::format("its nvlslice tag describes the job again: nvlslice takes it back"));
         }
         slice_jobs_.push_back(SliceJob{&j, *tag, rec});
@@ -350,8 +350,9 @@ bool Cycle::backing_off(const SliceJob& sj) {
         b.recorded = true;
         PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
         if (!sj.rec) rec.state = RecordState::Waiting;
-        rec.reason = fmt::format("nvlsliced could not act on this job ({} time(s)): {}; next try in {} s", b.failures,
-                                 b.error, b.until - mono_);
+        rec.set_reason(Why::Backoff,
+                       fmt::format("nvlsliced could not act on this job ({} time(s)): {}; next try in {} s", b.failures,
+                                   b.error, b.until - mono_));
         record(sj, rec);
         warn(sj.job->id, fmt::format("left alone for {} s after a refused action: {}", b.until - mono_, b.error));
     }

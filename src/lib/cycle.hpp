@@ -33,11 +33,6 @@
 
 namespace nvl::detail {
 
-// "busy: 26 usable free nodes, ..." -> "busy"
-inline std::string_view reason_kind(std::string_view reason) {
-    return reason.substr(0, reason.find(':'));
-}
-
 struct SliceJob {
     const SlurmJob* job;
     RequestTag tag;
@@ -281,7 +276,7 @@ class Cycle {
         const SlurmJob& j = *sj.job;
         if (auto h = held_back_by_slurm(j, now_)) return h;
         if ((j.reason.empty() || j.reason == "None") && sj.rec && sj.rec->state == RecordState::Waiting &&
-            sj.rec->reason.rfind(kHeldBack, 0) == 0)
+            sj.rec->why == Why::HeldBack && sj.rec->reason.size() >= kHeldBack.size())
             return sj.rec->reason.substr(kHeldBack.size());
         if (limits_) return held_back_by_limits(j, *limits_);
         return std::nullopt;

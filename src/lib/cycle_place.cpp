@@ -18,7 +18,7 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
     r.slices.clear();
     for (const auto& s : p.slices) r.slices.push_back(hl(s.nodes));
     r.split = p.split;
-    r.reason.clear();
+    r.clear_reason();
     if (requeue_first) {
         // A running job: record the target, requeue it held and pin the new
         // nodes. Slurm sets BeginTime when the old allocation has finished
@@ -106,10 +106,14 @@ void Cycle::place_waiting(const SliceJob& sj) {
         // the gate, untouched (no pin, no StartTime, no protection), and its
         // record says why; Slurm's own reason stays the job's.
         std::string why;
+        Why kind = Why::None;
         if (auto h = held_back(sj)) {
             why = std::string(kHeldBack) + *h;
+            kind = Why::HeldBack;
         } else if (auto r = mem_.retry_at.find(j.id); r != mem_.retry_at.end() && r->second > mono_) {
-            why = sj.rec && !sj.rec->reason.empty() ? sj.rec->reason : "placed again shortly";
+            const bool kept = sj.rec && !sj.rec->reason.empty();
+            why = kept ? sj.rec->reason : "placed again shortly";
+            kind = kept ? sj.rec->why : Why::Retry;
             out_.follow_up = out_.follow_up || r->second - mono_ <= 1;
         }
         if (!why.empty()) {
@@ -122,7 +126,7 @@ void Cycle::place_waiting(const SliceJob& sj) {
                 rec.state = RecordState::Waiting;
                 rec.slice = sj.tag.slice;
                 rec.slices.clear();
-                rec.reason = why;
+                rec.set_reason(kind, why);
                 record(sj, rec);
                 say_once(j.id, fmt::format("not placed: {}", why));
             }
@@ -241,8 +245,8 @@ bool Cycle::place_job(const SliceJob& sj) {
         rec.state = RecordState::Waiting;
         rec.slice = sj.tag.slice;
         rec.slices.clear();
-        if (!was_waiting || reason_kind(rec.reason) != reason_kind(r.detail)) {
-            rec.reason = r.detail;
+        if (!was_waiting || rec.why != why_of(r.reason)) {
+            rec.set_reason(why_of(r.reason), r.detail);
             record(sj, rec);
             log(j.id, fmt::format("waits: {}", r.detail));
         }
@@ -267,14 +271,13 @@ bool Cycle::place_job(const SliceJob& sj) {
             a.start_at = start_time(j);
             act(std::move(a));
         }
-        const bool was =
-            sj.rec && sj.rec->state == RecordState::Waiting && reason_kind(sj.rec->reason) == "Slurm places it";
+        const bool was = sj.rec && sj.rec->state == RecordState::Waiting && sj.rec->why == Why::SlurmPlaces;
         if (!was) {
             rec.state = RecordState::Waiting;
             rec.slice = sj.tag.slice;
             rec.slices.clear();
-            rec.reason = fmt::format("Slurm places it: --segment={}, room now in {} rack(s)", sj.tag.slice,
-                                     r.placement.slices.size());
+            rec.set_reason(Why::SlurmPlaces, fmt::format("Slurm places it: --segment={}, room now in {} rack(s)",
+                                                         sj.tag.slice, r.placement.slices.size()));
             record(sj, rec);
         }
         return true;
@@ -351,7 +354,7 @@ void Cycle::yield_job(JobId v, const std::string& why) {
             rec.state = RecordState::Yielded;
             rec.slices.clear();
             rec.lent = false;
-            rec.reason = why;
+            rec.set_reason(Why::Yielded, why);
             rec.job = v;
             act({ActionKind::SetRecord, v, rec.str()});
         }

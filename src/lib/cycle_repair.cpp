@@ -34,7 +34,7 @@ void Cycle::handle_running(const SliceJob& started) {
         if (sj.rec && sj.rec->state == RecordState::Placed && !sj.rec->reason.empty()) {
             // its failed nodes came back (resumed) before a repair: the
             // reason is stale
-            rec.reason.clear();
+            rec.clear_reason();
             record(sj, rec);
             log(j.id, fmt::format("its nodes are healthy again; nothing to repair"));
         } else if (!sj.rec || sj.rec->state != RecordState::Placed) {
@@ -57,12 +57,13 @@ void Cycle::handle_running(const SliceJob& started) {
         // in its record and the log, and left to Slurm and its owner. No
         // repair is counted, nothing is pinned, no spare leaves its rack.
         ++out_.stats.unrepairable;
-        if (rec.reason.rfind("not repaired", 0) != 0) {
-            rec.reason = j.batch
-                             ? fmt::format("not repaired: {} failed but the job was submitted --no-requeue", failed_hl)
-                             : fmt::format("not repaired: {} failed; an interactive allocation (salloc/srun) "
-                                           "cannot be requeued: end it and submit again",
-                                           failed_hl);
+        if (rec.why != Why::NotRepaired) {
+            rec.set_reason(
+                Why::NotRepaired,
+                j.batch ? fmt::format("not repaired: {} failed but the job was submitted --no-requeue", failed_hl)
+                        : fmt::format("not repaired: {} failed; an interactive allocation (salloc/srun) "
+                                      "cannot be requeued: end it and submit again",
+                                      failed_hl));
             record(sj, rec);
             warn(j.id, fmt::format("node(s) {} failed; {}, so it is left to Slurm and its owner", failed_hl,
                                    j.batch ? "submitted with --no-requeue" : "an interactive allocation"));
@@ -74,7 +75,7 @@ void Cycle::handle_running(const SliceJob& started) {
     if (!plan.feasible) {
         std::string why = "repair waits: " + plan.reason;
         if (rec.reason != why) {
-            rec.reason = why;
+            rec.set_reason(Why::RepairWaits, why);
             record(sj, rec);
             log(j.id, fmt::format("node(s) {} failed; {}", failed_hl, plan.reason));
         }
@@ -109,7 +110,7 @@ void Cycle::evacuate() {
                                                             : "an interactive allocation cannot be "
                                                               "requeued");
                 if (rec.reason != why) {
-                    rec.reason = why;
+                    rec.set_reason(Why::NotMoved, why);
                     record(sj, rec);
                     log(j.id, fmt::format("{}", why));
                 }
@@ -120,7 +121,7 @@ void Cycle::evacuate() {
                 // keeps running where it is until a healthy rack has room
                 const std::string why = "move waits: " + plan.reason;
                 if (rec.reason != why) {
-                    rec.reason = why;
+                    rec.set_reason(Why::MoveWaits, why);
                     record(sj, rec);
                     log(j.id, fmt::format("rack {} degraded; {}", racks, plan.reason));
                 }
@@ -143,7 +144,7 @@ PlacementRecord Cycle::record_where_running(const SliceJob& sj, PlacementRecord 
     r.hold = false;
     r.slice = sj.tag.slice;
     r.slices.clear();
-    r.reason.clear();
+    r.clear_reason();
     whole = false;
     try {
         for (const auto& s : placement_of(SliceJob{sj.job, sj.tag, std::nullopt}, j.nodes).slices)
@@ -170,8 +171,9 @@ void Cycle::check_escaped(const SliceJob& sj, PlacementRecord rec) {
         // repair knows its slices.
         rec = placed;
         if (!whole)
-            rec.reason = "Slurm placed its segments across racks: do topology.conf and the rack map agree (nvl-topo "
-                         "check)?";
+            rec.set_reason(Why::AcrossRacks,
+                           "Slurm placed its segments across racks: do topology.conf and the rack map agree (nvl-topo "
+                           "check)?");
         record(sj, rec);
         log(j.id, fmt::format("Slurm started it (native, --segment={}) on {}{}", sj.tag.slice,
                               hostlist_compress(j.nodes), whole ? "" : ": " + rec.reason));
@@ -194,14 +196,16 @@ void Cycle::check_escaped(const SliceJob& sj, PlacementRecord rec) {
     if (j.requeue && j.batch) {
         rec.state = RecordState::Waiting;
         rec.slices.clear();
-        rec.reason =
-            fmt::format("its gate was taken off and Slurm started it rack-blind on {}; requeued to be placed", where);
+        rec.set_reason(
+            Why::Escaped,
+            fmt::format("its gate was taken off and Slurm started it rack-blind on {}; requeued to be placed", where));
         record(sj, rec);
         act({ActionKind::Requeue, j.id, {}});
         log(j.id,
             fmt::format("escaped its gate and started rack-blind on {}: requeued, to be placed in slices", where));
-    } else if (rec.reason.rfind("ran rack-blind", 0) != 0) {
-        rec.reason = fmt::format("ran rack-blind on {}: its gate was taken off, and Slurm cannot requeue it", where);
+    } else if (rec.why != Why::RanRackBlind) {
+        rec.set_reason(Why::RanRackBlind,
+                       fmt::format("ran rack-blind on {}: its gate was taken off, and Slurm cannot requeue it", where));
         record(sj, rec);
         log(j.id, fmt::format("escaped its gate and runs rack-blind on {}; it cannot be requeued", where));
     }
@@ -264,7 +268,9 @@ void Cycle::finish_placed(const SliceJob& sj) {
             PlacementRecord rec = *sj.rec;
             rec.state = RecordState::Waiting;
             rec.slices.clear();
-            rec.reason = fmt::format("task job {} of its array started on its placement; placing the rest", split_task);
+            rec.set_reason(
+                Why::ArraySplit,
+                fmt::format("task job {} of its array started on its placement; placing the rest", split_task));
             if (native(sj)) {
                 unpin_native(j);
             } else {
@@ -290,10 +296,13 @@ void Cycle::finish_placed(const SliceJob& sj) {
             PlacementRecord rec = *sj.rec;
             rec.state = RecordState::Waiting;
             rec.slices.clear();
-            rec.reason =
-                holds ? std::string(kHeldBack) + *holds
-                      : fmt::format("placed {} s ago and not started (Slurm: {}); placed again in {} s", mono_ - since,
-                                    j.reason.empty() ? "no reason given" : j.reason, cfg_.replace_after_s);
+            if (holds)
+                rec.set_reason(Why::HeldBack, std::string(kHeldBack) + *holds);
+            else
+                rec.set_reason(Why::NotStarted,
+                               fmt::format("placed {} s ago and not started (Slurm: {}); placed again in {} s",
+                                           mono_ - since, j.reason.empty() ? "no reason given" : j.reason,
+                                           cfg_.replace_after_s));
             gate(sj);
             record(sj, rec);
             mem_.placed_since.erase(j.id);
@@ -312,12 +321,12 @@ void Cycle::finish_placed(const SliceJob& sj) {
             if (native(sj)) {
                 // back to Slurm's own placement
                 unpin_native(j);
-                rec.reason = "its nodes were taken by another job; left to Slurm's placement";
+                rec.set_reason(Why::NodesTaken, "its nodes were taken by another job; left to Slurm's placement");
                 record(sj, rec);
                 log(j.id, fmt::format("nodes {} taken by other jobs; unpinned, Slurm places it", hl(pinned)));
             } else {
                 gate(sj);
-                rec.reason = "its nodes were taken by another job; placing again";
+                rec.set_reason(Why::NodesTaken, "its nodes were taken by another job; placing again");
                 record(sj, rec);
                 log(j.id, fmt::format("nodes {} taken by other jobs; gated to be placed again", hl(pinned)));
             }

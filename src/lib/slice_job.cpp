@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <utility>
 
 namespace nvl {
 namespace {
@@ -159,6 +160,60 @@ std::optional<RecordState> parse_record_state(std::string_view s) {
     return std::nullopt;
 }
 
+namespace {
+constexpr std::pair<Why, const char*> kWhyWords[] = {
+    {Why::None, "none"},
+    {Why::Busy, "busy"},
+    {Why::Fragmented, "fragmented"},
+    {Why::WouldConsumeSpares, "would-consume-spares"},
+    {Why::NoDomainLargeEnough, "too-few-racks"},
+    {Why::SliceTooLarge, "slice-too-large"},
+    {Why::InvalidRequest, "invalid-request"},
+    {Why::HeldBack, "held-back"},
+    {Why::Retry, "retry"},
+    {Why::SlurmPlaces, "slurm-places"},
+    {Why::NotRepaired, "not-repaired"},
+    {Why::RepairWaits, "repair-waits"},
+    {Why::MoveWaits, "move-waits"},
+    {Why::NotMoved, "not-moved"},
+    {Why::RanRackBlind, "ran-rack-blind"},
+    {Why::Escaped, "escaped"},
+    {Why::NodesTaken, "nodes-taken"},
+    {Why::NotStarted, "not-started"},
+    {Why::ArraySplit, "array-split"},
+    {Why::AcrossRacks, "across-racks"},
+    {Why::Backoff, "backoff"},
+    {Why::Yielded, "yielded"},
+    {Why::Ignored, "ignored"},
+    {Why::Other, "other"},
+};
+} // namespace
+
+const char* to_string(Why w) {
+    for (const auto& [k, word] : kWhyWords)
+        if (k == w) return word;
+    return "other";
+}
+
+std::optional<Why> parse_why(std::string_view s) {
+    for (const auto& [k, word] : kWhyWords)
+        if (s == word) return k;
+    return std::nullopt;
+}
+
+Why why_of(Reason r) {
+    switch (r) {
+    case Reason::None: return Why::None;
+    case Reason::InvalidRequest: return Why::InvalidRequest;
+    case Reason::SliceTooLarge: return Why::SliceTooLarge;
+    case Reason::NoDomainLargeEnough: return Why::NoDomainLargeEnough;
+    case Reason::WouldConsumeSpares: return Why::WouldConsumeSpares;
+    case Reason::Fragmented: return Why::Fragmented;
+    case Reason::Busy: return Why::Busy;
+    }
+    return Why::Other;
+}
+
 bool allowed_transition(RecordState from, RecordState to) {
     using S = RecordState;
     if (from == to || to == S::Waiting || to == S::Ignored) return true; // waiting again, or given up on
@@ -242,6 +297,7 @@ std::string PlacementRecord::str() const {
     if (hold) s += " hold=1";
     if (off_degraded) s += " offdegraded=1";
     if (job) s += fmt::format(" job={}", job);
+    if (why != Why::None && why != Why::Other && !reason.empty()) s += fmt::format(" why={}", to_string(why));
     if (!reason.empty()) s += " reason=" + escape_control(reason); // free text, one line, always last
     return s;
 }
@@ -257,6 +313,7 @@ std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
     if (!words) return std::nullopt;
     PlacementRecord r;
     r.reason = reason;
+    r.why = reason.empty() ? Why::None : Why::Other; // unless why= says
     bool have_state = false;
     for (auto w : *words) {
         size_t eq = w.find('=');
@@ -286,7 +343,9 @@ std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
             r.hold = to_int(k, v) != 0;
         else if (k == "offdegraded")
             r.off_degraded = to_int(k, v) != 0;
-        else if (k == "job") {
+        else if (k == "why") {
+            if (auto w = parse_why(v); w && !reason.empty()) r.why = *w;
+        } else if (k == "job") {
             std::string s(v);
             char* end = nullptr;
             const unsigned long long id = std::strtoull(s.c_str(), &end, 10);

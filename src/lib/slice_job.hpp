@@ -112,6 +112,39 @@ const char* to_string(RecordState s);
 std::optional<RecordState> parse_record_state(std::string_view s);
 bool allowed_transition(RecordState from, RecordState to);
 
+// What kind of reason a record gives (why it waits, or why it is left as
+// it is): the helper branches on this, never on the reason's words. Written
+// in the record as why=<word> before the reason.
+enum class Why : uint8_t {
+    None,                // no reason
+    Busy,                // placement: not enough free nodes
+    Fragmented,          // placement: enough free nodes, no rack with room
+    WouldConsumeSpares,  // placement: only with racks' spares
+    NoDomainLargeEnough, // placement: too few healthy racks big enough
+    SliceTooLarge,       // placement: no rack could ever hold a slice
+    InvalidRequest,      // placement: the request itself is wrong
+    HeldBack,            // Slurm holds it back for a reason of its own
+    Retry,               // placed again shortly (its placement was dropped)
+    SlurmPlaces,         // native mode: Slurm places it (--segment)
+    NotRepaired,         // a node failed, and the job cannot be repaired
+    RepairWaits,         // a node failed: no room for the repair yet
+    MoveWaits,           // its rack degraded: no room for the move yet
+    NotMoved,            // its rack degraded, and the job cannot be moved
+    RanRackBlind,        // its gate was taken off and Slurm ran it rack-blind
+    Escaped,             // the same, requeued to be placed
+    NodesTaken,          // its placement's nodes were taken by other jobs
+    NotStarted,          // placed, not started within replace_after
+    ArraySplit,          // a task of its array took its placement
+    AcrossRacks,         // native mode: Slurm placed segments across racks
+    Backoff,             // the helper's actions on it were refused
+    Yielded,             // requeued to give its nodes back
+    Ignored,             // not a slice job the helper can place
+    Other,               // a record without why= (an older helper's)
+};
+const char* to_string(Why w);
+std::optional<Why> parse_why(std::string_view s);
+Why why_of(Reason placement_failure);
+
 struct PlacementRecord {
     RecordState state = RecordState::Placed;
     int slice = 0;
@@ -128,7 +161,15 @@ struct PlacementRecord {
     // copies admin_comment to each task it splits off a job array, and a
     // copy is not the task's own placement.
     JobId job = 0;
-    std::string reason; // why it waits: free text, written last in the record
+    Why why = Why::None; // the kind of `reason`
+    std::string reason;  // why it waits, in words: free text, written last in the record
+
+    // Sets the reason and its kind together.
+    void set_reason(Why w, std::string text) {
+        why = w;
+        reason = std::move(text);
+    }
+    void clear_reason() { set_reason(Why::None, {}); }
 
     // Written for `id` (or by a helper that did not say).
     bool belongs_to(JobId id) const { return job == 0 || job == id; }

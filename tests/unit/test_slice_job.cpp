@@ -66,6 +66,21 @@ TEST_CASE("placement records round-trip", "[slicejob][quick]") {
     w.reason = "fragmented: 2 racks with 15 free";
     CHECK(PlacementRecord::parse(w.str())->reason == "fragmented: 2 racks with 15 free");
     CHECK(PlacementRecord::parse(w.str())->state == RecordState::Waiting);
+    // the reason's kind travels with it (why=), before the free text
+    w.set_reason(Why::Fragmented, "fragmented: 2 racks with 15 free");
+    CHECK(w.str() ==
+          "nvlslice/1 waiting slice=0 repairs=0 moves=0 why=fragmented reason=fragmented: 2 racks with 15 free");
+    CHECK(PlacementRecord::parse(w.str())->why == Why::Fragmented);
+    // words in the reason never decide the kind: an older record (no why=)
+    // or an unknown word is Other, no reason is None
+    CHECK(PlacementRecord::parse("nvlslice/1 waiting slice=16 repairs=0 moves=0 reason=not repaired: n1")->why ==
+          Why::Other);
+    CHECK(PlacementRecord::parse("nvlslice/1 waiting slice=16 repairs=0 moves=0 why=later reason=x")->why ==
+          Why::Other);
+    CHECK(PlacementRecord::parse("nvlslice/1 placed slice=16 repairs=0 moves=0 why=busy")->why == Why::None);
+    for (Why k : {Why::Busy, Why::HeldBack, Why::SlurmPlaces, Why::NotRepaired, Why::RanRackBlind, Why::NodesTaken})
+        CHECK(parse_why(to_string(k)) == k);
+    CHECK(why_of(Reason::WouldConsumeSpares) == Why::WouldConsumeSpares);
     CHECK_FALSE(PlacementRecord::parse(""));
     CHECK_THROWS_WITH(PlacementRecord::parse("nvlslice/1 sleeping slice=16"),
                       Catch::Contains("\"sleeping\" is not a record state"));
