@@ -154,9 +154,9 @@ bool check_node_gpus(spank_t sp) {
     }
     const int expected = map.domain(map.domain_of(*id)).gpus_per_node;
     const int found = count_nvidia_gpus(with_node(st.config.hwloc_xml, host));
-    const std::string msg = gpu_check_message(host, expected, found);
-    if (msg.empty()) return true;
-    log_error(msg);
+    const std::optional<std::string> msg = gpu_check_message(host, expected, found);
+    if (!msg) return true;
+    log_error(*msg);
     return st.config.check_gpus != GpuCheck::Fail;
 }
 

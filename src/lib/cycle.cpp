@@ -107,10 +107,10 @@ void Cycle::not_responding() {
     mem_.not_responding_since.swap(still);
 }
 
-// Why a tag does not describe its job ("" when it does). The comment is
+// Why a tag does not describe its job (nullopt when it does). The comment is
 // user-writable: a tag typed by hand must not make the helper pin a job to
 // more nodes than it asked for, or count nodes it never takes.
-std::string tag_mismatch(const RequestTag& t, const SlurmJob& j) {
+std::optional<std::string> tag_mismatch(const RequestTag& t, const SlurmJob& j) {
     if (t.slice <= 0 || t.count <= 0 || int64_t(t.nodes) != int64_t(t.slice) * int64_t(t.count))
         return fmt::format("its tag asks for {} nodes as {} slice(s) of {}", t.nodes, t.count, t.slice);
     if (j.num_nodes != t.nodes) return fmt::format("its tag asks for {} nodes, the job for {}", t.nodes, j.num_nodes);
@@ -125,7 +125,7 @@ void Cycle::collect_slice_jobs() {
         const std::optional<RequestTag> tag = [&]() -> std::optional<RequestTag> {
             try {
                 auto t = RequestTag::parse(j.comment);
-                if (t) wrong = tag_mismatch(*t, j);
+                if (t) wrong = tag_mismatch(*t, j).value_or("");
                 return t;
             } catch (const Error& e) {
                 wrong = fmt::format("its nvlslice tag is unreadable: {}", e.what());

@@ -323,7 +323,7 @@ inline std::string iso_time(int64_t t) {
     return buf;
 }
 
-// Why a tag does not describe its job ("" when it does).
-std::string tag_mismatch(const RequestTag& t, const SlurmJob& j);
+// Why a tag does not describe its job (nullopt when it does).
+std::optional<std::string> tag_mismatch(const RequestTag& t, const SlurmJob& j);
 
 } // namespace nvl::detail

@@ -81,7 +81,7 @@ GpuFabric parse_gpu_fabric(std::string_view csv) {
     return g;
 }
 
-std::string gpu_fabric_problem(const GpuFabric& g) {
+std::optional<std::string> gpu_fabric_problem(const GpuFabric& g) {
     if (!iequals(g.state, "Completed"))
         return fmt::format("fabric state {} (expected Completed: the GPU has not joined its NVLink domain)",
                            g.state.empty() ? "(none)" : g.state);
@@ -132,10 +132,10 @@ std::vector<NodeFabric> parse_fabric_report(std::string_view text, const std::st
     return out;
 }
 
-std::string node_fabric_problem(const NodeFabric& n) {
+std::optional<std::string> node_fabric_problem(const NodeFabric& n) {
     if (n.gpus.empty()) return "no GPU reported (nvidia-smi printed nothing)";
     for (size_t i = 0; i < n.gpus.size(); ++i)
-        if (std::string p = gpu_fabric_problem(n.gpus[i]); !p.empty()) return fmt::format("GPU {}: {}", i, p);
+        if (auto p = gpu_fabric_problem(n.gpus[i])) return fmt::format("GPU {}: {}", i, *p);
     const std::string key = fabric_domain_key(n.gpus.front());
     for (size_t i = 1; i < n.gpus.size(); ++i)
         if (fabric_domain_key(n.gpus[i]) != key)
@@ -153,8 +153,8 @@ Discovery discover_map(const std::vector<NodeFabric>& nodes, const DiscoverOptio
     };
     std::map<std::string, Group> groups;
     for (const auto& n : nodes) {
-        if (std::string p = node_fabric_problem(n); !p.empty()) {
-            d.left_out.emplace_back(n.node, p);
+        if (auto p = node_fabric_problem(n)) {
+            d.left_out.emplace_back(n.node, *p);
             continue;
         }
         Group& g = groups[fabric_domain_key(n.gpus.front())];
@@ -244,8 +244,8 @@ std::vector<std::string> check_node_fabric(const std::string& node, const std::v
                                            const std::string& rack, const std::string& expected_key) {
     std::vector<std::string> out;
     for (size_t i = 0; i < gpus.size(); ++i) {
-        if (std::string p = gpu_fabric_problem(gpus[i]); !p.empty()) {
-            out.push_back(fmt::format("node {} GPU {}: {}", node, i, p));
+        if (auto p = gpu_fabric_problem(gpus[i])) {
+            out.push_back(fmt::format("node {} GPU {}: {}", node, i, *p));
             continue;
         }
         const std::string key = fabric_domain_key(gpus[i]);
@@ -320,8 +320,8 @@ std::vector<std::string> compare_with_fabric(const RackMap& map, const std::vect
     for (const auto& n : nodes) {
         seen.insert(n.node);
         auto id = map.find_node(n.node);
-        if (std::string p = node_fabric_problem(n); !p.empty()) {
-            out.push_back(fmt::format("fabric: {} {}: {}", n.node, id ? "cannot be placed" : "(not in the map)", p));
+        if (auto p = node_fabric_problem(n)) {
+            out.push_back(fmt::format("fabric: {} {}: {}", n.node, id ? "cannot be placed" : "(not in the map)", *p));
             continue;
         }
         const std::string key = fabric_domain_key(n.gpus.front());

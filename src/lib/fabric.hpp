@@ -15,6 +15,7 @@
 
 #include "model.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,10 +34,10 @@ struct GpuFabric {
 // nvl::Error saying what is missing.
 GpuFabric parse_gpu_fabric(std::string_view csv);
 
-// Why a GPU cannot place its node in a domain ("" when it can): the fabric
+// Why a GPU cannot place its node in a domain (nullopt when it can): the fabric
 // state must be Completed and the status Success, the CliqueId not 0 and
 // the ClusterUUID not all zeros; a health summary, when reported, Healthy.
-std::string gpu_fabric_problem(const GpuFabric& g);
+std::optional<std::string> gpu_fabric_problem(const GpuFabric& g);
 
 // "<ClusterUUID>.<CliqueId>"
 std::string fabric_domain_key(const GpuFabric& g);
@@ -50,10 +51,10 @@ struct NodeFabric {
 // Throws ParseError with file:line on a malformed line.
 std::vector<NodeFabric> parse_fabric_report(std::string_view text, const std::string& file);
 
-// Why a node is left out of a discovered map ("" when it is not): no GPUs,
+// Why a node is left out of a discovered map (nullopt when it is not): no GPUs,
 // a GPU with a fabric problem (named by its index), or GPUs in more than one
 // domain.
-std::string node_fabric_problem(const NodeFabric& n);
+std::optional<std::string> node_fabric_problem(const NodeFabric& n);
 
 struct DiscoverOptions {
     int spares = 2;

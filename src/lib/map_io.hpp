@@ -28,8 +28,8 @@ RackMap read_topology_yaml(std::string_view text, const std::string& file, const
 
 // Slurm's rule for topology/block BlockSizes: the first value is the base
 // block size, every later one the base times a power of two, increasing.
-// "" when `sizes` follows it, else why not (with the fix).
-std::string block_sizes_problem(const std::vector<int>& sizes);
+// nullopt when `sizes` follows it, else why not (with the fix).
+std::optional<std::string> block_sizes_problem(const std::vector<int>& sizes);
 
 enum class MapFormat { Auto, NvlYaml, TopologyConf, TopologyYaml };
 // Reads a file; Auto tells the format from the name and content: *.conf is

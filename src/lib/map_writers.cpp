@@ -75,7 +75,7 @@ std::string write_rack_map_yaml(const RackMap& map) {
     return out;
 }
 
-std::string block_sizes_problem(const std::vector<int>& sizes) {
+std::optional<std::string> block_sizes_problem(const std::vector<int>& sizes) {
     if (sizes.empty()) return "give at least the base block size";
     const int base = sizes.front();
     if (base < 1) return fmt::format("the base block size must be at least 1, got {}", base);

@@ -123,7 +123,7 @@ std::optional<std::string> constraint_with(std::string_view user, std::string_vi
     return fmt::format("({})&{}", user, feature);
 }
 
-std::string gpu_check_message(const std::string& node, int expected, int found) {
+std::optional<std::string> gpu_check_message(const std::string& node, int expected, int found) {
     if (found == expected) return {};
     return fmt::format("node {} has {} NVIDIA GPU(s), the rack map says {}{}", node, found, expected,
                        found < expected ? ": a GPU is missing or failed (check nvidia-smi, then drain the node)" : "");

@@ -54,7 +54,7 @@ bool valid_feature_name(std::string_view f);
 // keeps its own, without the feature.
 std::optional<std::string> constraint_with(std::string_view user, std::string_view feature);
 
-// The GPU check's verdict for one node: empty when all is well.
-std::string gpu_check_message(const std::string& node, int expected, int found);
+// The GPU check's verdict for one node: nullopt when all is well.
+std::optional<std::string> gpu_check_message(const std::string& node, int expected, int found);
 
 } // namespace nvl

@@ -7,8 +7,8 @@
 
 namespace nvl {
 
-std::string rack_degraded_why(const Snapshot& snap, DomainId d, const std::vector<std::string>& reasons,
-                              const std::optional<std::regex>& rack_scope) {
+std::optional<std::string> rack_degraded_why(const Snapshot& snap, DomainId d, const std::vector<std::string>& reasons,
+                                             const std::optional<std::regex>& rack_scope) {
     const Domain& dom = snap.map().domain(d);
     std::vector<NodeId> failed;
     for (NodeId id : dom.nodes)
@@ -28,9 +28,9 @@ int mark_degraded_racks(Snapshot& snap, const std::vector<std::string>& reasons,
                         const std::optional<std::regex>& rack_scope) {
     int n = 0;
     for (DomainId d = 0; d < snap.map().domains().size(); ++d) {
-        std::string why = rack_degraded_why(snap, d, reasons, rack_scope);
-        n += !why.empty();
-        snap.set_degraded(d, std::move(why));
+        std::optional<std::string> why = rack_degraded_why(snap, d, reasons, rack_scope);
+        n += why.has_value();
+        snap.set_degraded(d, why.value_or(""));
     }
     return n;
 }

@@ -21,10 +21,10 @@
 
 namespace nvl {
 
-// Why a rack is degraded ("" = it is not). `reasons`: each node's Slurm
+// Why a rack is degraded (nullopt: it is not). `reasons`: each node's Slurm
 // reason by NodeId ("" = none); `rack_scope`: the pattern, or none.
-std::string rack_degraded_why(const Snapshot& snap, DomainId d, const std::vector<std::string>& reasons,
-                              const std::optional<std::regex>& rack_scope);
+std::optional<std::string> rack_degraded_why(const Snapshot& snap, DomainId d, const std::vector<std::string>& reasons,
+                                             const std::optional<std::regex>& rack_scope);
 
 // Judges every rack and marks the degraded ones in `snap`
 // (Snapshot::set_degraded). Returns how many are degraded.

@@ -95,8 +95,8 @@ RackMap read_topology_conf(std::string_view text, const std::string& file, const
                                                  toks[0].value));
                 sizes.push_back(std::stoi(n));
             }
-            if (auto why = block_sizes_problem(sizes); !why.empty())
-                throw ParseError(at(toks[0]), fmt::format("BlockSizes={}: {}", toks[0].value, why));
+            if (auto why = block_sizes_problem(sizes))
+                throw ParseError(at(toks[0]), fmt::format("BlockSizes={}: {}", toks[0].value, *why));
             continue;
         }
         if (head == "blockname") {

@@ -74,8 +74,8 @@ RackMap read_topology_yaml(std::string_view text, const std::string& file, const
                                   [&](const std::string& bk, yaml_node_t*, yaml_node_t* bv) {
                                       if (bk == "block_sizes") {
                                           auto sizes = doc.int_list(bv, bk, 1, kMaxNodesPerDomain);
-                                          if (auto why = block_sizes_problem(sizes); !why.empty())
-                                              doc.fail(bv, fmt::format("\"block_sizes\": {}", why));
+                                          if (auto why = block_sizes_problem(sizes))
+                                              doc.fail(bv, fmt::format("\"block_sizes\": {}", *why));
                                       } else
                                           blocks = bv;
                                   });

@@ -31,27 +31,28 @@ TEST_CASE("fabric: one GPU's nvidia-smi line and its validity rules", "[fabric][
     GpuFabric g = parse_gpu_fabric(" 2f8c1a9e-5b3d-4c7e-9a10-6d4e8b2c1f01, 32766, Completed, Success ");
     CHECK(g.cluster_uuid == kU1);
     CHECK(g.clique == "32766");
-    CHECK(gpu_fabric_problem(g).empty());
+    CHECK_FALSE(gpu_fabric_problem(g));
     CHECK(fabric_domain_key(g) == std::string(kU1) + ".32766");
     CHECK_THROWS_WITH(parse_gpu_fabric("abc, 1"), Catch::Contains("expected UUID, CLIQUE, STATE, STATUS"));
 
     GpuFabric joining = g;
     joining.state = "In Progress";
-    CHECK_THAT(gpu_fabric_problem(joining), Catch::Contains("fabric state In Progress (expected Completed"));
+    CHECK_THAT(gpu_fabric_problem(joining).value_or(""),
+               Catch::Contains("fabric state In Progress (expected Completed"));
     GpuFabric failed = g;
     failed.status = "NVLink training failed";
-    CHECK_THAT(gpu_fabric_problem(failed), Catch::Contains("fabric status NVLink training failed"));
+    CHECK_THAT(gpu_fabric_problem(failed).value_or(""), Catch::Contains("fabric status NVLink training failed"));
     GpuFabric clique0 = g;
     clique0.clique = "0";
-    CHECK_THAT(gpu_fabric_problem(clique0), Catch::Contains("CliqueId 0"));
+    CHECK_THAT(gpu_fabric_problem(clique0).value_or(""), Catch::Contains("CliqueId 0"));
     GpuFabric zero = g;
     zero.cluster_uuid = "00000000-0000-0000-0000-000000000000";
-    CHECK_THAT(gpu_fabric_problem(zero), Catch::Contains("ClusterUUID 00000000"));
+    CHECK_THAT(gpu_fabric_problem(zero).value_or(""), Catch::Contains("ClusterUUID 00000000"));
     GpuFabric sick = g;
     sick.health = "Degraded Bandwidth";
-    CHECK_THAT(gpu_fabric_problem(sick), Catch::Contains("fabric health Degraded Bandwidth"));
+    CHECK_THAT(gpu_fabric_problem(sick).value_or(""), Catch::Contains("fabric health Degraded Bandwidth"));
     sick.health = "Healthy";
-    CHECK(gpu_fabric_problem(sick).empty());
+    CHECK_FALSE(gpu_fabric_problem(sick));
 }
 
 TEST_CASE("fabric: discovery writes a map that round-trips through the readers", "[fabric][quick]") {

@@ -67,8 +67,8 @@ TEST_CASE("plugstack arguments: the fabric check is off unless asked for", "[plu
 }
 
 TEST_CASE("the GPU check speaks of the node and the fix", "[plugin][quick]") {
-    CHECK(gpu_check_message("nvl0001", 4, 4).empty());
-    CHECK_THAT(gpu_check_message("nvl0001", 4, 3),
+    CHECK_FALSE(gpu_check_message("nvl0001", 4, 4));
+    CHECK_THAT(gpu_check_message("nvl0001", 4, 3).value_or(""),
                Catch::Contains("node nvl0001 has 3 NVIDIA GPU(s), the rack map says 4: a GPU is missing"));
 }
 

@@ -1171,7 +1171,7 @@ TEST_CASE("rack health: failed nodes beyond the spares, or a rack-scope reason, 
     std::vector<std::string> reasons(map.node_count());
     auto id = [&](const char* n) { return *map.find_node(n); };
     for (const char* n : {"n001", "n002"}) snap.set_state(id(n), NodeState::Drained);
-    CHECK(rack_degraded_why(snap, 0, reasons, std::nullopt).empty()); // 2 failed: within its 2 spares
+    CHECK_FALSE(rack_degraded_why(snap, 0, reasons, std::nullopt)); // 2 failed: within its 2 spares
     snap.set_state(id("n003"), NodeState::Down);
     CHECK(rack_degraded_why(snap, 0, reasons, std::nullopt) ==
           "3 failed node(s) (n[001-003]), more than its 2 spare(s)");
@@ -1179,12 +1179,12 @@ TEST_CASE("rack health: failed nodes beyond the spares, or a rack-scope reason, 
     snap.set_state(id("n020"), NodeState::Drained);
     reasons[id("n020")] = "Xid 145: NVLink contained error";
     auto scope = reason_regex("contained|nvswitch", "rack_failure_reasons");
-    CHECK(rack_degraded_why(snap, 1, reasons, std::nullopt).empty());
+    CHECK_FALSE(rack_degraded_why(snap, 1, reasons, std::nullopt));
     CHECK(rack_degraded_why(snap, 1, reasons, scope) ==
           "n020 is out with a rack-level failure: \"Xid 145: NVLink contained error\"");
     // a healthy node's old reason does not count
     snap.set_state(id("n020"), NodeState::Idle);
-    CHECK(rack_degraded_why(snap, 1, reasons, scope).empty());
+    CHECK_FALSE(rack_degraded_why(snap, 1, reasons, scope));
     CHECK(mark_degraded_racks(snap, reasons, scope) == 1);
     CHECK(snap.degraded(0));
     CHECK_FALSE(snap.degraded(1));
