@@ -145,12 +145,11 @@ PlacementRecord Cycle::record_where_running(const SliceJob& sj, PlacementRecord 
     r.slice = sj.tag.slice;
     r.slices.clear();
     r.clear_reason();
-    whole = false;
-    try {
+    whole = whole_slices(map_, j.nodes, sj.tag.slice);
+    if (whole) {
         for (const auto& s : placement_of(SliceJob{sj.job, sj.tag, std::nullopt}, j.nodes).slices)
             r.slices.push_back(hl(s.nodes));
-        whole = true;
-    } catch (const Error&) {
+    } else {
         // not whole slices of one rack each
         r.slices = {hostlist_compress(j.nodes)};
     }

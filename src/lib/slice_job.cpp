@@ -441,6 +441,19 @@ RequestTag make_request(const RackMap& map, const SliceOptions& o, int nodes_min
     return t;
 }
 
+bool whole_slices(const RackMap& map, const std::vector<std::string>& job_nodes, int slice_size) {
+    if (slice_size <= 0) return false;
+    std::vector<int> per_domain(map.domains().size(), 0);
+    for (const auto& n : job_nodes) {
+        auto id = map.find_node(n);
+        if (!id) return false;
+        ++per_domain[map.domain_of(*id)];
+    }
+    for (int c : per_domain)
+        if (c % slice_size) return false;
+    return true;
+}
+
 std::vector<std::vector<NodeId>> derive_slices(const RackMap& map, const std::vector<std::string>& job_nodes,
                                                int slice_size) {
     if (slice_size <= 0) throw Error("slice size must be positive");
