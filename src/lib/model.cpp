@@ -66,6 +66,7 @@ DomainId RackMap::add_domain(Domain d, const std::vector<std::string>& node_name
         node_index_.emplace(n, nid);
         ids.push_back(nid);
     }
+    for (NodeId nid : ids) index_number(names_[nid], nid);
     d.nodes = std::move(ids);
     if (d.feature.empty()) d.feature = d.name;
     domain_index_.emplace(d.name, id);
@@ -73,7 +74,53 @@ DomainId RackMap::add_domain(Domain d, const std::vector<std::string>& node_name
     return id;
 }
 
+namespace {
+// "nvl0012" -> prefix "nvl", number 12; false when the name does not end in
+// 1 to 9 digits.
+bool split_number(std::string_view name, std::string_view& prefix, uint32_t& number) {
+    size_t i = name.size();
+    while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9') --i;
+    const size_t digits = name.size() - i;
+    if (digits == 0 || digits > 9) return false;
+    uint32_t v = 0;
+    for (size_t k = i; k < name.size(); ++k) v = v * 10 + uint32_t(name[k] - '0');
+    prefix = name.substr(0, i);
+    number = v;
+    return true;
+}
+constexpr NodeId kNoNode = UINT32_MAX;
+constexpr size_t kMaxPrefixes = 16;
+} // namespace
+
+void RackMap::index_number(const std::string& name, NodeId id) {
+    std::string_view prefix;
+    uint32_t number = 0;
+    // numbers far beyond the node count would make the table sparse: the
+    // hash index serves those names alone
+    if (!split_number(name, prefix, number) || number > 4 * names_.size() + 1024) return;
+    NumberedNames* t = nullptr;
+    for (auto& x : numbered_)
+        if (x.prefix == prefix) t = &x;
+    if (!t) {
+        if (numbered_.size() >= kMaxPrefixes) return;
+        numbered_.push_back({std::string(prefix), {}});
+        t = &numbered_.back();
+    }
+    if (t->by_number.size() <= number) t->by_number.resize(size_t(number) + 1, kNoNode);
+    if (t->by_number[number] == kNoNode) t->by_number[number] = id; // "nvl01" and "nvl1": the first
+}
+
 std::optional<NodeId> RackMap::find_node(std::string_view name) const {
+    std::string_view prefix;
+    uint32_t number = 0;
+    if (split_number(name, prefix, number))
+        for (const auto& t : numbered_)
+            if (t.prefix == prefix) {
+                if (number < t.by_number.size() && t.by_number[number] != kNoNode &&
+                    names_[t.by_number[number]] == name)
+                    return t.by_number[number];
+                break;
+            }
     auto it = node_index_.find(std::string(name));
     if (it == node_index_.end()) return std::nullopt;
     return it->second;

@@ -87,6 +87,15 @@ class RackMap {
     size_t name_bytes_ = 0; // of all names_, capped (add_domain)
     std::vector<DomainId> node_domain_;
     std::unordered_map<std::string, NodeId> node_index_;
+    // The fast path of find_node(): names are a prefix and a number
+    // (nvl0001); per prefix, the node of each number. A name found here is
+    // checked against names_ (zero padding), else the hash index answers.
+    struct NumberedNames {
+        std::string prefix;
+        std::vector<NodeId> by_number; // UINT32_MAX: none
+    };
+    std::vector<NumberedNames> numbered_;
+    void index_number(const std::string& name, NodeId id);
     std::unordered_map<std::string, DomainId> domain_index_;
 };
 

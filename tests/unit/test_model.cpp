@@ -18,6 +18,40 @@ TEST_CASE("rack map indexes nodes and domains", "[model][quick]") {
     CHECK(m.domain(0).feature == "r1");
 }
 
+TEST_CASE("rack map finds nodes by number where names are a prefix and a number, by name otherwise", "[model][quick]") {
+    RackMap m;
+    Domain a;
+    a.name = "ra";
+    a.spares = 0;
+    m.add_domain(a, {"gpu01", "gpu2", "gpu003", "cpu7", "odd-x", "big999999999"});
+    Domain b;
+    b.name = "rb";
+    b.spares = 0;
+    m.add_domain(b, {"gpu1", "node-12"});
+    CHECK(*m.find_node("gpu01") == 0);
+    CHECK(*m.find_node("gpu2") == 1);
+    CHECK(*m.find_node("gpu003") == 2);
+    CHECK(*m.find_node("cpu7") == 3);
+    CHECK(*m.find_node("odd-x") == 4);
+    CHECK(*m.find_node("big999999999") == 5); // beyond the numbered table: by name
+    CHECK(*m.find_node("gpu1") == 6);         // same number as gpu01, other padding: by name
+    CHECK(*m.find_node("node-12") == 7);
+    CHECK_FALSE(m.find_node("gpu3"));  // gpu003's number, not its name
+    CHECK_FALSE(m.find_node("gpu02")); // gpu2's number, not its name
+    CHECK_FALSE(m.find_node("gpu4"));
+    CHECK_FALSE(m.find_node("cpu"));
+    CHECK_FALSE(m.find_node(""));
+    CHECK_FALSE(m.find_node("gpu12345678901")); // more digits than a number holds
+    // the failed add leaves no number behind
+    Domain c;
+    c.name = "rc";
+    c.spares = 0;
+    CHECK_THROWS(m.add_domain(c, {"gpu5", "gpu2"}));
+    CHECK_FALSE(m.find_node("gpu5"));
+    RackMap big = regular_map(200, 18, 2);
+    for (NodeId id = 0; id < big.node_count(); id += 97) CHECK(*big.find_node(big.node_name(id)) == id);
+}
+
 TEST_CASE("rack map refuses inconsistent domains", "[model][quick]") {
     RackMap m = make_map(1, 4);
     Domain d;
