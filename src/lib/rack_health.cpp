@@ -38,7 +38,8 @@ int mark_degraded_racks(Snapshot& snap, const std::vector<std::string>& reasons,
 std::vector<std::string> node_reasons(const RackMap& map, const std::vector<SlurmNode>& nodes) {
     std::vector<std::string> out(map.node_count());
     for (const auto& n : nodes)
-        if (auto id = map.find_node(n.name)) out[*id] = n.reason;
+        if (!n.reason.empty())
+            if (auto id = map.find_node(n.name)) out[*id] = n.reason;
     return out;
 }
 
