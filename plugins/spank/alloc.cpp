@@ -18,6 +18,11 @@
 // public API, so they are looked up at run time: when any is missing the
 // submission is refused. An untagged or ungated slice job is never
 // submitted. A user's own --hold is kept: the job stays held.
+#include "config.h"
+#ifndef PACKAGE_VERSION
+#error "config.h first: its feature tests (HAVE_SLURM_SEGMENTS) decide what this file compiles"
+#endif
+
 #include "plugin.hpp"
 
 #include "slurm_features.hpp"

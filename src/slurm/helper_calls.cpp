@@ -1,5 +1,7 @@
 // nvlslice — the libslurm calls of job_calls.hpp and slurm_features.hpp
 // that only the helper and the tools make (not linked into the plugin).
+#include "config.h"
+
 #include "job_calls.hpp"
 #include "slurm_features.hpp"
 

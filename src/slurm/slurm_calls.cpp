@@ -4,6 +4,8 @@
 // loads the plugin provides the symbols, bound at load (-z now), so this
 // unit holds only what the plugin calls; the helper's other calls are in
 // helper_calls.cpp.
+#include "config.h"
+
 #include "job_calls.hpp"
 #include "slurm_features.hpp"
 
