@@ -104,8 +104,11 @@ SlurmFeatures local_slurm_features() {
     if (conf->topology_plugin) f.topology_plugin = conf->topology_plugin;
     if (conf->switch_type) f.switch_type = conf->switch_type;
     f.enforce_limits = (conf->accounting_storage_enforce & kEnforceLimits) != 0;
-    // the client's own version (slurm_api_version(): 0xMMmmuu)
-    const long v = slurm_api_version();
+    // the client's own release: the libslurm this was built against
+    // (slurm_version.h; the packages depend on exactly that libslurm).
+    // slurm_api_version() is the API's number (38.0.0 on 22.05, 42 on
+    // 24.11), which compared as a release made 24.11 look like 25.11+.
+    constexpr long v = SLURM_VERSION_NUMBER;
     f.version = fmt::format("{}.{:02}.{}", SLURM_VERSION_MAJOR(v), SLURM_VERSION_MINOR(v), SLURM_VERSION_MICRO(v));
     return f;
 }
