@@ -60,9 +60,10 @@ limit_case() {
             "$(squeue -h -j "$x" -o %W) $(job_field "$x" ReqNodeList)"
         expect_match "$name ($kind): its record names Slurm's reason" "held back by Slurm: $reason" "$(record "$x")"
     else
-        # Slurm shows None until a scheduling pass looks at the job (24.11
-        # between its passes, plain jobs too; 22.05 once kept None over 10 s
-        # for a plain job): up to a periodic pass (sched_interval, 60 s)
+        # Slurm shows None until a scheduling pass gives the job a reason
+        # (24.11 between its passes, plain jobs too; 22.05 once kept a plain
+        # job at None over 10 s, two passes of sched_interval=5): awaited
+        # over many passes, its time is not what is asserted
         wait_for 65 bash -c "squeue -h -j $x -o '%T %r' | grep -Eq '^PENDING $reason'"
         expect_match "$name ($kind): the held job waits with Slurm's reason" "^PENDING $reason" "$(squeue -h -j "$x" -o '%T %r')"
     fi
