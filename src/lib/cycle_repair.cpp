@@ -145,10 +145,10 @@ PlacementRecord Cycle::record_where_running(const SliceJob& sj, PlacementRecord 
     r.slice = sj.tag.slice;
     r.slices.clear();
     r.clear_reason();
-    whole = whole_slices(map_, j.nodes, sj.tag.slice);
+    const auto slices = try_derive_slices(map_, j.nodes, sj.tag.slice);
+    whole = slices.has_value();
     if (whole) {
-        for (const auto& s : placement_of(SliceJob{sj.job, sj.tag, std::nullopt}, j.nodes).slices)
-            r.slices.push_back(hl(s.nodes));
+        for (const auto& s : *slices) r.slices.push_back(hl(s));
     } else {
         // not whole slices of one rack each
         r.slices = {hostlist_compress(j.nodes)};

@@ -238,10 +238,8 @@ bool Sim::try_start(int j, double now, Reason* why) {
         if (tj.nodes % req.slice_size) req.slice_size = 0; // auto
         // spares are lent to preemptible work until a repair needs them
         // (the helper's rule: place_or_borrow)
-        bool lent = false;
         PlacementResult pr =
-            place_or_borrow(snap_, req, pol_ == Policy::Nvlslice && may_borrow_spares(traits(j), p_.lend), lent);
-        r.lent = lent;
+            place_or_borrow(snap_, req, pol_ == Policy::Nvlslice && may_borrow_spares(traits(j), p_.lend), r.lent);
         if (!pr.ok) {
             if (why) *why = pr.reason;
             return false;

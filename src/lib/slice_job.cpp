@@ -441,27 +441,18 @@ RequestTag make_request(const RackMap& map, const SliceOptions& o, int nodes_min
     return t;
 }
 
-bool whole_slices(const RackMap& map, const std::vector<std::string>& job_nodes, int slice_size) {
-    if (slice_size <= 0) return false;
-    std::vector<int> per_domain(map.domains().size(), 0);
-    for (const auto& n : job_nodes) {
-        auto id = map.find_node(n);
-        if (!id) return false;
-        ++per_domain[map.domain_of(*id)];
-    }
-    for (int c : per_domain)
-        if (c % slice_size) return false;
-    return true;
-}
-
-std::vector<std::vector<NodeId>> derive_slices(const RackMap& map, const std::vector<std::string>& job_nodes,
-                                               int slice_size) {
-    if (slice_size <= 0) throw Error("slice size must be positive");
+std::optional<std::vector<std::vector<NodeId>>>
+try_derive_slices(const RackMap& map, const std::vector<std::string>& job_nodes, int slice_size, std::string* why) {
+    auto fail = [&](std::string text) -> std::optional<std::vector<std::vector<NodeId>>> {
+        if (why) *why = std::move(text);
+        return std::nullopt;
+    };
+    if (slice_size <= 0) return fail("slice size must be positive");
     std::vector<NodeId> ids;
     ids.reserve(job_nodes.size());
     for (const auto& n : job_nodes) {
         auto id = map.find_node(n);
-        if (!id) throw Error(fmt::format("node {} of the job is not in the rack map", n));
+        if (!id) return fail(fmt::format("node {} of the job is not in the rack map", n));
         ids.push_back(*id);
     }
     std::sort(ids.begin(), ids.end()); // map order: domain by domain
@@ -472,13 +463,21 @@ std::vector<std::vector<NodeId>> derive_slices(const RackMap& map, const std::ve
         size_t j = i;
         while (j < ids.size() && map.domain_of(ids[j]) == d) ++j;
         if ((j - i) % size_t(slice_size))
-            throw Error(fmt::format("the job has {} nodes in {}, not a multiple of its slice size {}", j - i,
+            return fail(fmt::format("the job has {} nodes in {}, not a multiple of its slice size {}", j - i,
                                     map.domain(d).name, slice_size));
         for (size_t k = i; k < j; k += size_t(slice_size))
             slices.emplace_back(ids.begin() + long(k), ids.begin() + long(k) + slice_size);
         i = j;
     }
     return slices;
+}
+
+std::vector<std::vector<NodeId>> derive_slices(const RackMap& map, const std::vector<std::string>& job_nodes,
+                                               int slice_size) {
+    std::string why;
+    auto slices = try_derive_slices(map, job_nodes, slice_size, &why);
+    if (!slices) throw Error(why);
+    return std::move(*slices);
 }
 
 SliceEnv slice_env_for(const RackMap& map, const std::vector<std::vector<std::string>>& slices, std::string_view host) {

@@ -220,11 +220,13 @@ struct SliceEnv {
 // inside each domain, in map order, cut into `slice_size` pieces; slices
 // numbered domain by domain in map order. Throws nvl::Error when the nodes
 // do not form whole slices (e.g. a prefer-mode split placement).
-// Whether `job_nodes` are whole slices of `slice_size`, each inside one
-// domain, every node in the map: derive_slices() then succeeds.
-bool whole_slices(const RackMap& map, const std::vector<std::string>& job_nodes, int slice_size);
 std::vector<std::vector<NodeId>> derive_slices(const RackMap& map, const std::vector<std::string>& job_nodes,
                                                int slice_size);
+// The same without an exception: nullopt when the nodes are not whole
+// slices of one domain each (or not all in the map), `why` saying which.
+std::optional<std::vector<std::vector<NodeId>>> try_derive_slices(const RackMap& map,
+                                                                  const std::vector<std::string>& job_nodes,
+                                                                  int slice_size, std::string* why = nullptr);
 // The env of `host` given the slices (from derive_slices or a record).
 SliceEnv slice_env_for(const RackMap& map, const std::vector<std::vector<std::string>>& slices, std::string_view host);
 

@@ -169,11 +169,11 @@ TEST_CASE("slices and task env derive from the node list alone", "[slicejob][qui
                       Catch::Contains("10 nodes in r1, not a multiple of its slice size 8"));
     CHECK_THROWS_WITH(derive_slices(m, {"zz1"}, 8), Catch::Contains("zz1 of the job is not in the rack map"));
     // the same question without an exception: whole slices or not
-    CHECK(whole_slices(m, nodes, 16));
-    CHECK(whole_slices(m, hostlist_expand("n[001-002,004-017]"), 16));
-    CHECK_FALSE(whole_slices(m, hostlist_expand("n[001-010],n[019-024]"), 8));
-    CHECK_FALSE(whole_slices(m, {"zz1"}, 8));
-    CHECK_FALSE(whole_slices(m, nodes, 0));
+    CHECK(try_derive_slices(m, nodes, 16));
+    CHECK(try_derive_slices(m, hostlist_expand("n[001-002,004-017]"), 16));
+    CHECK_FALSE(try_derive_slices(m, hostlist_expand("n[001-010],n[019-024]"), 8));
+    CHECK_FALSE(try_derive_slices(m, {"zz1"}, 8));
+    CHECK_FALSE(try_derive_slices(m, nodes, 0));
     CHECK_THROWS_WITH(slice_env_for(m, named, "n030"), Catch::Contains("not in any slice"));
     // a split slice (prefer fallback) names both racks
     SliceEnv sp = slice_env_for(m, {{"n017", "n018", "n019", "n020"}}, "n019");
