@@ -41,6 +41,15 @@ struct World {
         jobs.push_back(slice_job(id, slice, count, ckpt, now, gated));
         return jobs.back();
     }
+    // A plain (not slice) job running on `hl`.
+    SlurmJob& add_plain_job(JobId id, uint32_t priority, const std::string& hl) {
+        SlurmJob j;
+        j.id = id;
+        j.priority = priority;
+        jobs.push_back(j);
+        run_on(jobs.back(), hl);
+        return jobs.back();
+    }
     void run_on(SlurmJob& j, const std::string& hl, NodeState st = NodeState::Allocated) {
         j.state = JobState::Running;
         j.held = false;
@@ -1016,11 +1025,7 @@ TEST_CASE("a job held for its repair whose nodes were taken is released to wait 
         SlurmJob& j = nat ? add_native_job(w, 7, 16, 1) : w.add_slice_job(7, 16, 1);
         w.run_on(j, "n[001-016]");
         j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
-        SlurmJob other;
-        other.id = 50;
-        other.priority = 500;
-        w.jobs.push_back(other);
-        w.run_on(w.jobs.back(), "n[019-036]");
+        w.add_plain_job(50, 500, "n[019-036]");
         SlurmJob& j7 = w.jobs.front();
         w.node("n005").state = NodeState::Draining;
         auto out = w.cycle();
@@ -1031,11 +1036,7 @@ TEST_CASE("a job held for its repair whose nodes were taken is released to wait 
         if (auto pin = find(out, ActionKind::Pin)) j7.req_nodes = pin->arg;
         if (auto ex = find(out, ActionKind::Exclude)) j7.exc_nodes = ex->arg;
         w.resv = Reservation{"nvlslice_spares", "n018"};
-        SlurmJob taker;
-        taker.id = 51;
-        taker.priority = 400;
-        w.jobs.push_back(taker);
-        w.run_on(w.jobs.back(), "n017");
+        w.add_plain_job(51, 400, "n017");
         SlurmJob& held = w.jobs.front();
         w.now += 1;
         CHECK_FALSE(find(w.cycle(), ActionKind::Release)); // waits for its nodes up to replace_after
