@@ -154,8 +154,8 @@ void Cycle::collect_slice_jobs() {
             auto b = mem_.backoff.find(j.id);
             if (b == mem_.backoff.end() || b->second.until <= mono_) {
                 act({ActionKind::AllowRequeue, j.id, {}});
-                warn_once(j.id, fmt::format("runs on a lent spare, and its Requeue was turned off: set back "
-                                            "to 1 (a repair takes a lent spare back by requeue)"));
+                warn_once(j.id, "runs on a lent spare, and its Requeue was turned off: set back "
+                                "to 1 (a repair takes a lent spare back by requeue)");
             }
         }
         if (!wrong.empty()) {
@@ -184,7 +184,7 @@ void Cycle::collect_slice_jobs() {
             // taken back as a job without a placement, its loan kept.
             rec->state = RecordState::Waiting;
             rec->clear_reason();
-            log(j.id, fmt::format("its nvlslice tag describes the job again: nvlslice takes it back"));
+            log(j.id, "its nvlslice tag describes the job again: nvlslice takes it back");
         }
         slice_jobs_.push_back(SliceJob{&j, *tag, rec});
     }

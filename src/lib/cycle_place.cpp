@@ -179,8 +179,8 @@ void Cycle::say_escape(const SliceJob& sj) {
     // its gate is its owner's (or an admin's)
     const SlurmJob& j = *sj.job;
     if (!(sj.rec && sj.rec->state == RecordState::Yielded) && j.restarts == 0)
-        say_once(j.id, fmt::format("pending without its gate and without a placement (its owner took the "
-                                   "gate off?): gated again"));
+        say_once(j.id, "pending without its gate and without a placement (its owner took the "
+                       "gate off?): gated again");
 }
 
 bool Cycle::place_job(const SliceJob& sj) {

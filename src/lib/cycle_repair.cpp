@@ -16,7 +16,7 @@ void Cycle::handle_running(const SliceJob& started) {
         // Its record says it gave its nodes back, but it runs: the helper
         // died between the record and the requeue. The requeue follows.
         act({ActionKind::Requeue, j.id, {}});
-        log(j.id, fmt::format("its record says it yielded its nodes, but it still runs: requeued"));
+        log(j.id, "its record says it yielded its nodes, but it still runs: requeued");
         return;
     }
     std::vector<NodeId> failed;
@@ -36,7 +36,7 @@ void Cycle::handle_running(const SliceJob& started) {
             // reason is stale
             rec.clear_reason();
             record(sj, rec);
-            log(j.id, fmt::format("its nodes are healthy again; nothing to repair"));
+            log(j.id, "its nodes are healthy again; nothing to repair");
         } else if (!sj.rec || sj.rec->state != RecordState::Placed) {
             check_escaped(sj, rec);
         }
@@ -112,7 +112,7 @@ void Cycle::evacuate() {
                 if (rec.reason != why) {
                     rec.set_reason(Why::NotMoved, why);
                     record(sj, rec);
-                    log(j.id, fmt::format("{}", why));
+                    log(j.id, why);
                 }
                 continue;
             }
