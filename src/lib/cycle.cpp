@@ -99,9 +99,7 @@ void Cycle::not_responding() {
             fmt::format("nvlsliced: not responding to slurmctld for {} s (repair_not_responding_after={}); slice job "
                         "{} repaired on a spare",
                         mono_ - since, cfg_.repair_not_responding_after_s, st.job_id);
-        Action a{ActionKind::NodeDown, 0, n.name};
-        a.reason = reason;
-        act(std::move(a));
+        act({0, action::NodeDown{n.name, reason}});
         warn(fmt::format("node {}: drained and marked DOWN: {}", n.name, reason));
     }
     mem_.not_responding_since.swap(still);
@@ -153,7 +151,7 @@ void Cycle::collect_slice_jobs() {
             // refused that lately: the job's backoff).
             auto b = mem_.backoff.find(j.id);
             if (b == mem_.backoff.end() || b->second.until <= mono_) {
-                act({ActionKind::AllowRequeue, j.id, {}});
+                act({j.id, action::AllowRequeue{}});
                 warn_once(j.id, "runs on a lent spare, and its Requeue was turned off: set back "
                                 "to 1 (a repair takes a lent spare back by requeue)");
             }
@@ -173,7 +171,7 @@ void Cycle::collect_slice_jobs() {
                 ignored.slices = rec->slices;
             }
             if (!rec || rec->state != RecordState::Ignored || rec->reason != ignored.reason) {
-                act({ActionKind::SetRecord, j.id, ignored.str()});
+                act({j.id, action::SetRecord{ignored.str()}});
                 log(j.id, fmt::format("not a slice job nvlslice can place, left to Slurm: {}", wrong));
             }
             continue;
@@ -338,7 +336,7 @@ void Cycle::record(const SliceJob& sj, const PlacementRecord& r, bool always) {
     PlacementRecord mine = r;
     mine.job = sj.job->id;
     std::string text = mine.str();
-    if (always || text != sj.job->admin_comment) act({ActionKind::SetRecord, sj.job->id, text});
+    if (always || text != sj.job->admin_comment) act({sj.job->id, action::SetRecord{text}});
 }
 
 bool Cycle::backing_off(const SliceJob& sj) {

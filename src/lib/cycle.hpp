@@ -121,14 +121,14 @@ class Cycle {
                           sj.rec->state == RecordState::Restarting);
     }
     void gate(const SliceJob& sj) {
-        act({ActionKind::SetLicenses, sj.job->id, with_license(sj.job->licenses, cfg_.gate_license)});
+        act({sj.job->id, action::SetLicenses{with_license(sj.job->licenses, cfg_.gate_license)}});
     }
     // Lets Slurm start a pinned job: takes its gate off, or releases the
     // helper's own hold (never another).
     void start_now(const SliceJob& sj) {
         if (gated(*sj.job))
-            act({ActionKind::SetLicenses, sj.job->id, without_license(sj.job->licenses, cfg_.gate_license)});
-        if (held_by_us(sj)) act({ActionKind::Release, sj.job->id, {}});
+            act({sj.job->id, action::SetLicenses{without_license(sj.job->licenses, cfg_.gate_license)}});
+        if (held_by_us(sj)) act({sj.job->id, action::Release{}});
     }
     // Pins a job to `ids` from `start_at` (0: leave StartTime): its
     // ReqNodeList in gate mode, and in native mode where the controller
@@ -144,16 +144,17 @@ class Cycle {
             // first, the rest stays until the pool is set (a rack
             // exclusion, keep_off_degraded, never meets a placement)
             if (native(sj) && excludes_any(*sj.job, ids))
-                act({ActionKind::Exclude, sj.job->id, excluded_but(*sj.job, ids)});
-            act({start_at ? ActionKind::Pin : ActionKind::PinOnly, sj.job->id, hl(ids), start_at});
+                act({sj.job->id, action::Exclude{excluded_but(*sj.job, ids)}});
+            if (start_at)
+                act({sj.job->id, action::Pin{hl(ids), start_at}});
+            else
+                act({sj.job->id, action::PinOnly{hl(ids)}});
             return;
         }
         // a node list the user gave (-w) would fight the placement, as the
         // helper's own ReqNodeList replaces it in gate mode
-        if (!sj.job->req_nodes.empty()) act({ActionKind::PinOnly, sj.job->id, {}});
-        Action a{ActionKind::Exclude, sj.job->id, all_but(ids)};
-        a.start_at = start_at;
-        act(std::move(a));
+        if (!sj.job->req_nodes.empty()) act({sj.job->id, action::PinOnly{}});
+        act({sj.job->id, action::Exclude{all_but(ids), start_at}});
     }
     bool excludes_any(const SlurmJob& j, const std::vector<NodeId>& ids) const;
     // The job's exclusion without `ids`, as a hostlist.
@@ -166,8 +167,8 @@ class Cycle {
     // Back to Slurm's own placement: the pin (either kind) lifted; still
     // kept off degraded racks.
     void unpin_native(const SlurmJob& j) {
-        if (j.exc_nodes != degraded_nodes_) act({ActionKind::Exclude, j.id, degraded_nodes_});
-        if (cfg_.node_pools && !j.req_nodes.empty()) act({ActionKind::PinOnly, j.id, {}});
+        if (j.exc_nodes != degraded_nodes_) act({j.id, action::Exclude{degraded_nodes_}});
+        if (cfg_.node_pools && !j.req_nodes.empty()) act({j.id, action::PinOnly{}});
     }
     bool pinned_now(JobId id) const {
         return did(id, ActionKind::Pin) || did(id, ActionKind::PinOnly) || did(id, ActionKind::Exclude);
@@ -247,11 +248,12 @@ class Cycle {
             auto it = mem_.cluster_backoff.find(backoff_key(a));
             if (it != mem_.cluster_backoff.end() && it->second.until > mono_) return;
         }
-        if (a.job) acted_[a.job] |= 1u << unsigned(a.kind);
+        if (a.job) acted_[a.job] |= 1u << unsigned(a.kind());
         // the steps of a repair or a restart follow each other closely
-        out_.follow_up = out_.follow_up || a.kind == ActionKind::RequeueHold || a.kind == ActionKind::Requeue ||
-                         a.kind == ActionKind::Release || a.kind == ActionKind::NodeDown ||
-                         ((a.kind == ActionKind::Pin || a.kind == ActionKind::Exclude) && a.start_at > now_);
+        const ActionKind k = a.kind();
+        out_.follow_up = out_.follow_up || k == ActionKind::RequeueHold || k == ActionKind::Requeue ||
+                         k == ActionKind::Release || k == ActionKind::NodeDown ||
+                         ((k == ActionKind::Pin || k == ActionKind::Exclude) && a.start_at() > now_);
         out_.actions.push_back(std::move(a));
     }
     bool did(JobId job, ActionKind k) const {

@@ -77,11 +77,11 @@ void Cycle::keep_spares() {
     // after the others, so that a repair's requeue is not kept waiting by a
     // reservation update (slurmctld may take seconds over one).
     auto starts = std::find_if(out_.actions.begin(), out_.actions.end(), [](const Action& a) {
-        return a.kind == ActionKind::Release || a.kind == ActionKind::Pin ||
-               (a.kind == ActionKind::Exclude && a.start_at > 0) || (a.kind == ActionKind::SetLicenses && a.job != 0) ||
-               a.kind == ActionKind::Protect;
+        const ActionKind k = a.kind();
+        return k == ActionKind::Release || k == ActionKind::Pin || (k == ActionKind::Exclude && a.start_at() > 0) ||
+               (k == ActionKind::SetLicenses && a.job != 0) || k == ActionKind::Protect;
     });
-    out_.actions.insert(starts, Action{ActionKind::SetReservation, 0, list});
+    out_.actions.insert(starts, Action{0, action::SetReservation{list}});
     log(fmt::format("spares: reservation {} = {}", cfg_.reservation, list.empty() ? "(none)" : list));
 }
 
@@ -97,9 +97,7 @@ void Cycle::keep_weights() {
         if (n.weight != want) change[want].push_back(n.name);
     }
     for (auto& [w, names] : change) {
-        Action a{ActionKind::SetWeight, 0, hostlist_compress(names)};
-        a.weight = w;
-        act(std::move(a));
+        act({0, action::SetWeight{hostlist_compress(names), w}});
     }
     // not logged: it changes with every job that starts or ends (sinfo -o %w shows it)
 }
@@ -142,9 +140,7 @@ void Cycle::keep_features() {
     // new slice job is offered a rack that degraded in this cycle
     const size_t before = out_.actions.size();
     for (auto& [features, names] : change) {
-        Action a{ActionKind::SetFeatures, 0, hostlist_compress(names)};
-        a.features = features;
-        act(std::move(a));
+        act({0, action::SetFeatures{hostlist_compress(names), features}});
     }
     std::rotate(out_.actions.begin(), out_.actions.begin() + long(before), out_.actions.end());
     for (const auto& [d, on] : racks)
@@ -155,7 +151,7 @@ void Cycle::keep_features() {
 
 void Cycle::keep_gate() {
     if (!cfg_.gate_reservation.empty() && !gate_) {
-        act({ActionKind::Gate, 0, cfg_.gate_reservation});
+        act({0, action::Gate{}});
         log(fmt::format("gate: creating the license-only reservation {} that holds {}", cfg_.gate_reservation,
                         cfg_.gate_license));
     }

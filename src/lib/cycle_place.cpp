@@ -27,7 +27,7 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
         r.state = RecordState::Repairing;
         r.hold = true; // the one hold the helper may release
         record(sj, r, true);
-        act({ActionKind::RequeueHold, id, {}});
+        act({id, action::RequeueHold{}});
         pin(sj, p.nodes(), 0);
         take(p.nodes(), id);
         return;
@@ -56,7 +56,7 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
     if (native(sj))
         pin(sj, p.nodes(), now_);
     else
-        act({ActionKind::Pin, id, hl(p.nodes()), 0}); // its node list, no StartTime
+        act({id, action::Pin{hl(p.nodes()), 0}}); // its node list, no StartTime
     start_now(sj);
     take(p.nodes(), id);
 }
@@ -81,7 +81,7 @@ SliceJob Cycle::keep_off_degraded(const SliceJob& sj) {
         return x == y;
     };
     if (!same(j.exc_nodes, degraded_nodes_)) {
-        act({ActionKind::Exclude, j.id, degraded_nodes_});
+        act({j.id, action::Exclude{degraded_nodes_}});
         exclusion_[j.id] = degraded_nodes_;
         log(j.id, degraded_nodes_.empty()
                       ? std::string("the racks recovered: its exclusion is lifted, Slurm may place it anywhere")
@@ -164,7 +164,7 @@ void Cycle::hand_back(const SliceJob& sj) {
     } else {
         gate(sj);
     }
-    act({ActionKind::Release, j.id, {}});
+    act({j.id, action::Release{}});
     PlacementRecord rec = *sj.rec;
     rec.hold = false;
     record(sj, rec);
@@ -267,9 +267,7 @@ bool Cycle::place_job(const SliceJob& sj) {
             // for its credential lifetime (2 min by default); the next
             // second is enough, as in gate mode. Its exclusion stays.
             auto set = exclusion_.find(j.id);
-            Action a{ActionKind::Exclude, j.id, set != exclusion_.end() ? set->second : j.exc_nodes};
-            a.start_at = start_time(j);
-            act(std::move(a));
+            act({j.id, action::Exclude{set != exclusion_.end() ? set->second : j.exc_nodes, start_time(j)}});
         }
         const bool was = sj.rec && sj.rec->state == RecordState::Waiting && sj.rec->why == Why::SlurmPlaces;
         if (!was) {
@@ -356,9 +354,9 @@ void Cycle::yield_job(JobId v, const std::string& why) {
             rec.lent = false;
             rec.set_reason(Why::Yielded, why);
             rec.job = v;
-            act({ActionKind::SetRecord, v, rec.str()});
+            act({v, action::SetRecord{rec.str()}});
         }
-    act({ActionKind::Requeue, v, {}});
+    act({v, action::Requeue{}});
 }
 
 // The top-priority slice job that cannot start yet gets the racks that free
@@ -437,7 +435,7 @@ void Cycle::protect_top() {
     const bool have = protection_ && !protection_->nodes.empty();
     if (want.empty()) {
         if (have) {
-            out_.actions.insert(out_.actions.begin(), Action{ActionKind::Protect, 0, {}});
+            out_.actions.insert(out_.actions.begin(), Action{0, action::Protect{}});
             log("protect: dropped (no slice job waits for racks)");
         }
         return;
@@ -446,10 +444,7 @@ void Cycle::protect_top() {
     if (have && protection_->nodes == want &&
         (protection_->start_time <= now_ || std::llabs(protection_->start_time - start) < 60))
         return;
-    Action a{ActionKind::Protect, 0, want};
-    a.start_at = start;
-    a.end_at = end;
-    act(std::move(a));
+    act({0, action::Protect{want, start, end}});
     const std::string when = iso_time(start);
     log(top->job->id,
         fmt::format("top priority, waits: racks kept for it, {} from {} (in {} s); shorter jobs may still "

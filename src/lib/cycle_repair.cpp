@@ -15,7 +15,7 @@ void Cycle::handle_running(const SliceJob& started) {
     if (started.rec && started.rec->state == RecordState::Yielded) {
         // Its record says it gave its nodes back, but it runs: the helper
         // died between the record and the requeue. The requeue follows.
-        act({ActionKind::Requeue, j.id, {}});
+        act({j.id, action::Requeue{}});
         log(j.id, "its record says it yielded its nodes, but it still runs: requeued");
         return;
     }
@@ -199,7 +199,7 @@ void Cycle::check_escaped(const SliceJob& sj, PlacementRecord rec) {
             Why::Escaped,
             fmt::format("its gate was taken off and Slurm started it rack-blind on {}; requeued to be placed", where));
         record(sj, rec);
-        act({ActionKind::Requeue, j.id, {}});
+        act({j.id, action::Requeue{}});
         log(j.id,
             fmt::format("escaped its gate and started rack-blind on {}: requeued, to be placed in slices", where));
     } else if (rec.why != Why::RanRackBlind) {

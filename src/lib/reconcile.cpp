@@ -9,28 +9,6 @@
 
 namespace nvl {
 
-const char* to_string(ActionKind k) {
-    switch (k) {
-    case ActionKind::Hold: return "hold";
-    case ActionKind::Pin: return "pin";
-    case ActionKind::PinOnly: return "pin-nodes";
-    case ActionKind::Exclude: return "exclude";
-    case ActionKind::Release: return "release";
-    case ActionKind::RequeueHold: return "requeue-hold";
-    case ActionKind::Requeue: return "requeue";
-    case ActionKind::SetRecord: return "record";
-    case ActionKind::SetReservation: return "reservation";
-    case ActionKind::SetWeight: return "weight";
-    case ActionKind::SetLicenses: return "licenses";
-    case ActionKind::Protect: return "protect";
-    case ActionKind::Gate: return "gate";
-    case ActionKind::NodeDown: return "node-down";
-    case ActionKind::AllowRequeue: return "allow-requeue";
-    case ActionKind::SetFeatures: return "features";
-    }
-    return "?";
-}
-
 CycleOutput reconcile(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now,
                       HelperMemory& mem, int64_t mono) {
     return detail::Cycle(map, view, cfg, now, mono < 0 ? now : mono, mem).run();
@@ -38,7 +16,7 @@ CycleOutput reconcile(const RackMap& map, const ClusterView& view, const HelperC
 
 std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const std::vector<Action>& actions,
                                 void (*after_each)(const Action&), bool (*stop)()) {
-    const std::string& reservation = cfg.reservation;
+    const action::Names names{cfg.reservation, cfg.protect_reservation, cfg.gate_reservation, cfg.gate_license};
     std::vector<ApplyFailure> failures;
     std::unordered_set<JobId> failed_jobs;
     for (size_t i = 0; i < actions.size(); ++i) {
@@ -46,55 +24,30 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
         if (stop && stop()) break;                       // asked to stop: the next start reads Slurm afresh
         if (a.job && failed_jobs.count(a.job)) continue; // builds on the action that failed
         try {
-            switch (a.kind) {
-            case ActionKind::Hold: api.hold(a.job); break;
-            case ActionKind::Pin: api.pin_job(a.job, a.arg, a.start_at); break;
-            case ActionKind::PinOnly: api.pin_job(a.job, a.arg, 0); break;
-            case ActionKind::Exclude: api.exclude_nodes(a.job, a.arg, a.start_at); break;
-            case ActionKind::Release: api.release(a.job); break;
-            case ActionKind::RequeueHold: api.requeue_hold(a.job); break;
-            case ActionKind::Requeue: api.requeue(a.job); break;
-            case ActionKind::SetRecord: api.set_admin_comment(a.job, a.arg); break;
-            case ActionKind::SetReservation: api.set_reservation(reservation, a.arg); break;
-            case ActionKind::SetWeight: api.set_node_weight(a.arg, a.weight); break;
-            case ActionKind::SetLicenses: api.set_licenses(a.job, a.arg); break;
-            case ActionKind::Protect: api.set_reservation(cfg.protect_reservation, a.arg, a.start_at, a.end_at); break;
-            case ActionKind::Gate: api.ensure_gate(cfg.gate_reservation, cfg.gate_license); break;
-            case ActionKind::NodeDown: api.set_node_down(a.arg, a.reason); break;
-            case ActionKind::AllowRequeue: api.allow_requeue(a.job); break;
-            case ActionKind::SetFeatures: api.set_active_features(a.arg, a.features); break;
-            }
+            a.run(api, names);
         } catch (const Unreachable& e) {
             // slurmctld is away: the rest of the batch was decided from a
             // snapshot that may be old by the time it answers again, and
             // each request would wait out the same timeout. The next cycle
             // reads Slurm afresh.
             failures.push_back({0,
-                                a.kind, // slurmctld's absence, not the job's fault: no backoff for it
-                                fmt::format("{}: {}; the {} action(s) after it are left for the next cycle",
-                                            to_string(a.kind), e.what(), actions.size() - i - 1),
+                                a.kind(), // slurmctld's absence, not the job's fault: no backoff for it
+                                fmt::format("{}: {}; the {} action(s) after it are left for the next cycle", a.name(),
+                                            e.what(), actions.size() - i - 1),
                                 true,
                                 {}});
             break;
         } catch (const std::exception& e) {
             failures.push_back(
-                {a.job, a.kind,
-                 fmt::format("{}{}: {}", to_string(a.kind),
-                             a.arg.empty() || a.kind == ActionKind::SetRecord ? "" : " (" + a.arg + ")", e.what()),
-                 false, a.job ? std::string() : backoff_key(a)});
+                {a.job, a.kind(),
+                 fmt::format("{}{}: {}", a.name(), a.nodes().empty() ? "" : " (" + a.nodes() + ")", e.what()), false,
+                 a.job ? std::string() : backoff_key(a)});
             if (a.job) failed_jobs.insert(a.job);
             continue;
         }
         if (after_each) after_each(a);
     }
     return failures;
-}
-
-std::string backoff_key(const Action& a) {
-    if (a.kind == ActionKind::SetWeight || a.kind == ActionKind::NodeDown || a.kind == ActionKind::SetFeatures)
-        return fmt::format("{} {} {}", to_string(a.kind), a.arg,
-                           a.kind == ActionKind::SetFeatures ? a.features : std::to_string(a.weight));
-    return to_string(a.kind);
 }
 
 void note_applied(HelperMemory& mem, const std::vector<Action>& actions, const std::vector<ApplyFailure>& failures,
@@ -121,7 +74,7 @@ void note_applied(HelperMemory& mem, const std::vector<Action>& actions, const s
     for (const auto& a : actions) {
         if (a.job && !failed.count(a.job)) mem.backoff.erase(a.job);
         if (!a.job && !failed_keys.count(backoff_key(a))) mem.cluster_backoff.erase(backoff_key(a));
-        if (wall > 0 && all_tried && (a.kind == ActionKind::RequeueHold || a.kind == ActionKind::Requeue) &&
+        if (wall > 0 && all_tried && (a.kind() == ActionKind::RequeueHold || a.kind() == ActionKind::Requeue) &&
             !failed.count(a.job))
             mem.requeued_at[a.job] = wall;
     }

@@ -39,6 +39,7 @@
 // Then the spare reservation, the node weights and the gate reservation.
 #pragma once
 
+#include "action.hpp"
 #include "cluster_api.hpp"
 #include "eligibility.hpp"
 #include "defrag.hpp"
@@ -114,45 +115,6 @@ struct HelperConfig {
     // helper has looked at that job yet or not. "" = off. Only nodes where
     // slurm.conf makes it available (Features=) carry it.
     std::string healthy_feature;
-};
-
-// Pin: required nodes and StartTime; PinOnly: required nodes only;
-// Exclude: native mode's pin (arg: the excluded nodes, "" = none; start_at
-// when > 0);
-// SetLicenses: the job's whole license request (the gate on or off);
-// SetReservation: the spare reservation; Protect: the protection
-// reservation (arg nodes, "" = none; start_at, end_at); Gate: create the
-// gate reservation; NodeDown: drain the node (arg) and mark it DOWN, with
-// `reason`; AllowRequeue: Requeue=1 again on a lent job.
-enum class ActionKind {
-    Hold,
-    Pin,
-    PinOnly,
-    Release,
-    RequeueHold,
-    Requeue,
-    SetRecord,
-    SetReservation,
-    SetWeight,
-    SetLicenses,
-    Protect,
-    Gate,
-    Exclude,
-    NodeDown,
-    AllowRequeue,
-    SetFeatures
-};
-const char* to_string(ActionKind k);
-
-struct Action {
-    ActionKind kind;
-    JobId job = 0;
-    std::string arg;        // Pin, SetReservation, SetWeight: node list; SetRecord: admin_comment
-    int64_t start_at = 0;   // Pin: StartTime; Protect: its start (epoch seconds)
-    uint32_t weight = 0;    // SetWeight
-    int64_t end_at = 0;     // Protect: its end
-    std::string reason{};   // NodeDown: the node's reason, for Slurm and the admin
-    std::string features{}; // SetFeatures: the nodes' (arg) active features
 };
 
 struct CycleStats {
@@ -266,9 +228,10 @@ struct HelperMemory {
     Patterns patterns;
 };
 
-// Which cluster-wide actions back off together: one per kind, per node
-// list for weights and DOWN marks.
-std::string backoff_key(const Action& a);
+// Which cluster-wide actions back off together: Action::backoff_key().
+inline std::string backoff_key(const Action& a) {
+    return a.backoff_key();
+}
 
 // An action Slurm refused, and why.
 struct ApplyFailure {

@@ -44,7 +44,7 @@ volatile std::sig_atomic_t g_reload = 0;
 // the first such action, as a crash or kill -9 at that point would.
 const char* g_kill_after = nullptr;
 void maybe_die(const Action& a) {
-    if (g_kill_after && std::string(to_string(a.kind)) == g_kill_after) {
+    if (g_kill_after && std::string(a.name()) == g_kill_after) {
         std::fprintf(stderr, "nvlsliced: test hook: killed after %s of job %u\n", g_kill_after, a.job);
         std::fflush(stderr);
         raise(SIGKILL);

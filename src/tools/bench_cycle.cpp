@@ -125,15 +125,15 @@ void settle(CycleScenario& sc, const CycleOutput& first) {
     std::unordered_map<JobId, SlurmJob*> by_id;
     for (auto& j : sc.jobs) by_id[j.id] = &j;
     for (const auto& a : first.actions) {
-        if (a.kind == ActionKind::SetReservation) {
-            sc.spares = Reservation{"nvlslice_spares", a.arg};
+        if (auto r = a.get<action::SetReservation>()) {
+            sc.spares = Reservation{"nvlslice_spares", r->nodes};
             continue;
         }
         auto it = by_id.find(a.job);
         if (it == by_id.end()) continue;
-        if (a.kind == ActionKind::SetRecord) it->second->admin_comment = a.arg;
-        if (a.kind == ActionKind::Hold) it->second->held = it->second->admin_held = true;
-        if (a.kind == ActionKind::SetLicenses) it->second->licenses = a.arg;
+        if (auto r = a.get<action::SetRecord>()) it->second->admin_comment = r->text;
+        if (a.get<action::Hold>()) it->second->held = it->second->admin_held = true;
+        if (auto l = a.get<action::SetLicenses>()) it->second->licenses = l->licenses;
     }
 }
 

@@ -65,14 +65,27 @@ struct World {
 
 std::string kinds(const CycleOutput& o) {
     std::string s;
-    for (const auto& a : o.actions) s += std::string(s.empty() ? "" : " ") + to_string(a.kind);
+    for (const auto& a : o.actions) s += std::string(s.empty() ? "" : " ") + a.name();
     return s;
 }
 
 // The first action of kind `k` (of job `job`, when it is not 0).
 const Action* find(const CycleOutput& o, ActionKind k, JobId job = 0) {
     for (const auto& a : o.actions)
-        if (a.kind == k && (!job || a.job == job)) return &a;
+        if (a.kind() == k && (!job || a.job == job)) return &a;
+    return nullptr;
+}
+
+// The first action of payload T (for `job`, when given).
+// The payload of an action that must be a T (the test stops if it is not).
+template <class T> const T& as(const Action& a) {
+    REQUIRE(a.get<T>());
+    return *a.get<T>();
+}
+
+template <class T> const T* find(const CycleOutput& o, JobId job = 0) {
+    for (const auto& a : o.actions)
+        if (auto p = a.get<T>(); p && (!job || a.job == job)) return p;
     return nullptr;
 }
 
@@ -85,12 +98,12 @@ TEST_CASE("a gated slice job is placed, recorded, pinned, its gate taken off; sp
     auto out = w.cycle();
     // the spares are reserved before the gate comes off
     CHECK(kinds(out) == "record reservation pin licenses");
-    CHECK(find(out, ActionKind::SetLicenses)->arg == ""); // the gate license off, nothing else
-    CHECK(find(out, ActionKind::SetReservation)->arg == "n[017-018,035-036]");
-    CHECK(find(out, ActionKind::Pin)->arg == "n[001-016,019-034]");
+    CHECK(find<action::SetLicenses>(out)->licenses == ""); // the gate license off, nothing else
+    CHECK(find<action::SetReservation>(out)->nodes == "n[017-018,035-036]");
+    CHECK(find<action::Pin>(out)->nodes == "n[001-016,019-034]");
     // no StartTime: it would reset the job's accrue time (and a begin time)
-    CHECK(find(out, ActionKind::Pin)->start_at == 0);
-    CHECK(find(out, ActionKind::SetRecord)->arg ==
+    CHECK(find<action::Pin>(out)->start_at == 0);
+    CHECK(find<action::SetRecord>(out)->text ==
           "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0 job=7");
     CHECK(out.stats.placements == 1);
 
@@ -98,7 +111,7 @@ TEST_CASE("a gated slice job is placed, recorded, pinned, its gate taken off; sp
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
     SlurmJob& j = w.jobs[0];
     j.licenses.clear();
-    j.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    j.admin_comment = find<action::SetRecord>(out)->text;
     j.req_nodes = "n[001-016,019-034]";
     CHECK(w.cycle().actions.empty());
     w.run_on(j, "n[001-016,019-034]");
@@ -115,9 +128,9 @@ TEST_CASE("a slice job whose owner took its gate off is placed at once, or gated
     for (int i : {1, 2, 3, 19, 20, 21}) w.node(fmt::format("n{:03d}", i)).state = NodeState::Allocated;
     auto full = w.cycle();
     CHECK(kinds(full) == "record licenses");
-    CHECK(find(full, ActionKind::SetLicenses)->arg == "nvlslice_gate:1");
+    CHECK(find<action::SetLicenses>(full)->licenses == "nvlslice_gate:1");
     j.licenses = "matlab:2";
-    CHECK(find(w.cycle(), ActionKind::SetLicenses)->arg == "matlab:2,nvlslice_gate:1"); // the user's licenses kept
+    CHECK(find<action::SetLicenses>(w.cycle())->licenses == "matlab:2,nvlslice_gate:1"); // the user's licenses kept
 }
 
 TEST_CASE("a gate taken off is logged even when Slurm seems to hold the job back", "[reconcile][quick]") {
@@ -174,7 +187,7 @@ TEST_CASE("holds are Slurm's: the helper releases only its own", "[reconcile][ho
     j.begin_time = w.now;
     auto out = w.cycle();
     CHECK(kinds(out) == "release record"); // released before the record drops hold=1
-    CHECK_THAT(find(out, ActionKind::SetRecord)->arg, !Catch::Contains("hold=1"));
+    CHECK_THAT(find<action::SetRecord>(out)->text, !Catch::Contains("hold=1"));
 }
 
 TEST_CASE("a repair's release comes before the record drops hold=1: a crash between them loses no job",
@@ -202,10 +215,10 @@ TEST_CASE("a repair's release comes before the record drops hold=1: a crash betw
     j.priority = 1000;
     auto after = w.cycle();
     CHECK(kinds(after) == "record"); // only the record catches up
-    CHECK_THAT(find(after, ActionKind::SetRecord)->arg,
+    CHECK_THAT(find<action::SetRecord>(after)->text,
                Catch::StartsWith("nvlslice/1 placed") && !Catch::Contains("hold=1"));
     // an admin's hold after that is theirs: never released by the helper
-    j.admin_comment = find(after, ActionKind::SetRecord)->arg;
+    j.admin_comment = find<action::SetRecord>(after)->text;
     j.held = j.admin_held = true;
     j.priority = 0;
     CHECK(w.cycle().actions.empty());
@@ -234,11 +247,11 @@ TEST_CASE("a fragmented cluster: the job waits with the reason, once", "[reconci
     w.add_slice_job(7, 16, 1);
     auto out = w.cycle();
     REQUIRE(kinds(out) == "record"); // behind its gate: no hold to set
-    CHECK_THAT(out.actions[0].arg, Catch::StartsWith("nvlslice/1 waiting slice=16") &&
-                                       Catch::Contains("reason=fragmented:") &&
-                                       Catch::Contains("2 racks with 13 free"));
+    CHECK_THAT(as<action::SetRecord>(out.actions[0]).text, Catch::StartsWith("nvlslice/1 waiting slice=16") &&
+                                                               Catch::Contains("reason=fragmented:") &&
+                                                               Catch::Contains("2 racks with 13 free"));
     CHECK(out.stats.pending_by_reason["fragmented"] == 1);
-    w.jobs[0].admin_comment = out.actions[0].arg;
+    w.jobs[0].admin_comment = as<action::SetRecord>(out.actions[0]).text;
     CHECK(w.cycle().actions.empty()); // idempotent: no update storm
 }
 
@@ -276,9 +289,9 @@ TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, 
     auto out = w.cycle();
     // the requeue first; the spare leaves the reservation before any release
     CHECK(kinds(out) == "record requeue-hold pin-nodes reservation");
-    CHECK(find(out, ActionKind::SetReservation)->arg == "n[018,035-036]");
-    CHECK(find(out, ActionKind::PinOnly)->arg == "n[001-004,006-017,019-034]");
-    CHECK_THAT(find(out, ActionKind::SetRecord)->arg,
+    CHECK(find<action::SetReservation>(out)->nodes == "n[018,035-036]");
+    CHECK(find<action::PinOnly>(out)->nodes == "n[001-004,006-017,019-034]");
+    CHECK_THAT(find<action::SetRecord>(out)->text,
                Catch::StartsWith("nvlslice/1 repairing") && Catch::Contains("repairs=1"));
     CHECK(out.stats.repairs_in_rack == 1);
     CHECK_THAT(out.log.front().line(), Catch::Contains("job 7: repair: slice 0: 1 failed node(s) replaced inside r1"));
@@ -286,11 +299,11 @@ TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, 
     // Slurm then shows it pending (held) again, with its own later BeginTime:
     // its start brought forward to the next second...
     w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
-    j.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    j.admin_comment = find<action::SetRecord>(out)->text;
     requeue_ended(w, j);
     auto pin = w.cycle();
     CHECK(kinds(pin) == "pin");
-    CHECK(find(pin, ActionKind::Pin)->start_at == w.now + 1);
+    CHECK(find<action::Pin>(pin)->start_at == w.now + 1);
     CHECK(pin.follow_up);
     // ...and release it once that second has come, so the release starts it
     j.begin_time = w.now + 1;
@@ -298,7 +311,7 @@ TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, 
     w.now += 1;
     auto fin = w.cycle();
     CHECK(kinds(fin) == "release record");
-    CHECK_THAT(find(fin, ActionKind::SetRecord)->arg,
+    CHECK_THAT(find<action::SetRecord>(fin)->text,
                Catch::StartsWith("nvlslice/1 placed") && Catch::Contains("repairs=1") && !Catch::Contains("hold=1"));
 }
 
@@ -313,7 +326,7 @@ TEST_CASE("after the helper's own requeue the repaired job may start from the se
 
     // still completing (the kill takes a second or two): followed closely
     j.state = JobState::Completing;
-    j.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    j.admin_comment = find<action::SetRecord>(out)->text;
     j.req_nodes = "n[001-004,006-017,019-034]";
     w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
     w.now += 1;
@@ -325,7 +338,7 @@ TEST_CASE("after the helper's own requeue the repaired job may start from the se
     requeue_ended(w, j);
     auto pin = w.cycle();
     CHECK(kinds(pin) == "pin");
-    CHECK(find(pin, ActionKind::Pin)->start_at == w.now);
+    CHECK(find<action::Pin>(pin)->start_at == w.now);
     // Slurm takes the second as it is: released in the same second
     j.begin_time = w.now;
     auto fin = w.cycle();
@@ -335,7 +348,7 @@ TEST_CASE("after the helper's own requeue the repaired job may start from the se
     // by anyone else waits for the next second as before
     j.state = JobState::Running;
     j.held = false;
-    j.admin_comment = find(fin, ActionKind::SetRecord)->arg;
+    j.admin_comment = find<action::SetRecord>(fin)->text;
     w.run_on(j, "n[001-004,006-017,019-034]");
     w.cycle();
     CHECK(w.mem.requeued_at.count(7) == 0);
@@ -368,7 +381,7 @@ TEST_CASE("drain reasons outside the pattern do not trigger a repair; DOWN alway
     // no repair; the failed node used up one of the rack's 2 spares
     auto first = w.cycle();
     CHECK(kinds(first) == "reservation");
-    CHECK(first.actions[0].arg == "n[017,035-036]");
+    CHECK(as<action::SetReservation>(first.actions[0]).nodes == "n[017,035-036]");
     w.resv = Reservation{"nvlslice_spares", "n[017,035-036]"};
     CHECK(w.cycle().actions.empty());
     w.node("n005").reason = "GPU XID 79";
@@ -379,7 +392,7 @@ TEST_CASE("drain reasons outside the pattern do not trigger a repair; DOWN alway
     auto out = w.cycle();
     // the DOWN node triggers the repair; as the job restarts anyway, it also
     // leaves the draining node, which the admin wants empty
-    CHECK(find(out, ActionKind::PinOnly)->arg == "n[001-004,007-018]");
+    CHECK(find<action::PinOnly>(out)->nodes == "n[001-004,007-018]");
 }
 
 TEST_CASE("--no-requeue jobs are reported, never requeued", "[reconcile][quick]") {
@@ -393,10 +406,10 @@ TEST_CASE("--no-requeue jobs are reported, never requeued", "[reconcile][quick]"
     w.resv = Reservation{"nvlslice_spares", "n[017,035-036]"}; // n003 used up one spare
     auto out = w.cycle();
     CHECK(kinds(out) == "record");
-    CHECK_THAT(out.actions[0].arg,
+    CHECK_THAT(as<action::SetRecord>(out.actions[0]).text,
                Catch::Contains("reason=not repaired: n003 failed but the job was submitted --no-requeue"));
     CHECK(out.stats.unrepairable == 1);
-    j.admin_comment = out.actions[0].arg;
+    j.admin_comment = as<action::SetRecord>(out.actions[0]).text;
     CHECK(w.cycle().actions.empty());
 }
 
@@ -409,7 +422,7 @@ TEST_CASE("spares gone: the slice moves to the other rack; no room: it keeps run
     j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0";
     for (const char* n : {"n001", "n002", "n003"}) w.node(n).state = NodeState::Draining;
     auto out = w.cycle();
-    CHECK(find(out, ActionKind::PinOnly)->arg == "n[019-034,037-052]");
+    CHECK(find<action::PinOnly>(out)->nodes == "n[019-034,037-052]");
     CHECK(out.stats.moves == 1);
     // now r3 is busy too: nothing can host the slice
     for (int i = 37; i <= 40; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Allocated;
@@ -418,9 +431,9 @@ TEST_CASE("spares gone: the slice moves to the other rack; no room: it keeps run
     auto wait = w.cycle();
     CHECK(kinds(wait) == "record reservation");
     // a degraded rack's free nodes are kept from Slurm in the reservation
-    CHECK(find(wait, ActionKind::SetReservation)->arg == "n[017-018,035-036,053-054]");
+    CHECK(find<action::SetReservation>(wait)->nodes == "n[017-018,035-036,053-054]");
     // r1 lost more nodes than its spares: degraded, no repair inside it
-    CHECK_THAT(wait.actions[0].arg,
+    CHECK_THAT(as<action::SetRecord>(wait.actions[0]).text,
                Catch::Contains("reason=repair waits: slice 0: r1 is degraded (3 failed node(s) (n[001-003]), more "
                                "than its 2 spare(s)) and no other domain has room for 16 nodes"));
 }
@@ -436,9 +449,9 @@ TEST_CASE("a job Slurm requeued after a node went down is repaired before it run
     w.node("n009").failed = true;
     auto out = w.cycle();
     CHECK(kinds(out) == "reservation licenses record pin"); // gated, started when its second has come
-    CHECK(find(out, ActionKind::Pin)->arg == "n[001-008,010-017]");
-    CHECK(find(out, ActionKind::Pin)->start_at == w.now + 1);
-    CHECK_THAT(find(out, ActionKind::SetRecord)->arg, Catch::StartsWith("nvlslice/1 repairing"));
+    CHECK(find<action::Pin>(out)->nodes == "n[001-008,010-017]");
+    CHECK(find<action::Pin>(out)->start_at == w.now + 1);
+    CHECK_THAT(find<action::SetRecord>(out)->text, Catch::StartsWith("nvlslice/1 repairing"));
 }
 
 TEST_CASE("defragmentation requeues only checkpointable jobs, the cheapest rack, rate-limited", "[reconcile][quick]") {
@@ -497,7 +510,7 @@ TEST_CASE("a repair with no room anywhere frees a rack from checkpointable work 
         w.cfg.defrag_repairs = false;
         auto out = w.cycle();
         CHECK_FALSE(find(out, ActionKind::Requeue));
-        CHECK_THAT(find(out, ActionKind::SetRecord, 7)->arg, Catch::Contains("reason=repair waits: "));
+        CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("reason=repair waits: "));
     }
     SECTION("on (the default): the checkpointable job yields r2 at once, the slice moves there") {
         auto out = w.cycle();
@@ -506,7 +519,7 @@ TEST_CASE("a repair with no room anywhere frees a rack from checkpointable work 
         CHECK_FALSE(find(out, ActionKind::Requeue, 7)); // never the failed job itself
         CHECK_FALSE(find(out, ActionKind::Requeue, 3)); // never a job without --nvl-checkpointable
         REQUIRE(find(out, ActionKind::SetRecord, 4));
-        CHECK_THAT(find(out, ActionKind::SetRecord, 4)->arg,
+        CHECK_THAT(find<action::SetRecord>(out, 4)->text,
                    Catch::Contains("requeued by defragmentation to free r2 for the repair of job 7"));
         CHECK(out.stats.defrag_preemptions == 1);
         bool logged = false;
@@ -519,8 +532,8 @@ TEST_CASE("a repair with no room anywhere frees a rack from checkpointable work 
         ckpt.nodes.clear();
         ckpt.restarts = 1;
         ckpt.licenses = "nvlslice_gate:1";
-        ckpt.admin_comment = find(out, ActionKind::SetRecord, 4)->arg;
-        job.admin_comment = find(out, ActionKind::SetRecord, 7)->arg;
+        ckpt.admin_comment = find<action::SetRecord>(out, 4)->text;
+        job.admin_comment = find<action::SetRecord>(out, 7)->text;
         for (int i = 19; i <= 34; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Allocated; // completing
         w.now += 1;
         auto wait = w.cycle();
@@ -531,7 +544,7 @@ TEST_CASE("a repair with no room anywhere frees a rack from checkpointable work 
         auto rep = w.cycle();
         CAPTURE(rep.log);
         REQUIRE(find(rep, ActionKind::PinOnly, 7));
-        CHECK(find(rep, ActionKind::PinOnly, 7)->arg == "n[019-034]");
+        CHECK(find<action::PinOnly>(rep, 7)->nodes == "n[019-034]");
         CHECK(find(rep, ActionKind::RequeueHold, 7)); // the repair's requeue
         CHECK_FALSE(find(rep, ActionKind::Pin, 4));
     }
@@ -564,7 +577,7 @@ TEST_CASE("the rack defragmentation freed stays its job's while the requeued job
     ckpt.restarts = 1;
     ckpt.licenses = "nvlslice_gate:1";
     REQUIRE(find(out, ActionKind::SetRecord, 4));
-    ckpt.admin_comment = find(out, ActionKind::SetRecord, 4)->arg;
+    ckpt.admin_comment = find<action::SetRecord>(out, 4)->text;
     w.node("n020").state = NodeState::Idle;
     w.node("n021").state = NodeState::Idle;
     w.now += 2;
@@ -574,9 +587,9 @@ TEST_CASE("the rack defragmentation freed stays its job's while the requeued job
     // before: the requeued job went straight back onto the rack it had just
     // freed (n[020-022]); now it goes elsewhere (r1, on a lent spare)
     REQUIRE(find(next, ActionKind::Pin, 4));
-    CHECK(find(next, ActionKind::Pin, 4)->arg == "n[015-017]");
+    CHECK(find<action::Pin>(next, 4)->nodes == "n[015-017]");
     w.run_on(ckpt, "n[015-017]");
-    ckpt.admin_comment = find(next, ActionKind::SetRecord, 4)->arg;
+    ckpt.admin_comment = find<action::SetRecord>(next, 4)->text;
     w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
     // the node completes: the blocked job gets the rack
     w.node("n019").state = NodeState::Idle;
@@ -584,7 +597,7 @@ TEST_CASE("the rack defragmentation freed stays its job's while the requeued job
     auto last = w.cycle();
     CAPTURE(last.log);
     REQUIRE(find(last, ActionKind::Pin, 9));
-    CHECK(find(last, ActionKind::Pin, 9)->arg == "n[019-034]");
+    CHECK(find<action::Pin>(last, 9)->nodes == "n[019-034]");
 }
 
 TEST_CASE("prefer mode splits only after its wait", "[reconcile][quick]") {
@@ -599,7 +612,7 @@ TEST_CASE("prefer mode splits only after its wait", "[reconcile][quick]") {
     j.submit_time = w.now - w.cfg.prefer_wait_s;
     auto out = w.cycle();
     REQUIRE(find(out, ActionKind::Pin));
-    CHECK_THAT(find(out, ActionKind::SetRecord)->arg, Catch::Contains("split=1"));
+    CHECK_THAT(find<action::SetRecord>(out)->text, Catch::Contains("split=1"));
 }
 
 TEST_CASE("a checkpointable slice job not lent spares keeps its rack's spares for its own repair",
@@ -617,7 +630,7 @@ TEST_CASE("a checkpointable slice job not lent spares keeps its rack's spares fo
     w.node("n005").state = NodeState::Draining;
     auto rep = w.cycle();
     REQUIRE(find(rep, ActionKind::PinOnly, 7));
-    CHECK(find(rep, ActionKind::PinOnly, 7)->arg == "n[001-004,006-017]");
+    CHECK(find<action::PinOnly>(rep, 7)->nodes == "n[001-004,006-017]");
 }
 
 TEST_CASE("spares are lent to checkpointable single-node jobs and taken back by a repair", "[reconcile][quick]") {
@@ -631,47 +644,48 @@ TEST_CASE("spares are lent to checkpointable single-node jobs and taken back by 
     SlurmJob& small = w.add_slice_job(8, 1, 1, true, true);
     auto out = w.cycle();
     REQUIRE(find(out, ActionKind::Pin));
-    CHECK(find(out, ActionKind::Pin)->arg == "n017");
+    CHECK(find<action::Pin>(out)->nodes == "n017");
     // it leaves the reservation before the gate comes off
     const auto resv_at = std::find_if(out.actions.begin(), out.actions.end(),
-                                      [](const Action& a) { return a.kind == ActionKind::SetReservation; });
+                                      [](const Action& a) { return a.kind() == ActionKind::SetReservation; });
     const auto gate_off = std::find_if(out.actions.begin(), out.actions.end(),
-                                       [](const Action& a) { return a.kind == ActionKind::SetLicenses; });
+                                       [](const Action& a) { return a.kind() == ActionKind::SetLicenses; });
     REQUIRE(resv_at != out.actions.end());
     CHECK(resv_at < gate_off);
-    CHECK(resv_at->arg == "n[018,035-036]");
-    CHECK_THAT(find(out, ActionKind::SetRecord)->arg, Catch::Contains("lent=1"));
+    CHECK(resv_at->nodes() == "n[018,035-036]");
+    CHECK_THAT(find<action::SetRecord>(out)->text, Catch::Contains("lent=1"));
     // it runs; the lent node still counts as one of r1's spares
     w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
     w.run_on(small, "n017");
-    small.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    small.admin_comment = find<action::SetRecord>(out)->text;
     CHECK(w.cycle().actions.empty());
     // a second one takes the other spare of r1
     SlurmJob& small2 = w.add_slice_job(9, 1, 1, true, true);
     auto out2 = w.cycle();
-    CHECK(find(out2, ActionKind::Pin)->arg == "n018");
+    CHECK(find<action::Pin>(out2)->nodes == "n018");
     w.resv = Reservation{"nvlslice_spares", "n[035-036]"};
     w.run_on(small2, "n018");
-    small2.admin_comment = find(out2, ActionKind::SetRecord)->arg;
+    small2.admin_comment = find<action::SetRecord>(out2)->text;
     // a node of the big job fails: r1 has no free spare; the lent one comes back
     w.node("n005").state = NodeState::Draining;
     auto rep = w.cycle();
-    CHECK(find(rep, ActionKind::PinOnly)->arg == "n[001-004,006-017,019-034]");
+    CHECK(find<action::PinOnly>(rep)->nodes == "n[001-004,006-017,019-034]");
     const Action* rq = find(rep, ActionKind::Requeue);
     REQUIRE(rq);
     CHECK(rq->job == 8);
     bool yielded = false;
     for (const auto& a : rep.actions)
-        if (a.kind == ActionKind::SetRecord && a.job == 8)
-            yielded = a.arg.find("nvlslice/1 yielded") == 0 &&
-                      a.arg.find("its lent spare was taken back to repair job 7") != std::string::npos;
+        if (a.kind() == ActionKind::SetRecord && a.job == 8)
+            yielded = as<action::SetRecord>(a).text.find("nvlslice/1 yielded") == 0 &&
+                      as<action::SetRecord>(a).text.find("its lent spare was taken back to repair job 7") !=
+                          std::string::npos;
     CHECK(yielded);
     // job 7 is pending again (held by the helper) while the borrower still
     // completes on the spare: the repair waits for it, and nothing else is
     // placed there meanwhile
     const std::string repairing = [&] {
         for (const auto& a : rep.actions)
-            if (a.kind == ActionKind::SetRecord && a.job == 7) return a.arg;
+            if (a.kind() == ActionKind::SetRecord && a.job == 7) return as<action::SetRecord>(a).text;
         return std::string();
     }();
     big.state = JobState::Pending;
@@ -679,7 +693,7 @@ TEST_CASE("spares are lent to checkpointable single-node jobs and taken back by 
     big.restarts = 1;
     big.nodes.clear();
     big.admin_comment = repairing;
-    big.req_nodes = find(rep, ActionKind::PinOnly)->arg;
+    big.req_nodes = find<action::PinOnly>(rep)->nodes;
     w.node("n005").state = NodeState::Drained;
     for (int i = 1; i <= 34; ++i)
         if (i != 5 && i != 17 && i != 18) w.node(fmt::format("n{:03d}", i)).state = NodeState::Idle;
@@ -687,7 +701,7 @@ TEST_CASE("spares are lent to checkpointable single-node jobs and taken back by 
     auto wait = w.cycle();
     CHECK_FALSE(find(wait, ActionKind::Pin));
     CHECK_FALSE(find(wait, ActionKind::Release));
-    for (const auto& a : wait.actions) CHECK_FALSE((a.kind == ActionKind::SetRecord && a.job == 7));
+    for (const auto& a : wait.actions) CHECK_FALSE((a.kind() == ActionKind::SetRecord && a.job == 7));
     bool said = false;
     for (const auto& l : wait.log)
         said = said || l.line().find("job 7: repair waits for its nodes") != std::string::npos;
@@ -716,10 +730,10 @@ TEST_CASE("weights steer Slurm's own placement into racks already in use", "[rec
     auto out = w.cycle();
     // r1 whole: 18 free -> 19; r2: 16 free -> 17, filled first
     REQUIRE(kinds(out) == "weight weight");
-    CHECK(out.actions[0].weight == 17);
-    CHECK(out.actions[0].arg == "n[019-036]");
-    CHECK(out.actions[1].weight == 19);
-    CHECK(out.actions[1].arg == "n[001-018]");
+    CHECK(as<action::SetWeight>(out.actions[0]).weight == 17);
+    CHECK(as<action::SetWeight>(out.actions[0]).nodes == "n[019-036]");
+    CHECK(as<action::SetWeight>(out.actions[1]).weight == 19);
+    CHECK(as<action::SetWeight>(out.actions[1]).nodes == "n[001-018]");
     CHECK(rack_weight(16, 18) < rack_weight(18, 18));
     // once Slurm reports them, nothing more is asked
     for (auto& n : w.nodes) n.weight = n.name <= "n018" ? 19 : 17;
@@ -738,13 +752,13 @@ TEST_CASE("apply: a refused action stops only its own job, which then backs off"
         fake.jobs.push_back(j);
     }
     std::vector<Action> actions = {
-        {ActionKind::SetRecord, 7, "nvlslice/1 repairing"},
-        {ActionKind::RequeueHold, 7, {}},
-        {ActionKind::PinOnly, 7, "n[001-016]"},
-        {ActionKind::SetRecord, 8, "nvlslice/1 placed"},
-        {ActionKind::Pin, 8, "n[019-034]", 100},
-        {ActionKind::Release, 8, {}},
-        {ActionKind::SetReservation, 0, "n[017-018]"},
+        {7, action::SetRecord{"nvlslice/1 repairing"}},
+        {7, action::RequeueHold{}},
+        {7, action::PinOnly{"n[001-016]"}},
+        {8, action::SetRecord{"nvlslice/1 placed"}},
+        {8, action::Pin{"n[019-034]", 100}},
+        {8, action::Release{}},
+        {0, action::SetReservation{"n[017-018]"}},
     };
     fake.faults["requeue-hold 7"] = "Only batch jobs are accepted or processed";
     auto failures = apply(fake, HelperConfig{}, actions);
@@ -768,7 +782,7 @@ TEST_CASE("apply: a refused action stops only its own job, which then backs off"
     // a cluster-wide action that fails is reported, never a job's backoff
     fake.faults.clear();
     fake.faults["reservation"] = "Requested reservation is invalid";
-    auto f2 = apply(fake, HelperConfig{}, {{ActionKind::SetReservation, 0, "n001"}, {ActionKind::Hold, 7, {}}});
+    auto f2 = apply(fake, HelperConfig{}, {{0, action::SetReservation{"n001"}}, {7, action::Hold{}}});
     REQUIRE(f2.size() == 1);
     CHECK(f2[0].job == 0);
     CHECK(fake.calls.back() == "hold 7");
@@ -781,9 +795,10 @@ TEST_CASE("a job backing off is left alone, and says so once", "[reconcile][appl
     w.mem.backoff[7] = {1, w.now + 60, "hold: Access/permission denied", false};
     auto out = w.cycle();
     REQUIRE(kinds(out) == "record");
-    CHECK_THAT(out.actions[0].arg, Catch::Contains("reason=nvlsliced could not act on this job (1 time(s)): hold: "
-                                                   "Access/permission denied; next try in 60 s"));
-    w.jobs[0].admin_comment = out.actions[0].arg;
+    CHECK_THAT(as<action::SetRecord>(out.actions[0]).text,
+               Catch::Contains("reason=nvlsliced could not act on this job (1 time(s)): hold: "
+                               "Access/permission denied; next try in 60 s"));
+    w.jobs[0].admin_comment = as<action::SetRecord>(out.actions[0]).text;
     CHECK(w.cycle().actions.empty()); // nothing more while it waits
     w.now += 61;
     auto after = w.cycle();
@@ -800,15 +815,16 @@ TEST_CASE("an interactive slice job that loses a node is reported once, never re
     w.node("n003").state = NodeState::Draining;
     auto out = w.cycle();
     CHECK(kinds(out) == "record");
-    CHECK_THAT(out.actions[0].arg, Catch::Contains("an interactive allocation (salloc/srun) cannot be requeued"));
-    CHECK_THAT(out.actions[0].arg, Catch::Contains("repairs=0"));
-    j.admin_comment = out.actions[0].arg;
+    CHECK_THAT(as<action::SetRecord>(out.actions[0]).text,
+               Catch::Contains("an interactive allocation (salloc/srun) cannot be requeued"));
+    CHECK_THAT(as<action::SetRecord>(out.actions[0]).text, Catch::Contains("repairs=0"));
+    j.admin_comment = as<action::SetRecord>(out.actions[0]).text;
     CHECK(w.cycle().actions.empty()); // no loop
     // its node comes back: the stale reason goes
     w.node("n003").state = NodeState::Allocated;
     auto back = w.cycle();
     CHECK(kinds(back) == "record reservation");
-    CHECK_THAT(find(back, ActionKind::SetRecord)->arg, !Catch::Contains("reason="));
+    CHECK_THAT(find<action::SetRecord>(back)->text, !Catch::Contains("reason="));
 }
 
 TEST_CASE("a tag that does not describe its job is left to Slurm, named once", "[reconcile][tags][quick]") {
@@ -822,9 +838,9 @@ TEST_CASE("a tag that does not describe its job is left to Slurm, named once", "
     SlurmJob& real = w.add_slice_job(7, 16, 2);
     auto out = w.cycle();
     CAPTURE(out.log);
-    for (const auto& a : out.actions) CHECK((a.job == 7 || a.kind == ActionKind::SetRecord));
+    for (const auto& a : out.actions) CHECK((a.job == 7 || a.kind() == ActionKind::SetRecord));
     CHECK_FALSE(std::any_of(out.actions.begin(), out.actions.end(),
-                            [](const Action& a) { return a.job != 7 && a.kind != ActionKind::SetRecord; }));
+                            [](const Action& a) { return a.job != 7 && a.kind() != ActionKind::SetRecord; }));
     const Action* r5 = nullptr;
     const Action* r6 = nullptr;
     for (const auto& a : out.actions) {
@@ -833,16 +849,17 @@ TEST_CASE("a tag that does not describe its job is left to Slurm, named once", "
     }
     REQUIRE(r5);
     REQUIRE(r6);
-    CHECK_THAT(r5->arg, Catch::StartsWith("nvlslice/1 ignored") &&
-                            Catch::Contains("left to Slurm: its tag asks for 16 nodes, the job for 2"));
-    CHECK_THAT(r6->arg, Catch::Contains("left to Slurm: its nvlslice tag is unreadable"));
+    CHECK_THAT(as<action::SetRecord>(*r5).text,
+               Catch::StartsWith("nvlslice/1 ignored") &&
+                   Catch::Contains("left to Slurm: its tag asks for 16 nodes, the job for 2"));
+    CHECK_THAT(as<action::SetRecord>(*r6).text, Catch::Contains("left to Slurm: its nvlslice tag is unreadable"));
     // the real job got both racks: the hand-written one took nothing
-    CHECK(find(out, ActionKind::Pin)->arg == "n[001-016,019-034]");
-    fake.admin_comment = r5->arg;
-    bad.admin_comment = r6->arg;
-    real.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    CHECK(find<action::Pin>(out)->nodes == "n[001-016,019-034]");
+    fake.admin_comment = as<action::SetRecord>(*r5).text;
+    bad.admin_comment = as<action::SetRecord>(*r6).text;
+    real.admin_comment = find<action::SetRecord>(out)->text;
     for (const auto& a : out.actions)
-        if (a.job == 7 && a.kind == ActionKind::SetRecord) real.admin_comment = a.arg;
+        if (a.job == 7 && a.kind() == ActionKind::SetRecord) real.admin_comment = as<action::SetRecord>(a).text;
     real.held = false;
     real.req_nodes = "n[001-016,019-034]";
     auto again = w.cycle();
@@ -856,7 +873,7 @@ TEST_CASE("a tag that does not describe its job is left to Slurm, named once", "
     nr.requeue = false;
     auto third = w.cycle();
     REQUIRE(find(third, ActionKind::SetRecord));
-    CHECK_THAT(find(third, ActionKind::SetRecord)->arg, Catch::Contains("submitted --no-requeue"));
+    CHECK_THAT(find<action::SetRecord>(third)->text, Catch::Contains("submitted --no-requeue"));
 }
 
 TEST_CASE("racks kept for the top job: others wait as busy, and may use them only if they end in time",
@@ -875,14 +892,14 @@ TEST_CASE("racks kept for the top job: others wait as busy, and may use them onl
     top.priority = 9000;
     top.time_limit = 3600;
     auto out = w.cycle();
-    const Action* p = find(out, ActionKind::Protect);
+    const auto* p = find<action::Protect>(out);
     REQUIRE(p);
-    CHECK(p->arg == "n[001-016,019-034]");
+    CHECK(p->nodes == "n[001-016,019-034]");
     CHECK(p->start_at == w.now + 600);
     CHECK(p->end_at == w.now + 600 + 3600);
     // as Slurm then reports it: a long lower-priority job may not use rack r1...
-    w.protection = Reservation{"nvlslice_protect", p->arg, p->start_at, p->end_at};
-    top.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    w.protection = Reservation{"nvlslice_protect", p->nodes, p->start_at, p->end_at};
+    top.admin_comment = find<action::SetRecord>(out)->text;
     SlurmJob& lower = w.add_slice_job(8, 16, 1);
     lower.priority = 10;
     lower.time_limit = 7200;
@@ -890,19 +907,20 @@ TEST_CASE("racks kept for the top job: others wait as busy, and may use them onl
     CHECK_FALSE(find(second, ActionKind::Pin));
     const Action* rec = nullptr;
     for (const auto& a : second.actions)
-        if (a.job == 8 && a.kind == ActionKind::SetRecord) rec = &a;
+        if (a.job == 8 && a.kind() == ActionKind::SetRecord) rec = &a;
     REQUIRE(rec);
-    CHECK_THAT(rec->arg, Catch::Contains("reason=busy: the racks with room are kept for a higher-priority slice job"));
+    CHECK_THAT(as<action::SetRecord>(*rec).text,
+               Catch::Contains("reason=busy: the racks with room are kept for a higher-priority slice job"));
     // ...a short one may: it ends before the top job's start
     lower.time_limit = 300;
-    lower.admin_comment = rec->arg;
+    lower.admin_comment = as<action::SetRecord>(*rec).text;
     auto third = w.cycle();
     REQUIRE(find(third, ActionKind::Pin));
     CHECK(find(third, ActionKind::Pin)->job == 8);
     // the top job leaves: the protection goes
     top.state = JobState::Finished;
     lower.state = JobState::Finished;
-    CHECK(find(w.cycle(), ActionKind::Protect)->arg.empty());
+    CHECK(find<action::Protect>(w.cycle())->nodes.empty());
 }
 
 namespace {
@@ -931,7 +949,7 @@ void requeued_held(World& w, SlurmJob& j, const CycleOutput& out, const char* fa
     j.nodes.clear();
     j.restarts = 1;
     j.begin_time = w.now + 1;
-    j.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    j.admin_comment = find<action::SetRecord>(out)->text;
     for (int i = 1; i <= 16; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Idle;
     w.node(failed).state = NodeState::Drained;
 }
@@ -946,15 +964,15 @@ TEST_CASE("native mode: Slurm places a segment job; the helper neither pins nor 
     SlurmJob& j = add_native_job(w, 7, 16, 1);
     auto out = w.cycle();
     CHECK(kinds(out) == "record"); // no pin, no gate, no weights
-    CHECK_THAT(find(out, ActionKind::SetRecord)->arg,
+    CHECK_THAT(find<action::SetRecord>(out)->text,
                Catch::StartsWith("nvlslice/1 waiting") && Catch::Contains("Slurm places it: --segment=16"));
-    j.admin_comment = find(out, ActionKind::SetRecord)->arg;
+    j.admin_comment = find<action::SetRecord>(out)->text;
     CHECK(w.cycle().actions.empty());
     // Slurm starts it on one block: recorded as placed, with its slice
     w.run_on(j, "n[003-018]");
     auto run = w.cycle();
     REQUIRE(find(run, ActionKind::SetRecord));
-    CHECK_THAT(find(run, ActionKind::SetRecord)->arg,
+    CHECK_THAT(find<action::SetRecord>(run)->text,
                Catch::StartsWith("nvlslice/1 placed") && Catch::Contains("slices=n[003-018]"));
     CHECK_THAT(run.log.front().line(), Catch::Contains("Slurm started it (native, --segment=16) on n[003-018]"));
     // a gate-mode escape check never requeues it
@@ -973,8 +991,8 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     // pinned by excluding every other node: Slurm refuses a ReqNodeList
     // on a job of several segments
     CHECK(kinds(out) == "record requeue-hold exclude reservation");
-    CHECK(find(out, ActionKind::Exclude)->arg == "n[005,018-036]");
-    CHECK(find(out, ActionKind::Exclude)->start_at == 0);
+    CHECK(find<action::Exclude>(out)->nodes == "n[005,018-036]");
+    CHECK(find<action::Exclude>(out)->start_at == 0);
     // pending again, held by the helper: excluded from its start second, released
     w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
     requeued_held(w, j, out, "n005");
@@ -985,7 +1003,7 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     // running there: Slurm allows no change of a running job's exclusion;
     // it stays (a requeue by Slurm restarts it there, or a repair re-pins it)
     w.run_on(j, "n[001-004,006-017]");
-    j.admin_comment = find(fin, ActionKind::SetRecord)->arg;
+    j.admin_comment = find<action::SetRecord>(fin)->text;
     CHECK(w.cycle().actions.empty());
 
     // Slurm started it and a node drained before a cycle recorded where
@@ -996,9 +1014,9 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     q.run_on(m, "n[001-016]");
     for (const char* n : {"n002", "n003", "n004"}) q.node(n).state = NodeState::Draining;
     auto mv = q.cycle();
-    CHECK(kinds(mv) == "record requeue-hold exclude");                 // r1 degraded: its free spares stay reserved
-    CHECK(find(mv, ActionKind::Exclude)->arg == "n[001-018,035-036]"); // moved to r2: n[019-034]
-    CHECK_THAT(find(mv, ActionKind::SetRecord)->arg, Catch::Contains("repairs=1 moves=1"));
+    CHECK(kinds(mv) == "record requeue-hold exclude");               // r1 degraded: its free spares stay reserved
+    CHECK(find<action::Exclude>(mv)->nodes == "n[001-018,035-036]"); // moved to r2: n[019-034]
+    CHECK_THAT(find<action::SetRecord>(mv)->text, Catch::Contains("repairs=1 moves=1"));
 
     // the other path: slurmd died, Slurm requeued the job itself (no pin, not held)
     World d(2);
@@ -1011,8 +1029,8 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     d.node("n009").failed = true;
     auto rep = d.cycle();
     CHECK(kinds(rep) == "record reservation exclude"); // never gated
-    CHECK(find(rep, ActionKind::Exclude)->arg == "n[009,018-036]");
-    CHECK(find(rep, ActionKind::Exclude)->start_at == d.now + 1);
+    CHECK(find<action::Exclude>(rep)->nodes == "n[009,018-036]");
+    CHECK(find<action::Exclude>(rep)->start_at == d.now + 1);
 }
 
 TEST_CASE("a job held for its repair whose nodes were taken is released to wait with its priority, in both modes",
@@ -1033,8 +1051,8 @@ TEST_CASE("a job held for its repair whose nodes were taken is released to wait 
         // requeued held; before its release a job behind it takes n017 (an
         // admin's -w, a reservation ending): its target is busy
         requeued_held(w, j7, out, "n005");
-        if (auto pin = find(out, ActionKind::Pin)) j7.req_nodes = pin->arg;
-        if (auto ex = find(out, ActionKind::Exclude)) j7.exc_nodes = ex->arg;
+        if (const auto* pin = find<action::Pin>(out)) j7.req_nodes = pin->nodes;
+        if (const auto* ex = find<action::Exclude>(out)) j7.exc_nodes = ex->nodes;
         w.resv = Reservation{"nvlslice_spares", "n018"};
         w.add_plain_job(51, 400, "n017");
         SlurmJob& held = w.jobs.front();
@@ -1042,10 +1060,10 @@ TEST_CASE("a job held for its repair whose nodes were taken is released to wait 
         CHECK_FALSE(find(w.cycle(), ActionKind::Release)); // waits for its nodes up to replace_after
         w.now += w.cfg.replace_after_s + 1;
         auto fall = w.cycle();
-        const Action* rec = find(fall, ActionKind::SetRecord);
+        const auto* rec = find<action::SetRecord>(fall);
         REQUIRE(rec);
-        CHECK_THAT(rec->arg, Catch::StartsWith("nvlslice/1 waiting"));
-        held.admin_comment = rec->arg;
+        CHECK_THAT(rec->text, Catch::StartsWith("nvlslice/1 waiting"));
+        held.admin_comment = rec->text;
         // no room anywhere: released from the helper's hold, behind its gate
         // (gate mode) or off the failed node only (native), never held
         w.now += 1;
@@ -1054,15 +1072,15 @@ TEST_CASE("a job held for its repair whose nodes were taken is released to wait 
         CHECK_THAT(k, Catch::Contains("release"));
         CHECK(k.find(nat ? "exclude" : "licenses") < k.find("release"));
         CHECK(k.find("release") < k.find("record"));
-        if (nat) CHECK(find(back, ActionKind::Exclude)->arg.find("n017") == std::string::npos);
-        if (!nat) CHECK(find(back, ActionKind::SetLicenses)->arg == "nvlslice_gate:1");
-        CHECK_THAT(find(back, ActionKind::SetRecord)->arg, !Catch::Contains("hold=1"));
+        if (nat) CHECK(find<action::Exclude>(back)->nodes.find("n017") == std::string::npos);
+        if (!nat) CHECK(find<action::SetLicenses>(back)->licenses == "nvlslice_gate:1");
+        CHECK_THAT(find<action::SetRecord>(back)->text, !Catch::Contains("hold=1"));
         // as Slurm shows it then: not held, its priority back; the helper
         // neither holds nor releases it again
         held.held = false;
         held.priority = 1000;
-        held.admin_comment = find(back, ActionKind::SetRecord)->arg;
-        if (nat) held.exc_nodes = find(back, ActionKind::Exclude)->arg;
+        held.admin_comment = find<action::SetRecord>(back)->text;
+        if (nat) held.exc_nodes = find<action::Exclude>(back)->nodes;
         if (!nat) held.licenses = "nvlslice_gate:1";
         w.now += 1;
         auto after = w.cycle();
@@ -1083,7 +1101,7 @@ TEST_CASE("native mode on Slurm 25.11+: a repair pins the job with a node pool, 
     auto out = w.cycle();
     // a ReqNodeList of the 16 nodes, the rack's spare in place of n005; no exclusion
     CHECK(kinds(out) == "record requeue-hold pin-nodes reservation");
-    CHECK(find(out, ActionKind::PinOnly)->arg == "n[001-004,006-017]");
+    CHECK(find<action::PinOnly>(out)->nodes == "n[001-004,006-017]");
     CHECK(find(out, ActionKind::Exclude) == nullptr);
     // pending again, held by the helper: pinned from its start second, released
     w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
@@ -1093,7 +1111,7 @@ TEST_CASE("native mode on Slurm 25.11+: a repair pins the job with a node pool, 
     auto fin = w.cycle();
     CHECK(kinds(fin) == "release record");
     w.run_on(j, "n[001-004,006-017]");
-    j.admin_comment = find(fin, ActionKind::SetRecord)->arg;
+    j.admin_comment = find<action::SetRecord>(fin)->text;
     CHECK(w.cycle().actions.empty());
 
     // slurmd died and Slurm requeued it itself: pinned by its pool from the next second
@@ -1110,9 +1128,9 @@ TEST_CASE("native mode on Slurm 25.11+: a repair pins the job with a node pool, 
     auto rep = d.cycle();
     CHECK(kinds(rep) == "record exclude reservation pin");
     // its new nodes leave the exclusion first; the rest stays until the pool is set
-    CHECK(find(rep, ActionKind::Exclude)->arg == "n[018-036]");
-    CHECK(find(rep, ActionKind::Pin)->arg == "n[001-008,010-017]");
-    CHECK(find(rep, ActionKind::Pin)->start_at == d.now + 1);
+    CHECK(find<action::Exclude>(rep)->nodes == "n[018-036]");
+    CHECK(find<action::Pin>(rep)->nodes == "n[001-008,010-017]");
+    CHECK(find<action::Pin>(rep)->start_at == d.now + 1);
 }
 
 TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares; prefer jobs keep the gate",
@@ -1126,9 +1144,9 @@ TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares;
     add_native_job(w, 8, 1, 1, /*ckpt=*/true);
     auto out = w.cycle();
     REQUIRE(find(out, ActionKind::Exclude));
-    CHECK(find(out, ActionKind::Exclude)->arg == "n[001-016,018-036]");
+    CHECK(find<action::Exclude>(out)->nodes == "n[001-016,018-036]");
     CHECK_FALSE(find(out, ActionKind::SetLicenses));
-    CHECK_THAT(find(out, ActionKind::SetRecord)->arg, Catch::Contains("lent=1"));
+    CHECK_THAT(find<action::SetRecord>(out)->text, Catch::Contains("lent=1"));
     // one Slurm holds back (its owner's --begin, an hour on) is lent nothing:
     // the pin's StartTime would bring its begin time forward
     World b(2);
@@ -1154,8 +1172,8 @@ TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares;
     yj.admin_comment = "nvlslice/1 yielded slice=4 repairs=0 moves=0 reason=requeued by defragmentation";
     auto yo = y.cycle();
     REQUIRE(find(yo, ActionKind::Exclude));
-    CHECK(find(yo, ActionKind::Exclude)->arg.empty());
-    CHECK(find(yo, ActionKind::Exclude)->start_at == y.now + 1);
+    CHECK(find<action::Exclude>(yo)->nodes.empty());
+    CHECK(find<action::Exclude>(yo)->start_at == y.now + 1);
     // no racks kept by the helper in native mode: Slurm's backfill does it
     World p(2);
     p.cfg.hand_off = HandOff::Native;
@@ -1233,9 +1251,9 @@ TEST_CASE("a degraded rack: its slice jobs move out, checkpointable first; no ne
     const Action* pin = find(out, ActionKind::PinOnly);
     REQUIRE(pin);
     CHECK(pin->job == 8);
-    CHECK(pin->arg == "n[045-052]");
+    CHECK(pin->nodes() == "n[045-052]");
     bool requeued_a = false;
-    for (const auto& x : out.actions) requeued_a = requeued_a || (x.job == 7 && x.kind == ActionKind::RequeueHold);
+    for (const auto& x : out.actions) requeued_a = requeued_a || (x.job == 7 && x.kind() == ActionKind::RequeueHold);
     CHECK_FALSE(requeued_a); // A keeps running until a healthy rack has room
     bool said = false, waits = false;
     for (const auto& l : out.log) {
@@ -1261,7 +1279,7 @@ TEST_CASE("a degraded rack: its slice jobs move out, checkpointable first; no ne
     w.node("n018").state = NodeState::Idle;
     auto back = w.cycle();
     REQUIRE(find(back, ActionKind::Pin));
-    CHECK(find(back, ActionKind::Pin)->arg == "n[001-016]");
+    CHECK(find<action::Pin>(back)->nodes == "n[001-016]");
     CHECK_FALSE(back.stats.racks[0].degraded);
     bool recovered = false;
     for (const auto& l : back.log)
@@ -1293,15 +1311,15 @@ TEST_CASE("repair_not_responding_after: a silent node of a running slice job is 
     CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown)); // the count starts again
     w.now += 20;
     auto out = w.cycle();
-    const Action* down = find(out, ActionKind::NodeDown);
+    const auto* down = find<action::NodeDown>(out);
     REQUIRE(down);
-    CHECK(down->arg == "n005");
+    CHECK(down->nodes == "n005");
     CHECK(down->reason == "nvlsliced: not responding to slurmctld for 20 s (repair_not_responding_after=20); slice "
                           "job 7 repaired on a spare");
     // a node without a slice job is Slurm's business
     w.node("n020").not_responding = true;
     w.now += 60;
-    for (const auto& a : w.cycle().actions) CHECK_FALSE((a.kind == ActionKind::NodeDown && a.arg == "n020"));
+    for (const auto& a : w.cycle().actions) CHECK_FALSE((a.kind() == ActionKind::NodeDown && a.nodes() == "n020"));
     // off: nothing
     w.cfg.repair_not_responding_after_s = 0;
     CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown));
@@ -1326,17 +1344,17 @@ TEST_CASE("native mode: a job Slurm holds back is kept off a degraded rack witho
     CAPTURE(out.log);
     for (JobId id : {JobId(7), JobId(8)}) {
         CAPTURE(id);
-        const Action* exc = find(out, ActionKind::Exclude, id);
+        const auto* exc = find<action::Exclude>(out, id);
         REQUIRE(exc);
-        CHECK(exc->arg == "n[001-018]");
+        CHECK(exc->nodes == "n[001-018]");
         CHECK(exc->start_at == 0); // no StartTime: Slurm's begin time and dependency stay as they are
         CHECK_FALSE(find(out, ActionKind::Pin, id));
         CHECK_FALSE(find(out, ActionKind::Release, id));
     }
     // nothing lent to them either: the spares stay reserved
     for (const auto& a : out.actions)
-        if (a.kind == ActionKind::SetReservation) {
-            const auto held = hostlist_expand(a.arg);
+        if (a.kind() == ActionKind::SetReservation) {
+            const auto held = hostlist_expand(a.nodes());
             CHECK(std::count(held.begin(), held.end(), "n035") == 1);
             CHECK(std::count(held.begin(), held.end(), "n036") == 1);
         }
@@ -1355,14 +1373,14 @@ TEST_CASE("native mode: a waiting segment job is kept off degraded racks by its 
     const Action* exc = find(out, ActionKind::Exclude);
     REQUIRE(exc);
     CHECK(exc->job == 7);
-    CHECK(exc->arg == "n[001-018]");
-    const Action* rec = find(out, ActionKind::SetRecord);
+    CHECK(exc->nodes() == "n[001-018]");
+    const auto* rec = find<action::SetRecord>(out);
     REQUIRE(rec);
-    CHECK_THAT(rec->arg, Catch::Contains("waiting") && Catch::Contains("offdegraded=1"));
-    CHECK(PlacementRecord::parse(rec->arg)->off_degraded); // survives a restart: it lives in Slurm
+    CHECK_THAT(rec->text, Catch::Contains("waiting") && Catch::Contains("offdegraded=1"));
+    CHECK(PlacementRecord::parse(rec->text)->off_degraded); // survives a restart: it lives in Slurm
     // as Slurm shows it now: nothing more to do while the rack stays degraded
     j.exc_nodes = "n[001-018]";
-    j.admin_comment = rec->arg;
+    j.admin_comment = rec->text;
     auto again = w.cycle();
     CHECK_FALSE(find(again, ActionKind::Exclude));
     // a user's own --exclude on another job is not touched while no rack is degraded
@@ -1373,15 +1391,15 @@ TEST_CASE("native mode: a waiting segment job is kept off degraded racks by its 
     auto back = w.cycle();
     bool lifted = false, user_touched = false;
     for (const auto& a : back.actions) {
-        lifted = lifted || (a.kind == ActionKind::Exclude && a.job == 7 && a.arg.empty());
-        user_touched = user_touched || (a.kind == ActionKind::Exclude && a.job == 8);
+        lifted = lifted || (a.kind() == ActionKind::Exclude && a.job == 7 && a.nodes().empty());
+        user_touched = user_touched || (a.kind() == ActionKind::Exclude && a.job == 8);
     }
     CHECK(lifted);
     CHECK_FALSE(user_touched);
     bool flag_cleared = false;
     for (const auto& a : back.actions)
-        flag_cleared = flag_cleared || (a.kind == ActionKind::SetRecord && a.job == 7 &&
-                                        a.arg.find("offdegraded") == std::string::npos);
+        flag_cleared = flag_cleared || (a.kind() == ActionKind::SetRecord && a.job == 7 &&
+                                        as<action::SetRecord>(a).text.find("offdegraded") == std::string::npos);
     CHECK(flag_cleared);
 }
 
@@ -1402,9 +1420,9 @@ TEST_CASE("healthy_feature: taken off a degraded rack's nodes before anything el
     auto out = w.cycle();
     CAPTURE(out.log);
     REQUIRE_FALSE(out.actions.empty());
-    CHECK(out.actions.front().kind == ActionKind::SetFeatures); // before any job is let go
-    CHECK(out.actions.front().arg == "n[001-018]");
-    CHECK(out.actions.front().features == "gpu"); // the admin's other features kept
+    CHECK(out.actions.front().kind() == ActionKind::SetFeatures); // before any job is let go
+    CHECK(as<action::SetFeatures>(out.actions.front()).nodes == "n[001-018]");
+    CHECK(as<action::SetFeatures>(out.actions.front()).features == "gpu"); // the admin's other features kept
     auto said = [](const CycleOutput& o, const char* text) {
         for (const auto& l : o.log)
             if (l.line().find(text) != std::string::npos) return true;
@@ -1413,19 +1431,19 @@ TEST_CASE("healthy_feature: taken off a degraded rack's nodes before anything el
     CHECK(said(out, "rack r1 is degraded: feature nvlslice_ok taken off its nodes"));
     for (int i = 1; i <= 18; ++i) w.node(fmt::format("n{:03d}", i)).active_features = "gpu";
     // applied: not asked again
-    for (const auto& a : w.cycle().actions) CHECK(a.kind != ActionKind::SetFeatures);
+    for (const auto& a : w.cycle().actions) CHECK(a.kind() != ActionKind::SetFeatures);
     // recovered: active again, the other features first as they were
     w.node("n005").state = NodeState::Idle;
     w.node("n005").reason.clear();
     auto back = w.cycle();
-    const Action* f = find(back, ActionKind::SetFeatures);
+    const auto* f = find<action::SetFeatures>(back);
     REQUIRE(f);
-    CHECK(f->arg == "n[001-018]");
+    CHECK(f->nodes == "n[001-018]");
     CHECK(f->features == "gpu,nvlslice_ok");
     CHECK(said(back, "rack r1 is healthy: feature nvlslice_ok active on its nodes again"));
     // off: nothing of the kind
     w.cfg.healthy_feature.clear();
-    for (const auto& a : w.cycle().actions) CHECK(a.kind != ActionKind::SetFeatures);
+    for (const auto& a : w.cycle().actions) CHECK(a.kind() != ActionKind::SetFeatures);
 }
 
 TEST_CASE("the reason patterns are compiled once per configuration, not every cycle", "[reconcile][quick]") {
@@ -1493,7 +1511,7 @@ TEST_CASE("one policy: the simulator and the helper decide the same on one scena
     // the same victims
     std::vector<JobId> victims;
     for (const auto& a : out.actions)
-        if (a.kind == ActionKind::Requeue) victims.push_back(a.job);
+        if (a.kind() == ActionKind::Requeue) victims.push_back(a.job);
     CHECK(victims == sim[3].victims);
     // Slurm requeues them: pending, their nodes free; the next cycle places
     // job 4 where the simulator started it, and the requeued job 2 on the
@@ -1505,15 +1523,15 @@ TEST_CASE("one policy: the simulator and the helper decide the same on one scena
         j.state = JobState::Pending;
         j.restarts = 1;
         j.licenses = "nvlslice_gate:1";
-        j.admin_comment = find(out, ActionKind::SetRecord, v)->arg;
+        j.admin_comment = find<action::SetRecord>(out, v)->text;
     }
     w.now += 1;
     auto next = w.cycle();
-    const Action* pin4 = find(next, ActionKind::Pin, 4);
+    const auto* pin4 = find<action::Pin>(next, 4);
     REQUIRE(pin4);
-    CHECK(pin4->arg == names(sim[4].nodes));
-    const Action* pin2 = find(next, ActionKind::Pin, 2);
+    CHECK(pin4->nodes == names(sim[4].nodes));
+    const auto* pin2 = find<action::Pin>(next, 2);
     REQUIRE(pin2);
-    CHECK(pin2->arg == names(sim[5].nodes));
-    CHECK_THAT(find(next, ActionKind::SetRecord, 2)->arg, Catch::Contains("lent=1"));
+    CHECK(pin2->nodes == names(sim[5].nodes));
+    CHECK_THAT(find<action::SetRecord>(next, 2)->text, Catch::Contains("lent=1"));
 }

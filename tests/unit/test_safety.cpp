@@ -62,7 +62,14 @@ struct World {
 
 const Action* find(const CycleOutput& o, ActionKind k, JobId job = 0) {
     for (const auto& a : o.actions)
-        if (a.kind == k && (!job || a.job == job)) return &a;
+        if (a.kind() == k && (!job || a.job == job)) return &a;
+    return nullptr;
+}
+
+// The first action of payload T (for `job`, when given).
+template <class T> const T* find(const CycleOutput& o, JobId job = 0) {
+    for (const auto& a : o.actions)
+        if (auto p = a.get<T>(); p && (!job || a.job == job)) return p;
     return nullptr;
 }
 
@@ -91,10 +98,10 @@ TEST_CASE("a lent spare stays lent whatever its borrower's owner changes", "[saf
     // ... and edits the comment so the tag no longer describes the job: still lent
     small.comment = "nvlslice/1 nodes=2 slice=2 count=1 auto=0 placement=strict checkpointable=0 handoff=gate";
     auto ignored = w.cycle();
-    const Action* rec = find(ignored, ActionKind::SetRecord, 8);
+    const auto* rec = find<action::SetRecord>(ignored, 8);
     REQUIRE(rec);
-    CHECK_THAT(rec->arg, Catch::StartsWith("nvlslice/1 ignored") && Catch::Contains("lent=1"));
-    small.admin_comment = rec->arg;
+    CHECK_THAT(rec->text, Catch::StartsWith("nvlslice/1 ignored") && Catch::Contains("lent=1"));
+    small.admin_comment = rec->text;
     small.requeue = true;
     // the rack's other spare is down, and a node of the big job fails: the
     // lent spare is taken back (before: it was not reclaimable once the
@@ -106,7 +113,7 @@ TEST_CASE("a lent spare stays lent whatever its borrower's owner changes", "[saf
     CAPTURE(rep.log);
     REQUIRE(find(rep, ActionKind::Requeue, 8));
     REQUIRE(find(rep, ActionKind::PinOnly, 7));
-    CHECK(find(rep, ActionKind::PinOnly, 7)->arg == "n[001-004,006-017]");
+    CHECK(find<action::PinOnly>(rep, 7)->nodes == "n[001-004,006-017]");
 }
 
 TEST_CASE("a broken tag, restored, gives the job back to nvlslice: no refused transition, no warning per cycle",
@@ -118,11 +125,11 @@ TEST_CASE("a broken tag, restored, gives the job back to nvlslice: no refused tr
                       "the job for 2";
     auto out = w.cycle();
     CAPTURE(out.log);
-    const Action* rec = find(out, ActionKind::SetRecord, 7);
+    const auto* rec = find<action::SetRecord>(out, 7);
     REQUIRE(rec);
-    CHECK_THAT(rec->arg, Catch::StartsWith("nvlslice/1 placed slice=16 slices=n[001-016]"));
+    CHECK_THAT(rec->text, Catch::StartsWith("nvlslice/1 placed slice=16 slices=n[001-016]"));
     CHECK(count(out.log, "skipped") == 0);
-    j.admin_comment = rec->arg;
+    j.admin_comment = rec->text;
     CHECK(w.cycle().actions.empty());
 }
 
@@ -177,7 +184,7 @@ TEST_CASE("hostlists that would wrap a 64-bit count are refused, not expanded", 
     w.jobs.push_back(j);
     auto out = w.cycle();
     REQUIRE(find(out, ActionKind::SetRecord, 9));
-    CHECK_THAT(find(out, ActionKind::SetRecord, 9)->arg, Catch::Contains("ignored"));
+    CHECK_THAT(find<action::SetRecord>(out, 9)->text, Catch::Contains("ignored"));
 }
 
 TEST_CASE("an NTP step of the wall clock does not expire the helper's own timers", "[safety][quick]") {
@@ -211,8 +218,8 @@ TEST_CASE("slurmctld away in the middle of a batch: apply stops there; a stop re
         fake.jobs.push_back(j);
     }
     std::vector<Action> actions;
-    for (JobId id : {1u, 2u, 3u, 4u}) actions.push_back({ActionKind::SetRecord, id, "nvlslice/1 placed"});
-    actions.push_back({ActionKind::SetReservation, 0, "n[017-018]"});
+    for (JobId id : {1u, 2u, 3u, 4u}) actions.push_back({id, action::SetRecord{"nvlslice/1 placed"}});
+    actions.push_back({0, action::SetReservation{"n[017-018]"}});
     auto failures = apply(fake, HelperConfig{}, actions);
     REQUIRE(failures.size() == 1);
     CHECK(failures[0].unreachable);
@@ -291,7 +298,7 @@ TEST_CASE("a repair retried after a partial failure is counted once", "[safety][
     auto again = w.cycle();
     CHECK(again.stats.repairs_in_rack == 0);
     REQUIRE(find(again, ActionKind::RequeueHold, 7));
-    CHECK_THAT(find(again, ActionKind::SetRecord, 7)->arg, Catch::Contains("repairs=1"));
+    CHECK_THAT(find<action::SetRecord>(again, 7)->text, Catch::Contains("repairs=1"));
 }
 
 TEST_CASE("job arrays: the task Slurm splits off takes the placement; the rest of the array is placed on its own",
@@ -312,26 +319,26 @@ TEST_CASE("job arrays: the task Slurm splits off takes the placement; the rest o
     auto out = w.cycle();
     CAPTURE(out.log);
     // the task's record becomes its own, where it runs
-    const Action* trec = find(out, ActionKind::SetRecord, 9);
+    const auto* trec = find<action::SetRecord>(out, 9);
     REQUIRE(trec);
-    CHECK_THAT(trec->arg,
+    CHECK_THAT(trec->text,
                Catch::StartsWith("nvlslice/1 placed slice=16 slices=n[001-016]") && Catch::EndsWith("job=9"));
     CHECK(count(out.log, "job 9: a task of job array 7 started on its placement n[001-016]") == 1);
     // the rest is gated again and waits for its own placement, at once (not
     // after replace_after)
     REQUIRE(find(out, ActionKind::SetLicenses, 7));
-    CHECK_THAT(find(out, ActionKind::SetRecord, 7)->arg,
+    CHECK_THAT(find<action::SetRecord>(out, 7)->text,
                Catch::StartsWith("nvlslice/1 waiting") && Catch::Contains("task job 9 of its array started"));
     CHECK(out.follow_up);
     // the next cycle (Slurm applied it all) places it on the other rack
-    task.admin_comment = trec->arg;
-    rest.admin_comment = find(out, ActionKind::SetRecord, 7)->arg;
-    rest.licenses = find(out, ActionKind::SetLicenses, 7)->arg;
+    task.admin_comment = trec->text;
+    rest.admin_comment = find<action::SetRecord>(out, 7)->text;
+    rest.licenses = find<action::SetLicenses>(out, 7)->licenses;
     auto next = w.cycle();
     CAPTURE(next.log);
     REQUIRE(find(next, ActionKind::Pin, 7));
-    CHECK(find(next, ActionKind::Pin, 7)->arg == "n[019-034]");
-    CHECK_THAT(find(next, ActionKind::SetRecord, 7)->arg,
+    CHECK(find<action::Pin>(next, 7)->nodes == "n[019-034]");
+    CHECK_THAT(find<action::SetRecord>(next, 7)->text,
                Catch::StartsWith("nvlslice/1 placed slice=16 slices=n[019-034]") && Catch::EndsWith("job=7"));
     CHECK_FALSE(find(next, ActionKind::SetRecord, 9));
     // a record of an older helper (no job=) is taken as the job's own
@@ -356,8 +363,8 @@ TEST_CASE("a repair under way asks for a quick next cycle; a quiet cluster does 
     j.held = true;
     j.nodes.clear();
     j.restarts = 1;
-    j.req_nodes = find(rep, ActionKind::PinOnly, 7)->arg;
-    j.admin_comment = find(rep, ActionKind::SetRecord, 7)->arg;
+    j.req_nodes = find<action::PinOnly>(rep, 7)->nodes;
+    j.admin_comment = find<action::SetRecord>(rep, 7)->text;
     j.begin_time = w.now + 1;
     for (int i = 1; i <= 17; ++i)
         w.node(fmt::format("n{:03d}", i)).state = i == 5 ? NodeState::Drained : NodeState::Idle;
@@ -388,13 +395,13 @@ TEST_CASE("a degraded rack's free nodes are reserved; once it recovers, its spar
     w.node("n009").reason = "Xid 145: NVLink contained error";
     auto deg = w.cycle();
     REQUIRE(find(deg, ActionKind::SetReservation));
-    CHECK(find(deg, ActionKind::SetReservation)->arg == "n[001-008,010-018,035-036]");
-    w.resv = Reservation{"nvlslice_spares", find(deg, ActionKind::SetReservation)->arg};
+    CHECK(find<action::SetReservation>(deg)->nodes == "n[001-008,010-018,035-036]");
+    w.resv = Reservation{"nvlslice_spares", find<action::SetReservation>(deg)->nodes};
     w.node("n009").state = NodeState::Idle;
     w.node("n009").reason.clear();
     auto rec = w.cycle();
     REQUIRE(find(rec, ActionKind::SetReservation));
-    CHECK(find(rec, ActionKind::SetReservation)->arg == "n[017-018,035-036]");
+    CHECK(find<action::SetReservation>(rec)->nodes == "n[017-018,035-036]");
 }
 
 TEST_CASE("a rack that runs nothing has its last nodes as spares again, a busy one keeps its current ones",
@@ -411,7 +418,7 @@ TEST_CASE("a rack that runs nothing has its last nodes as spares again, a busy o
     w.node("n017").state = NodeState::Idle;
     auto out = w.cycle();
     REQUIRE(find(out, ActionKind::SetReservation));
-    CHECK(find(out, ActionKind::SetReservation)->arg == "n[017-018,035-036]");
+    CHECK(find<action::SetReservation>(out)->nodes == "n[017-018,035-036]");
 }
 
 TEST_CASE("Slurm's own reasons to hold a job back are told from the gate's, priority's and resources'",
@@ -470,20 +477,20 @@ TEST_CASE("gate mode acts only on jobs Slurm would start: others stay behind the
         CHECK_FALSE(find(out, ActionKind::Pin, id));
         CHECK_FALSE(find(out, ActionKind::SetLicenses, id));
         REQUIRE(find(out, ActionKind::SetRecord, id));
-        CHECK_THAT(find(out, ActionKind::SetRecord, id)->arg,
+        CHECK_THAT(find<action::SetRecord>(out, id)->text,
                    Catch::StartsWith("nvlslice/1 waiting") && Catch::Contains("held back by Slurm: "));
     }
-    CHECK_THAT(find(out, ActionKind::SetRecord, 7)->arg, Catch::EndsWith("held back by Slurm: Dependency"));
-    CHECK_THAT(find(out, ActionKind::SetRecord, 9)->arg, Catch::Contains("held back by Slurm: BeginTime (eligible at"));
+    CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::EndsWith("held back by Slurm: Dependency"));
+    CHECK_THAT(find<action::SetRecord>(out, 9)->text, Catch::Contains("held back by Slurm: BeginTime (eligible at"));
     // no racks kept for a job Slurm will not start; the one that may start is placed
     CHECK_FALSE(find(out, ActionKind::Protect));
     REQUIRE(find(out, ActionKind::Pin, 10));
-    CHECK(find(out, ActionKind::Pin, 10)->start_at == 0); // its begin time is Slurm's, never moved
+    CHECK(find<action::Pin>(out, 10)->start_at == 0); // its begin time is Slurm's, never moved
     CHECK(find(out, ActionKind::SetLicenses, 10));
     // said once: the next cycle, as Slurm then shows it, does nothing for them
     for (JobId id : {7, 8, 9}) {
         auto& j = *std::find_if(w.jobs.begin(), w.jobs.end(), [&](const SlurmJob& x) { return x.id == id; });
-        j.admin_comment = find(out, ActionKind::SetRecord, id)->arg;
+        j.admin_comment = find<action::SetRecord>(out, id)->text;
     }
     auto again = w.cycle();
     for (JobId id : {7, 8, 9}) CHECK_FALSE(find(again, ActionKind::SetRecord, id));
@@ -501,8 +508,8 @@ TEST_CASE("a pin that has not started within replace_after is dropped and its ra
     // as Slurm shows it: released, pinned, but not started (a limit Slurm
     // tests only when it places: on 22.05 the gate hid it)
     j.licenses.clear();
-    j.req_nodes = find(out, ActionKind::Pin, 7)->arg;
-    j.admin_comment = find(out, ActionKind::SetRecord, 7)->arg;
+    j.req_nodes = find<action::Pin>(out, 7)->nodes;
+    j.admin_comment = find<action::SetRecord>(out, 7)->text;
     j.reason = "Resources";
     w.mono += 1;
     CHECK(w.cycle().actions.empty());
@@ -510,12 +517,12 @@ TEST_CASE("a pin that has not started within replace_after is dropped and its ra
     auto drop = w.cycle();
     CAPTURE(drop.log);
     REQUIRE(find(drop, ActionKind::SetLicenses, 7));
-    CHECK(find(drop, ActionKind::SetLicenses, 7)->arg == "nvlslice_gate:1");
-    CHECK_THAT(find(drop, ActionKind::SetRecord, 7)->arg,
+    CHECK(find<action::SetLicenses>(drop, 7)->licenses == "nvlslice_gate:1");
+    CHECK_THAT(find<action::SetRecord>(drop, 7)->text,
                Catch::StartsWith("nvlslice/1 waiting") && Catch::Contains("and not started (Slurm: Resources)"));
     // gated again: not placed again before replace_after has passed once more
     j.licenses = "nvlslice_gate:1";
-    j.admin_comment = find(drop, ActionKind::SetRecord, 7)->arg;
+    j.admin_comment = find<action::SetRecord>(drop, 7)->text;
     j.reason = "Licenses";
     w.mono += 5;
     CHECK_FALSE(find(w.cycle(), ActionKind::Pin, 7));
@@ -528,7 +535,7 @@ TEST_CASE("a pin that has not started within replace_after is dropped and its ra
     k.reason = "Dependency";
     auto held = w.cycle();
     CHECK(find(held, ActionKind::SetLicenses, 8));
-    CHECK_THAT(find(held, ActionKind::SetRecord, 8)->arg, Catch::EndsWith("held back by Slurm: Dependency"));
+    CHECK_THAT(find<action::SetRecord>(held, 8)->text, Catch::EndsWith("held back by Slurm: Dependency"));
 }
 
 TEST_CASE("accounting limits Slurm tests only when it places a job are read from its association manager",
@@ -602,10 +609,10 @@ TEST_CASE("a job an accounting limit holds back is not placed; another account's
     CAPTURE(out.log);
     CHECK_FALSE(find(out, ActionKind::Pin, 7));
     CHECK_FALSE(find(out, ActionKind::SetLicenses, 7));
-    CHECK_THAT(find(out, ActionKind::SetRecord, 7)->arg, Catch::EndsWith("held back by Slurm: AssocGrpNodeLimit"));
+    CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::EndsWith("held back by Slurm: AssocGrpNodeLimit"));
     CHECK_FALSE(find(out, ActionKind::Protect));
     REQUIRE(find(out, ActionKind::Pin, 8));
-    CHECK(find(out, ActionKind::Pin, 8)->arg == "n[001-016]");
+    CHECK(find<action::Pin>(out, 8)->nodes == "n[001-016]");
 }
 
 TEST_CASE("native mode: a slice job an accounting limit holds back is left untouched, no record resets Slurm's reason",
@@ -658,7 +665,7 @@ TEST_CASE("a job held back by Slurm stays so while an update has reset Slurm's r
     dep.reason = "Dependency";
     auto out = w.cycle();
     REQUIRE(find(out, ActionKind::SetRecord, 7));
-    dep.admin_comment = find(out, ActionKind::SetRecord, 7)->arg;
+    dep.admin_comment = find<action::SetRecord>(out, 7)->text;
     // the record's update reset Slurm's reason (_update_job) until its next pass
     dep.reason = "None";
     auto reset = w.cycle();

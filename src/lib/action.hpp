@@ -1,0 +1,226 @@
+// nvlslice — what a cycle asks Slurm to do: one typed payload per kind.
+//
+// Each payload names itself, holds exactly what its kind needs, and makes
+// its own ClusterApi call. Adding a kind touches this file (the payload,
+// its place in ActionKind and Payload), ClusterApi, and the Slurm adapter's
+// call; apply(), the logs and the backoff take it from here.
+#pragma once
+
+#include "cluster_api.hpp"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+namespace nvl {
+
+namespace action {
+
+// The names an action's call takes from the configuration.
+struct Names {
+    const std::string& reservation;         // the spare reservation
+    const std::string& protect_reservation; // the top job's racks
+    const std::string& gate_reservation;    // the license-only gate
+    const std::string& gate_license;
+};
+
+// Admin hold (priority 0).
+struct Hold {
+    static constexpr const char* name = "hold";
+    void run(ClusterApi& api, JobId job, const Names&) const { api.hold(job); }
+};
+// Required nodes and StartTime.
+struct Pin {
+    static constexpr const char* name = "pin";
+    std::string nodes;
+    int64_t start_at = 0;
+    void run(ClusterApi& api, JobId job, const Names&) const { api.pin_job(job, nodes, start_at); }
+};
+// Required nodes only ("" = none); StartTime left as it is.
+struct PinOnly {
+    static constexpr const char* name = "pin-nodes";
+    std::string nodes;
+    void run(ClusterApi& api, JobId job, const Names&) const { api.pin_job(job, nodes, 0); }
+};
+// Native mode's pin: the excluded nodes ("" = none), StartTime when > 0.
+struct Exclude {
+    static constexpr const char* name = "exclude";
+    std::string nodes;
+    int64_t start_at = 0;
+    void run(ClusterApi& api, JobId job, const Names&) const { api.exclude_nodes(job, nodes, start_at); }
+};
+struct Release {
+    static constexpr const char* name = "release";
+    void run(ClusterApi& api, JobId job, const Names&) const { api.release(job); }
+};
+struct RequeueHold {
+    static constexpr const char* name = "requeue-hold";
+    void run(ClusterApi& api, JobId job, const Names&) const { api.requeue_hold(job); }
+};
+struct Requeue {
+    static constexpr const char* name = "requeue";
+    void run(ClusterApi& api, JobId job, const Names&) const { api.requeue(job); }
+};
+// The helper's record (the job's admin_comment).
+struct SetRecord {
+    static constexpr const char* name = "record";
+    std::string text;
+    void run(ClusterApi& api, JobId job, const Names&) const { api.set_admin_comment(job, text); }
+};
+// The spare reservation's nodes.
+struct SetReservation {
+    static constexpr const char* name = "reservation";
+    std::string nodes;
+    void run(ClusterApi& api, JobId, const Names& n) const { api.set_reservation(n.reservation, nodes); }
+};
+struct SetWeight {
+    static constexpr const char* name = "weight";
+    std::string nodes;
+    uint32_t weight = 0;
+    void run(ClusterApi& api, JobId, const Names&) const { api.set_node_weight(nodes, weight); }
+    // a refusal backs off this change only, not every weight
+    std::string key() const { return std::string(name) + " " + nodes + " " + std::to_string(weight); }
+};
+// The job's whole license request (the gate on or off).
+struct SetLicenses {
+    static constexpr const char* name = "licenses";
+    std::string licenses;
+    void run(ClusterApi& api, JobId job, const Names&) const { api.set_licenses(job, licenses); }
+};
+// The protection reservation: nodes ("" = none) from start_at to end_at.
+struct Protect {
+    static constexpr const char* name = "protect";
+    std::string nodes;
+    int64_t start_at = 0;
+    int64_t end_at = 0;
+    void run(ClusterApi& api, JobId, const Names& n) const {
+        api.set_reservation(n.protect_reservation, nodes, start_at, end_at);
+    }
+};
+// Creates the gate reservation.
+struct Gate {
+    static constexpr const char* name = "gate";
+    void run(ClusterApi& api, JobId, const Names& n) const { api.ensure_gate(n.gate_reservation, n.gate_license); }
+};
+// Drains the node and marks it DOWN, with `reason` for Slurm and the admin.
+struct NodeDown {
+    static constexpr const char* name = "node-down";
+    std::string nodes; // one node
+    std::string reason;
+    void run(ClusterApi& api, JobId, const Names&) const { api.set_node_down(nodes, reason); }
+    std::string key() const { return std::string(name) + " " + nodes + " " + reason; }
+};
+// Requeue=1 again on a lent job.
+struct AllowRequeue {
+    static constexpr const char* name = "allow-requeue";
+    void run(ClusterApi& api, JobId job, const Names&) const { api.allow_requeue(job); }
+};
+// The nodes' active features.
+struct SetFeatures {
+    static constexpr const char* name = "features";
+    std::string nodes;
+    std::string features;
+    void run(ClusterApi& api, JobId, const Names&) const { api.set_active_features(nodes, features); }
+    std::string key() const { return std::string(name) + " " + nodes + " " + features; }
+};
+
+} // namespace action
+
+// In Payload's order.
+enum class ActionKind {
+    Hold,
+    Pin,
+    PinOnly,
+    Release,
+    RequeueHold,
+    Requeue,
+    SetRecord,
+    SetReservation,
+    SetWeight,
+    SetLicenses,
+    Protect,
+    Gate,
+    Exclude,
+    NodeDown,
+    AllowRequeue,
+    SetFeatures
+};
+
+using ActionPayload =
+    std::variant<action::Hold, action::Pin, action::PinOnly, action::Release, action::RequeueHold, action::Requeue,
+                 action::SetRecord, action::SetReservation, action::SetWeight, action::SetLicenses, action::Protect,
+                 action::Gate, action::Exclude, action::NodeDown, action::AllowRequeue, action::SetFeatures>;
+
+namespace detail {
+template <class T, class = void> struct HasNodes : std::false_type {};
+template <class T> struct HasNodes<T, std::void_t<decltype(std::declval<T>().nodes)>> : std::true_type {};
+template <class T, class = void> struct HasStart : std::false_type {};
+template <class T> struct HasStart<T, std::void_t<decltype(std::declval<T>().start_at)>> : std::true_type {};
+template <class T, class = void> struct HasKey : std::false_type {};
+template <class T> struct HasKey<T, std::void_t<decltype(std::declval<T>().key())>> : std::true_type {};
+
+template <size_t... I> constexpr auto kind_names(std::index_sequence<I...>) {
+    return std::array<const char*, sizeof...(I)>{std::variant_alternative_t<I, ActionPayload>::name...};
+}
+} // namespace detail
+
+// The kind of a payload type: its place in ActionPayload.
+template <class T, size_t I = 0> constexpr ActionKind kind_of() {
+    if constexpr (std::is_same_v<std::variant_alternative_t<I, ActionPayload>, T>)
+        return ActionKind(I);
+    else
+        return kind_of<T, I + 1>();
+}
+static_assert(kind_of<action::SetFeatures>() == ActionKind::SetFeatures, "ActionKind follows ActionPayload");
+static_assert(size_t(ActionKind::SetFeatures) + 1 == std::variant_size_v<ActionPayload>, "one ActionKind per payload");
+
+inline const char* to_string(ActionKind k) {
+    static constexpr auto names = detail::kind_names(std::make_index_sequence<std::variant_size_v<ActionPayload>>{});
+    return names[size_t(k)];
+}
+
+struct Action {
+    JobId job = 0; // 0: cluster-wide (reservations, nodes)
+    ActionPayload what;
+
+    ActionKind kind() const { return ActionKind(what.index()); }
+    const char* name() const { return to_string(kind()); }
+    // The payload, if it is a T.
+    template <class T> const T* get() const { return std::get_if<T>(&what); }
+    // The node list it acts on or asks for ("" for kinds without one).
+    std::string nodes() const {
+        return std::visit(
+            [](const auto& p) -> std::string {
+                if constexpr (detail::HasNodes<std::decay_t<decltype(p)>>::value) return p.nodes;
+                return {};
+            },
+            what);
+    }
+    // The StartTime (or reservation start) it sets; 0: none.
+    int64_t start_at() const {
+        return std::visit(
+            [](const auto& p) -> int64_t {
+                if constexpr (detail::HasStart<std::decay_t<decltype(p)>>::value) return p.start_at;
+                return 0;
+            },
+            what);
+    }
+    // What a refusal backs off (cluster-wide actions): the kind, or for
+    // kinds with many independent targets, this one change.
+    std::string backoff_key() const {
+        return std::visit(
+            [](const auto& p) -> std::string {
+                if constexpr (detail::HasKey<std::decay_t<decltype(p)>>::value) return p.key();
+                return std::decay_t<decltype(p)>::name;
+            },
+            what);
+    }
+    void run(ClusterApi& api, const action::Names& names) const {
+        std::visit([&](const auto& p) { p.run(api, job, names); }, what);
+    }
+};
+
+} // namespace nvl
