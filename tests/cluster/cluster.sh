@@ -37,6 +37,8 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/cluster/host_apt.sh
+. "$HERE/host_apt.sh"
 SRC=$(cd "$HERE/../.." && pwd)
 DIR=${NVL_CLUSTER_DIR:-/tmp/nvlslice-cluster}
 RACKS=${NVL_RACKS:-2}
@@ -76,14 +78,14 @@ install_packages() {
     done
     if [ ${#missing[@]} -gt 0 ]; then
         log "installing ${missing[*]}"
-        apt-get update -qq
+        host_apt update -qq
         # no system service starts from the install: this script starts
         # and stops its own daemons by PID
         local rcd=/usr/sbin/policy-rc.d had_rcd=0
         [ -e "$rcd" ] && had_rcd=1
         [ "$had_rcd" = 1 ] || printf '#!/bin/sh\nexit 101\n' > "$rcd"
         chmod +x "$rcd"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+        host_apt install -y -qq --no-install-recommends "${missing[@]}"
         [ "$had_rcd" = 1 ] || rm -f "$rcd"
     fi
     if [ -e /usr/sbin/slurmstepd-wlm ] && [ "$(readlink -f /usr/sbin/slurmstepd)" != /usr/sbin/slurmstepd-wlm ]; then

@@ -31,6 +31,8 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/cluster/host_apt.sh
+. "$HERE/host_apt.sh"
 SRC=$(cd "$HERE/../.." && pwd)
 ROOT=${NVL_DEBIAN13_ROOT:-/var/cache/nvlslice/debian13-root}
 SELF=$HERE/$(basename "$0")
@@ -173,8 +175,8 @@ build() {
     if [ ! -f "$BASE_STAMP" ]; then
         if ! command -v debootstrap >/dev/null; then
             log "installing debootstrap on the host"
-            apt-get update -qq >&2 || true
-            DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap >&2 \
+            host_apt update -qq || true
+            host_apt install -y --no-install-recommends debootstrap \
                 || die "apt-get install debootstrap failed; run 'apt-get update' on the host and retry"
         fi
         [ -e /usr/share/debootstrap/scripts/$SUITE ] \
