@@ -72,7 +72,15 @@ void note_applied(HelperMemory& mem, const std::vector<Action>& actions, const s
         book(mem.backoff[f.job], f.error);
     }
     for (const auto& a : actions) {
-        if (a.job && !failed.count(a.job)) mem.backoff.erase(a.job);
+        if (a.job && !failed.count(a.job)) {
+            // what Slurm refused worked again: the backoff ends. Not an
+            // action inside the wait (the record that says the job backs
+            // off): that would end each wait at its first cycle, and the
+            // refused action would be tried every cycle, its count never
+            // past 1.
+            auto b = mem.backoff.find(a.job);
+            if (b != mem.backoff.end() && b->second.until <= mono) mem.backoff.erase(b);
+        }
         if (!a.job && !failed_keys.count(backoff_key(a))) mem.cluster_backoff.erase(backoff_key(a));
         if (wall > 0 && all_tried && (a.kind() == ActionKind::RequeueHold || a.kind() == ActionKind::Requeue) &&
             !failed.count(a.job))

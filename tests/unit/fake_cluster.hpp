@@ -1,6 +1,8 @@
 // A ClusterApi in memory, for unit tests of apply() and the cycle: jobs,
-// nodes and the reservation as plain records, every call logged, and
-// failures injected per operation and job.
+// nodes and reservations (by name) as plain records, changed as Slurm
+// changes them (a requeue frees the job's nodes, counts a restart and sets
+// a begin time; a pin's start becomes the begin time), every call logged,
+// and failures injected per operation and job.
 #pragma once
 
 #include "cluster_api.hpp"
@@ -9,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,20 +22,29 @@ class FakeCluster : public ClusterApi {
   public:
     std::vector<SlurmNode> nodes;
     std::vector<SlurmJob> jobs;
-    std::optional<Reservation> resv;
+    // by name; an empty optional: no such reservation. std::map: a
+    // reference to an entry stays valid.
+    std::map<std::string, std::optional<Reservation>> reservations;
+    int64_t now = 0;                           // Slurm's clock, for a requeue's begin time
+    int64_t requeue_delay = 121;               // a requeued job waits out the credential lifetime (120 s) + 1
     std::vector<std::string> calls;            // "hold 7", "pin 7 n[001-016] 0", ...
     std::map<std::string, std::string> faults; // "release 7" -> error message
 
     std::vector<SlurmNode> load_nodes() override { return nodes; }
     std::vector<SlurmJob> load_jobs() override { return jobs; }
-    std::optional<Reservation> load_reservation(const std::string&) override { return resv; }
+    std::optional<Reservation> load_reservation(const std::string& name) override {
+        auto it = reservations.find(name);
+        return it == reservations.end() ? std::nullopt : it->second;
+    }
     void pin_job(JobId id, const std::string& n, int64_t start_at) override {
         call(fmt::format("pin {}", id), fmt::format(" {} {}", n, start_at));
         job(id).req_nodes = n;
+        if (start_at > 0) job(id).begin_time = start_at;
     }
     void exclude_nodes(JobId id, const std::string& n, int64_t start_at) override {
         call(fmt::format("exclude {}", id), fmt::format(" {} {}", n, start_at));
         job(id).exc_nodes = n;
+        if (start_at > 0) job(id).begin_time = start_at;
     }
     void set_admin_comment(JobId id, const std::string& text) override {
         call(fmt::format("record {}", id));
@@ -40,20 +52,26 @@ class FakeCluster : public ClusterApi {
     }
     void hold(JobId id) override {
         call(fmt::format("hold {}", id));
-        job(id).held = job(id).admin_held = true;
+        held(job(id));
     }
     void release(JobId id) override {
         call(fmt::format("release {}", id));
-        job(id).held = job(id).admin_held = false;
+        SlurmJob& j = job(id);
+        j.held = j.admin_held = false;
+        // its priority computed again: as before the hold (a hold set
+        // before this fake saw the job: any priority above 0)
+        auto p = held_priority.find(id);
+        j.priority = p != held_priority.end() ? p->second : std::max<uint32_t>(j.priority, 1);
+        held_priority.erase(id);
     }
     void requeue_hold(JobId id) override {
         call(fmt::format("requeue-hold {}", id));
-        job(id).state = JobState::Pending;
-        job(id).held = true;
+        requeued(job(id));
+        held(job(id));
     }
     void requeue(JobId id) override {
         call(fmt::format("requeue {}", id));
-        job(id).state = JobState::Pending;
+        requeued(job(id));
     }
     void allow_requeue(JobId id) override {
         call(fmt::format("allow-requeue {}", id));
@@ -65,12 +83,21 @@ class FakeCluster : public ClusterApi {
     }
     void set_reservation(const std::string& name, const std::string& n, int64_t start_at, int64_t end_at) override {
         call("reservation", fmt::format(" {} {} {} {}", name, n, start_at, end_at));
-        resv = Reservation{name, n, start_at, end_at};
+        if (n.empty())
+            reservations[name].reset(); // as the adapter does: no nodes, no reservation
+        else
+            reservations[name] = Reservation{name, n, start_at, end_at};
     }
     void ensure_gate(const std::string& reservation, const std::string& license) override {
         call("gate", fmt::format(" {} {}", reservation, license));
+        if (!reservations[reservation]) reservations[reservation] = Reservation{reservation, ""};
     }
-    void set_node_weight(const std::string& n, uint32_t w) override { call(fmt::format("weight {}", w), " " + n); }
+    void set_node_weight(const std::string& n, uint32_t w) override {
+        call(fmt::format("weight {}", w), " " + n);
+        for (const auto& name : hostlist_expand(n))
+            for (auto& x : nodes)
+                if (x.name == name) x.weight = w;
+    }
     void set_active_features(const std::string& n, const std::string& f) override {
         call("features", fmt::format(" {} \"{}\"", n, f));
         for (const auto& name : hostlist_expand(n))
@@ -89,6 +116,28 @@ class FakeCluster : public ClusterApi {
     }
 
   private:
+    std::map<JobId, uint32_t> held_priority; // what a release gives back
+    // An admin hold: priority 0.
+    void held(SlurmJob& j) {
+        if (!j.held) held_priority[j.id] = j.priority;
+        j.held = j.admin_held = true;
+        j.priority = 0;
+    }
+    // As slurmctld requeues a job: pending again, its nodes given back
+    // (those still allocated to it: failed and drained ones keep their
+    // state), one restart more, held back until the credential expired.
+    void requeued(SlurmJob& j) {
+        for (const auto& name : j.nodes)
+            for (auto& x : nodes)
+                if (x.name == name) {
+                    if (x.state == NodeState::Allocated || x.state == NodeState::Mixed) x.state = NodeState::Idle;
+                    if (x.state == NodeState::Draining) x.state = NodeState::Drained;
+                }
+        j.state = JobState::Pending;
+        j.nodes.clear();
+        j.restarts += 1;
+        j.begin_time = now + requeue_delay;
+    }
     // Records the call, then fails it if a fault names it (as Slurm would:
     // nothing changes).
     void call(const std::string& key, const std::string& rest = "") {

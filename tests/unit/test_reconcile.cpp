@@ -14,18 +14,21 @@ using namespace nvl::test;
 
 namespace {
 
-// A cluster as Slurm would report it: `racks` x 18 nodes n001.., all idle.
-struct World {
+// A cluster as Slurm would report it: `racks` x 18 nodes n001.., all idle;
+// a FakeCluster, so that a cycle's actions are applied as Slurm would
+// (apply()), as nvlsliced applies them.
+struct World : FakeCluster {
     RackMap map;
-    std::vector<SlurmNode> nodes;
-    std::vector<SlurmJob> jobs;
-    std::optional<Reservation> resv;
     HelperConfig cfg;
     HelperMemory mem;
-    int64_t now = 100000;
+    std::optional<Reservation>& resv = reservations["nvlslice_spares"];
+    std::optional<Reservation>& gate = reservations["nvlslice_gate"];
+    std::optional<Reservation>& protection = reservations["nvlslice_protect"];
 
     explicit World(int racks) : map(make_map(racks, 18)) {
-        jobs.reserve(256); // tests hold references to jobs they add
+        now = 100000;
+        gate = Reservation{"nvlslice_gate", ""}; // exists: no Gate action
+        jobs.reserve(256);                       // tests hold references to jobs they add
         for (NodeId i = 0; i < map.node_count(); ++i)
             nodes.push_back({map.node_name(i), NodeState::Idle, false, false, "", ""});
     }
@@ -34,6 +37,12 @@ struct World {
             if (x.name == n) return x;
         FAIL("no node " << n);
         return nodes.front();
+    }
+    SlurmJob& job(JobId id) {
+        for (auto& j : jobs)
+            if (j.id == id) return j;
+        FAIL("no job " << id);
+        return jobs.front();
     }
     // As the plugin submits it: behind the gate (gated = false: its owner
     // took the gate off, or it was written by hand).
@@ -58,9 +67,26 @@ struct World {
         j.start_time = now - 100;
         for (auto& n : j.nodes) node(n).state = st;
     }
-    std::optional<Reservation> gate = Reservation{"nvlslice_gate", ""}; // exists: no Gate action
-    std::optional<Reservation> protection;
+    // Slurm starts a pending job on the nodes it was pinned to.
+    void start(SlurmJob& j) {
+        REQUIRE_FALSE(j.req_nodes.empty());
+        run_on(j, j.req_nodes);
+        j.start_time = now;
+    }
     CycleOutput cycle() { return reconcile(map, {nodes, jobs, resv, gate, protection}, cfg, now, mem); }
+    // The cycle's actions applied through the ClusterApi, then noted in the
+    // helper's memory, as nvlsliced does; every action must succeed.
+    void apply(const CycleOutput& out) {
+        const auto failures = nvl::apply(*this, cfg, out.actions);
+        for (const auto& f : failures) FAIL_CHECK(f.error);
+        note_applied(mem, out.actions, failures, now, now);
+    }
+    // One cycle, applied.
+    CycleOutput step() {
+        auto out = cycle();
+        apply(out);
+        return out;
+    }
 };
 
 std::string kinds(const CycleOutput& o) {
@@ -108,13 +134,12 @@ TEST_CASE("a gated slice job is placed, recorded, pinned, its gate taken off; sp
     CHECK(out.stats.placements == 1);
 
     // Next cycle, as Slurm then reports it: nothing more to do.
-    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    w.apply(out);
     SlurmJob& j = w.jobs[0];
-    j.licenses.clear();
-    j.admin_comment = find<action::SetRecord>(out)->text;
-    j.req_nodes = "n[001-016,019-034]";
+    CHECK(j.licenses.empty());
+    CHECK(j.req_nodes == "n[001-016,019-034]");
     CHECK(w.cycle().actions.empty());
-    w.run_on(j, "n[001-016,019-034]");
+    w.start(j);
     CHECK(w.cycle().actions.empty());
 }
 
@@ -202,25 +227,25 @@ TEST_CASE("a repair's release comes before the record drops hold=1: a crash betw
     j.restarts = 1;
     j.begin_time = w.now;
     j.admin_comment = "nvlslice/1 repairing slice=16 slices=n[001-016] repairs=1 moves=0 hold=1";
-    FakeCluster fake;
-    fake.jobs = w.jobs;
+    const std::string record = j.admin_comment;
     auto out = w.cycle();
     // the release fails: the record keeps hold=1, and the next cycle releases it
-    fake.faults["release 7"] = "Unable to contact slurm controller";
-    CHECK(apply(fake, w.cfg, out.actions).size() == 1);
-    CHECK(fake.jobs[0].admin_comment == j.admin_comment);
-    CHECK(kinds(w.cycle()) == "release record");
+    w.faults["release 7"] = "Unable to contact slurm controller";
+    CHECK(apply(w, w.cfg, out.actions).size() == 1);
+    CHECK(j.admin_comment == record);
+    w.faults.clear();
+    auto again = w.cycle();
+    CHECK(kinds(again) == "release record");
     // the helper dies right after the release: released, record still hold=1
-    j.held = j.admin_held = false;
-    j.priority = 1000;
+    REQUIRE(apply(w, w.cfg, {again.actions.front()}).empty());
+    CHECK_FALSE(j.held);
     auto after = w.cycle();
     CHECK(kinds(after) == "record"); // only the record catches up
     CHECK_THAT(find<action::SetRecord>(after)->text,
                Catch::StartsWith("nvlslice/1 placed") && !Catch::Contains("hold=1"));
     // an admin's hold after that is theirs: never released by the helper
-    j.admin_comment = find<action::SetRecord>(after)->text;
-    j.held = j.admin_held = true;
-    j.priority = 0;
+    w.apply(after);
+    w.hold(7);
     CHECK(w.cycle().actions.empty());
 }
 
@@ -251,7 +276,7 @@ TEST_CASE("a fragmented cluster: the job waits with the reason, once", "[reconci
                                                                Catch::Contains("reason=fragmented:") &&
                                                                Catch::Contains("2 racks with 13 free"));
     CHECK(out.stats.pending_by_reason["fragmented"] == 1);
-    w.jobs[0].admin_comment = as<action::SetRecord>(out.actions[0]).text;
+    w.apply(out);
     CHECK(w.cycle().actions.empty()); // idempotent: no update storm
 }
 
@@ -298,15 +323,17 @@ TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, 
 
     // Slurm then shows it pending (held) again, with its own later BeginTime:
     // its start brought forward to the next second...
-    w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
-    j.admin_comment = find<action::SetRecord>(out)->text;
-    requeue_ended(w, j);
+    w.apply(out);
+    REQUIRE(j.state == JobState::Pending);
+    CHECK(j.held);
+    CHECK(j.begin_time == w.now + 121);
+    CHECK(w.node("n005").state == NodeState::Drained);
     auto pin = w.cycle();
     CHECK(kinds(pin) == "pin");
     CHECK(find<action::Pin>(pin)->start_at == w.now + 1);
     CHECK(pin.follow_up);
     // ...and release it once that second has come, so the release starts it
-    j.begin_time = w.now + 1;
+    w.apply(pin);
     CHECK(w.cycle().actions.empty());
     w.now += 1;
     auto fin = w.cycle();
@@ -379,10 +406,9 @@ TEST_CASE("drain reasons outside the pattern do not trigger a repair; DOWN alway
     w.node("n005").state = NodeState::Draining;
     w.node("n005").reason = "planned maintenance";
     // no repair; the failed node used up one of the rack's 2 spares
-    auto first = w.cycle();
+    auto first = w.step();
     CHECK(kinds(first) == "reservation");
     CHECK(as<action::SetReservation>(first.actions[0]).nodes == "n[017,035-036]");
-    w.resv = Reservation{"nvlslice_spares", "n[017,035-036]"};
     CHECK(w.cycle().actions.empty());
     w.node("n005").reason = "GPU XID 79";
     CHECK(kinds(w.cycle()) == "record requeue-hold pin-nodes reservation");
@@ -409,7 +435,7 @@ TEST_CASE("--no-requeue jobs are reported, never requeued", "[reconcile][quick]"
     CHECK_THAT(as<action::SetRecord>(out.actions[0]).text,
                Catch::Contains("reason=not repaired: n003 failed but the job was submitted --no-requeue"));
     CHECK(out.stats.unrepairable == 1);
-    j.admin_comment = as<action::SetRecord>(out.actions[0]).text;
+    w.apply(out);
     CHECK(w.cycle().actions.empty());
 }
 
@@ -798,11 +824,42 @@ TEST_CASE("a job backing off is left alone, and says so once", "[reconcile][appl
     CHECK_THAT(as<action::SetRecord>(out.actions[0]).text,
                Catch::Contains("reason=nvlsliced could not act on this job (1 time(s)): hold: "
                                "Access/permission denied; next try in 60 s"));
-    w.jobs[0].admin_comment = as<action::SetRecord>(out.actions[0]).text;
+    w.apply(out);
     CHECK(w.cycle().actions.empty()); // nothing more while it waits
     w.now += 61;
     auto after = w.cycle();
     CHECK(find(after, ActionKind::Pin)); // placed once the wait is over
+}
+
+TEST_CASE("a refused action waits longer each time; the record that says so does not end the wait",
+          "[reconcile][apply][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    w.add_slice_job(7, 16, 1);
+    w.faults["pin 7"] = "Access/permission denied";
+    // as nvlsliced runs it: apply, then note what Slurm refused
+    auto run = [&] {
+        auto out = w.cycle();
+        note_applied(w.mem, out.actions, apply(w, w.cfg, out.actions), w.now, w.now);
+        return out;
+    };
+    CHECK(find(run(), ActionKind::Pin));
+    REQUIRE(w.mem.backoff.count(7));
+    CHECK(w.mem.backoff.at(7).failures == 1);
+    const int64_t first_wait = w.mem.backoff.at(7).until - w.now;
+    w.now += 1;
+    CHECK(kinds(run()) == "record"); // said in its record: applied, the wait goes on
+    REQUIRE(w.mem.backoff.count(7));
+    w.now += first_wait;
+    CHECK(find(run(), ActionKind::Pin)); // tried again once the wait is over, refused again
+    REQUIRE(w.mem.backoff.count(7));
+    CHECK(w.mem.backoff.at(7).failures == 2);
+    CHECK(w.mem.backoff.at(7).until - w.now == 2 * first_wait);
+    // Slurm takes it: the wait ends
+    w.faults.clear();
+    w.now = w.mem.backoff.at(7).until;
+    CHECK(find(run(), ActionKind::Pin));
+    CHECK(w.mem.backoff.count(7) == 0);
 }
 
 TEST_CASE("an interactive slice job that loses a node is reported once, never requeued", "[reconcile][quick]") {
