@@ -25,8 +25,24 @@ class FakeCluster : public ClusterApi {
     // by name; an empty optional: no such reservation. std::map: a
     // reference to an entry stays valid.
     std::map<std::string, std::optional<Reservation>> reservations;
-    int64_t now = 0;                           // Slurm's clock, for a requeue's begin time
-    int64_t requeue_delay = 121;               // a requeued job waits out the credential lifetime (120 s) + 1
+    int64_t now = 0;             // Slurm's clock, for a requeue's begin time
+    int64_t requeue_delay = 121; // a requeued job waits out the credential lifetime (120 s) + 1
+    // false: a requeued job stays COMPLETING on its nodes until complete()
+    // (its processes take a second or two to end)
+    bool requeue_completes = true;
+
+    // A requeued job's nodes are given back: pending.
+    void complete(JobId id) {
+        SlurmJob& j = job(id);
+        for (const auto& name : j.nodes)
+            for (auto& x : nodes)
+                if (x.name == name) {
+                    if (x.state == NodeState::Allocated || x.state == NodeState::Mixed) x.state = NodeState::Idle;
+                    if (x.state == NodeState::Draining) x.state = NodeState::Drained;
+                }
+        j.state = JobState::Pending;
+        j.nodes.clear();
+    }
     std::vector<std::string> calls;            // "hold 7", "pin 7 n[001-016] 0", ...
     std::map<std::string, std::string> faults; // "release 7" -> error message
 
@@ -123,18 +139,12 @@ class FakeCluster : public ClusterApi {
         j.held = j.admin_held = true;
         j.priority = 0;
     }
-    // As slurmctld requeues a job: pending again, its nodes given back
-    // (those still allocated to it: failed and drained ones keep their
-    // state), one restart more, held back until the credential expired.
+    // As slurmctld requeues a job: completing, then pending again with its
+    // nodes given back (failed ones keep their state, draining ones are
+    // drained), one restart more, held back until the credential expired.
     void requeued(SlurmJob& j) {
-        for (const auto& name : j.nodes)
-            for (auto& x : nodes)
-                if (x.name == name) {
-                    if (x.state == NodeState::Allocated || x.state == NodeState::Mixed) x.state = NodeState::Idle;
-                    if (x.state == NodeState::Draining) x.state = NodeState::Drained;
-                }
-        j.state = JobState::Pending;
-        j.nodes.clear();
+        j.state = JobState::Completing;
+        if (requeue_completes) complete(j.id);
         j.restarts += 1;
         j.begin_time = now + requeue_delay;
     }

@@ -293,19 +293,6 @@ SlurmJob& running_with_n005_draining(World& w) {
     w.node("n005").reason = "gpu xid 79";
     return j;
 }
-// What Slurm shows of that job once the helper's requeue-hold has ended:
-// pending and held, with Slurm's own later BeginTime, pinned to the spare
-// n017 in n005's place, n005 drained.
-void requeue_ended(World& w, SlurmJob& j) {
-    j.state = JobState::Pending;
-    j.held = true;
-    j.nodes.clear();
-    j.restarts = 1;
-    j.begin_time = w.now + 31;
-    j.req_nodes = "n[001-004,006-017,019-034]";
-    w.node("n005").state = NodeState::Drained;
-    for (const char* n : {"n001", "n017", "n019"}) w.node(n).state = NodeState::Idle;
-}
 } // namespace
 
 TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, then release", "[reconcile][quick]") {
@@ -348,35 +335,30 @@ TEST_CASE("after the helper's own requeue the repaired job may start from the se
     auto out = w.cycle();
     REQUIRE(find(out, ActionKind::RequeueHold));
     // applied, and back from slurmctld within the cycle's second
-    note_applied(w.mem, out.actions, {}, w.now, w.now);
+    w.requeue_completes = false;
+    w.requeue_delay = 31;
+    w.apply(out);
     CHECK(w.mem.requeued_at.at(7) == w.now);
 
     // still completing (the kill takes a second or two): followed closely
-    j.state = JobState::Completing;
-    j.admin_comment = find<action::SetRecord>(out)->text;
-    j.req_nodes = "n[001-004,006-017,019-034]";
-    w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
+    REQUIRE(j.state == JobState::Completing);
     w.now += 1;
     CHECK(w.cycle().follow_up);
 
     // pending 2 s after the requeue: its credential was revoked in the
     // requeue's second, so it may start now (not a second later)
     w.now += 1;
-    requeue_ended(w, j);
-    auto pin = w.cycle();
+    w.complete(7);
+    auto pin = w.step();
     CHECK(kinds(pin) == "pin");
     CHECK(find<action::Pin>(pin)->start_at == w.now);
     // Slurm takes the second as it is: released in the same second
-    j.begin_time = w.now;
-    auto fin = w.cycle();
+    auto fin = w.step();
     CHECK(kinds(fin) == "release record");
 
     // running again: the requeue's second is forgotten, and a later requeue
     // by anyone else waits for the next second as before
-    j.state = JobState::Running;
-    j.held = false;
-    j.admin_comment = find<action::SetRecord>(fin)->text;
-    w.run_on(j, "n[001-004,006-017,019-034]");
+    w.start(j);
     w.cycle();
     CHECK(w.mem.requeued_at.count(7) == 0);
 }
@@ -554,12 +536,8 @@ TEST_CASE("a repair with no room anywhere frees a rack from checkpointable work 
         CHECK(logged);
         // Slurm requeued job 4; its nodes are still completing: no second
         // defragmentation while job 7 waits for r2
-        ckpt.state = JobState::Pending;
-        ckpt.nodes.clear();
-        ckpt.restarts = 1;
-        ckpt.licenses = "nvlslice_gate:1";
-        ckpt.admin_comment = find<action::SetRecord>(out, 4)->text;
-        job.admin_comment = find<action::SetRecord>(out, 7)->text;
+        w.apply(out);
+        CHECK(ckpt.state == JobState::Pending);
         for (int i = 19; i <= 34; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Allocated; // completing
         w.now += 1;
         auto wait = w.cycle();
@@ -596,16 +574,12 @@ TEST_CASE("the rack defragmentation freed stays its job's while the requeued job
     auto out = w.cycle();
     CAPTURE(out.log);
     REQUIRE(find(out, ActionKind::Requeue, 4));
-    // Slurm requeued it (pending, gated again, its record says it yielded);
-    // n019 is still completing, so r2 is not whole yet
-    ckpt.state = JobState::Pending;
-    ckpt.nodes.clear();
-    ckpt.restarts = 1;
-    ckpt.licenses = "nvlslice_gate:1";
+    // Slurm requeued it (pending, its record says it yielded); n019 is
+    // still completing, so r2 is not whole yet
     REQUIRE(find(out, ActionKind::SetRecord, 4));
-    ckpt.admin_comment = find<action::SetRecord>(out, 4)->text;
-    w.node("n020").state = NodeState::Idle;
-    w.node("n021").state = NodeState::Idle;
+    w.apply(out);
+    CHECK(ckpt.state == JobState::Pending);
+    w.node("n019").state = NodeState::Allocated; // completing
     w.now += 2;
     auto next = w.cycle();
     CAPTURE(next.log);
@@ -614,9 +588,8 @@ TEST_CASE("the rack defragmentation freed stays its job's while the requeued job
     // freed (n[020-022]); now it goes elsewhere (r1, on a lent spare)
     REQUIRE(find(next, ActionKind::Pin, 4));
     CHECK(find<action::Pin>(next, 4)->nodes == "n[015-017]");
-    w.run_on(ckpt, "n[015-017]");
-    ckpt.admin_comment = find<action::SetRecord>(next, 4)->text;
-    w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
+    w.apply(next);
+    w.start(ckpt);
     // the node completes: the blocked job gets the rack
     w.node("n019").state = NodeState::Idle;
     w.now += 1;
@@ -681,17 +654,15 @@ TEST_CASE("spares are lent to checkpointable single-node jobs and taken back by 
     CHECK(resv_at->nodes() == "n[018,035-036]");
     CHECK_THAT(find<action::SetRecord>(out)->text, Catch::Contains("lent=1"));
     // it runs; the lent node still counts as one of r1's spares
-    w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
-    w.run_on(small, "n017");
-    small.admin_comment = find<action::SetRecord>(out)->text;
+    w.apply(out);
+    w.start(small);
     CHECK(w.cycle().actions.empty());
     // a second one takes the other spare of r1
     SlurmJob& small2 = w.add_slice_job(9, 1, 1, true, true);
-    auto out2 = w.cycle();
+    auto out2 = w.step();
     CHECK(find<action::Pin>(out2)->nodes == "n018");
-    w.resv = Reservation{"nvlslice_spares", "n[035-036]"};
-    w.run_on(small2, "n018");
-    small2.admin_comment = find<action::SetRecord>(out2)->text;
+    CHECK(w.resv->nodes == "n[035-036]");
+    w.start(small2);
     // a node of the big job fails: r1 has no free spare; the lent one comes back
     w.node("n005").state = NodeState::Draining;
     auto rep = w.cycle();
@@ -709,21 +680,12 @@ TEST_CASE("spares are lent to checkpointable single-node jobs and taken back by 
     // job 7 is pending again (held by the helper) while the borrower still
     // completes on the spare: the repair waits for it, and nothing else is
     // placed there meanwhile
-    const std::string repairing = [&] {
-        for (const auto& a : rep.actions)
-            if (a.kind() == ActionKind::SetRecord && a.job == 7) return as<action::SetRecord>(a).text;
-        return std::string();
-    }();
-    big.state = JobState::Pending;
-    big.held = true;
-    big.restarts = 1;
-    big.nodes.clear();
-    big.admin_comment = repairing;
-    big.req_nodes = find<action::PinOnly>(rep)->nodes;
-    w.node("n005").state = NodeState::Drained;
-    for (int i = 1; i <= 34; ++i)
-        if (i != 5 && i != 17 && i != 18) w.node(fmt::format("n{:03d}", i)).state = NodeState::Idle;
-    small.admin_comment = "nvlslice/1 yielded slice=1 repairs=0 moves=0 reason=its lent spare was taken back";
+    w.apply(rep);
+    CHECK(big.held);
+    CHECK(w.node("n005").state == NodeState::Drained);
+    small.state = JobState::Completing; // still on n017
+    small.nodes = {"n017"};
+    w.node("n017").state = NodeState::Allocated;
     auto wait = w.cycle();
     CHECK_FALSE(find(wait, ActionKind::Pin));
     CHECK_FALSE(find(wait, ActionKind::Release));
@@ -875,7 +837,7 @@ TEST_CASE("an interactive slice job that loses a node is reported once, never re
     CHECK_THAT(as<action::SetRecord>(out.actions[0]).text,
                Catch::Contains("an interactive allocation (salloc/srun) cannot be requeued"));
     CHECK_THAT(as<action::SetRecord>(out.actions[0]).text, Catch::Contains("repairs=0"));
-    j.admin_comment = as<action::SetRecord>(out.actions[0]).text;
+    w.apply(out);
     CHECK(w.cycle().actions.empty()); // no loop
     // its node comes back: the stale reason goes
     w.node("n003").state = NodeState::Allocated;
@@ -912,13 +874,8 @@ TEST_CASE("a tag that does not describe its job is left to Slurm, named once", "
     CHECK_THAT(as<action::SetRecord>(*r6).text, Catch::Contains("left to Slurm: its nvlslice tag is unreadable"));
     // the real job got both racks: the hand-written one took nothing
     CHECK(find<action::Pin>(out)->nodes == "n[001-016,019-034]");
-    fake.admin_comment = as<action::SetRecord>(*r5).text;
-    bad.admin_comment = as<action::SetRecord>(*r6).text;
-    real.admin_comment = find<action::SetRecord>(out)->text;
-    for (const auto& a : out.actions)
-        if (a.job == 7 && a.kind() == ActionKind::SetRecord) real.admin_comment = as<action::SetRecord>(a).text;
-    real.held = false;
-    real.req_nodes = "n[001-016,019-034]";
+    w.apply(out);
+    CHECK(real.req_nodes == "n[001-016,019-034]");
     auto again = w.cycle();
     CAPTURE(again.log);
     CHECK(std::none_of(again.actions.begin(), again.actions.end(),
@@ -955,8 +912,9 @@ TEST_CASE("racks kept for the top job: others wait as busy, and may use them onl
     CHECK(p->start_at == w.now + 600);
     CHECK(p->end_at == w.now + 600 + 3600);
     // as Slurm then reports it: a long lower-priority job may not use rack r1...
-    w.protection = Reservation{"nvlslice_protect", p->nodes, p->start_at, p->end_at};
-    top.admin_comment = find<action::SetRecord>(out)->text;
+    w.apply(out);
+    REQUIRE(w.protection);
+    CHECK(w.protection->start_time == w.now + 600);
     SlurmJob& lower = w.add_slice_job(8, 16, 1);
     lower.priority = 10;
     lower.time_limit = 7200;
@@ -970,7 +928,7 @@ TEST_CASE("racks kept for the top job: others wait as busy, and may use them onl
                Catch::Contains("reason=busy: the racks with room are kept for a higher-priority slice job"));
     // ...a short one may: it ends before the top job's start
     lower.time_limit = 300;
-    lower.admin_comment = as<action::SetRecord>(*rec).text;
+    w.apply(second);
     auto third = w.cycle();
     REQUIRE(find(third, ActionKind::Pin));
     CHECK(find(third, ActionKind::Pin)->job == 8);
@@ -997,18 +955,15 @@ void make_native(World& w, bool node_pools = false) {
     w.cfg.node_pools = node_pools;
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
 }
-// What Slurm shows after the helper's requeue-hold of a repair (`out`):
-// pending, held, its nodes n001-n016 free again but the failed one, to
-// start from the next second, the record the helper wrote.
+// The helper's repair (`out`) applied: pending, held, its nodes free
+// again but the failed one (drained), Slurm's begin time the next second
+// (the cluster's credential lifetime cut short), pinned, recorded.
 void requeued_held(World& w, SlurmJob& j, const CycleOutput& out, const char* failed) {
-    j.state = JobState::Pending;
-    j.held = true;
-    j.nodes.clear();
-    j.restarts = 1;
-    j.begin_time = w.now + 1;
-    j.admin_comment = find<action::SetRecord>(out)->text;
-    for (int i = 1; i <= 16; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Idle;
-    w.node(failed).state = NodeState::Drained;
+    w.requeue_delay = 1;
+    w.apply(out);
+    REQUIRE(j.state == JobState::Pending);
+    REQUIRE(j.held);
+    REQUIRE(w.node(failed).state == NodeState::Drained);
 }
 } // namespace
 
@@ -1023,7 +978,7 @@ TEST_CASE("native mode: Slurm places a segment job; the helper neither pins nor 
     CHECK(kinds(out) == "record"); // no pin, no gate, no weights
     CHECK_THAT(find<action::SetRecord>(out)->text,
                Catch::StartsWith("nvlslice/1 waiting") && Catch::Contains("Slurm places it: --segment=16"));
-    j.admin_comment = find<action::SetRecord>(out)->text;
+    w.apply(out);
     CHECK(w.cycle().actions.empty());
     // Slurm starts it on one block: recorded as placed, with its slice
     w.run_on(j, "n[003-018]");
@@ -1051,16 +1006,14 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     CHECK(find<action::Exclude>(out)->nodes == "n[005,018-036]");
     CHECK(find<action::Exclude>(out)->start_at == 0);
     // pending again, held by the helper: excluded from its start second, released
-    w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
     requeued_held(w, j, out, "n005");
-    j.exc_nodes = "n[005,018-036]";
+    CHECK(j.exc_nodes == "n[005,018-036]");
     w.now += 1;
-    auto fin = w.cycle();
+    auto fin = w.step();
     CHECK(kinds(fin) == "release record");
     // running there: Slurm allows no change of a running job's exclusion;
     // it stays (a requeue by Slurm restarts it there, or a repair re-pins it)
     w.run_on(j, "n[001-004,006-017]");
-    j.admin_comment = find<action::SetRecord>(fin)->text;
     CHECK(w.cycle().actions.empty());
 
     // Slurm started it and a node drained before a cycle recorded where
@@ -1108,9 +1061,6 @@ TEST_CASE("a job held for its repair whose nodes were taken is released to wait 
         // requeued held; before its release a job behind it takes n017 (an
         // admin's -w, a reservation ending): its target is busy
         requeued_held(w, j7, out, "n005");
-        if (const auto* pin = find<action::Pin>(out)) j7.req_nodes = pin->nodes;
-        if (const auto* ex = find<action::Exclude>(out)) j7.exc_nodes = ex->nodes;
-        w.resv = Reservation{"nvlslice_spares", "n018"};
         w.add_plain_job(51, 400, "n017");
         SlurmJob& held = w.jobs.front();
         w.now += 1;
@@ -1120,7 +1070,7 @@ TEST_CASE("a job held for its repair whose nodes were taken is released to wait 
         const auto* rec = find<action::SetRecord>(fall);
         REQUIRE(rec);
         CHECK_THAT(rec->text, Catch::StartsWith("nvlslice/1 waiting"));
-        held.admin_comment = rec->text;
+        w.apply(fall);
         // no room anywhere: released from the helper's hold, behind its gate
         // (gate mode) or off the failed node only (native), never held
         w.now += 1;
@@ -1134,11 +1084,9 @@ TEST_CASE("a job held for its repair whose nodes were taken is released to wait 
         CHECK_THAT(find<action::SetRecord>(back)->text, !Catch::Contains("hold=1"));
         // as Slurm shows it then: not held, its priority back; the helper
         // neither holds nor releases it again
-        held.held = false;
-        held.priority = 1000;
-        held.admin_comment = find<action::SetRecord>(back)->text;
-        if (nat) held.exc_nodes = find<action::Exclude>(back)->nodes;
-        if (!nat) held.licenses = "nvlslice_gate:1";
+        w.apply(back);
+        CHECK_FALSE(held.held);
+        CHECK(held.priority > 0);
         w.now += 1;
         auto after = w.cycle();
         CHECK_FALSE(find(after, ActionKind::Release));
@@ -1161,14 +1109,12 @@ TEST_CASE("native mode on Slurm 25.11+: a repair pins the job with a node pool, 
     CHECK(find<action::PinOnly>(out)->nodes == "n[001-004,006-017]");
     CHECK(find(out, ActionKind::Exclude) == nullptr);
     // pending again, held by the helper: pinned from its start second, released
-    w.resv = Reservation{"nvlslice_spares", "n[018,035-036]"};
     requeued_held(w, j, out, "n005");
-    j.req_nodes = "n[001-004,006-017]";
+    CHECK(j.req_nodes == "n[001-004,006-017]");
     w.now += 1;
-    auto fin = w.cycle();
+    auto fin = w.step();
     CHECK(kinds(fin) == "release record");
-    w.run_on(j, "n[001-004,006-017]");
-    j.admin_comment = find<action::SetRecord>(fin)->text;
+    w.start(j);
     CHECK(w.cycle().actions.empty());
 
     // slurmd died and Slurm requeued it itself: pinned by its pool from the next second
@@ -1573,15 +1519,8 @@ TEST_CASE("one policy: the simulator and the helper decide the same on one scena
     // Slurm requeues them: pending, their nodes free; the next cycle places
     // job 4 where the simulator started it, and the requeued job 2 on the
     // same lent spares
-    for (JobId v : victims) {
-        SlurmJob& j = *std::find_if(w.jobs.begin(), w.jobs.end(), [&](const SlurmJob& x) { return x.id == v; });
-        for (auto& n : j.nodes) w.node(n).state = NodeState::Idle;
-        j.nodes.clear();
-        j.state = JobState::Pending;
-        j.restarts = 1;
-        j.licenses = "nvlslice_gate:1";
-        j.admin_comment = find<action::SetRecord>(out, v)->text;
-    }
+    w.apply(out);
+    for (JobId v : victims) CHECK(w.job(v).state == JobState::Pending);
     w.now += 1;
     auto next = w.cycle();
     const auto* pin4 = find<action::Pin>(next, 4);
