@@ -5,7 +5,7 @@
 // cluster-wide action Slurm keeps refusing.
 #include "controller.hpp"
 #include "eligibility.hpp"
-#include "fake_cluster.hpp"
+#include "fake_world.hpp"
 #include "fixtures.hpp"
 #include "hostlist.hpp"
 #include "reconcile.hpp"
@@ -21,43 +21,16 @@ using namespace nvl::test;
 
 namespace {
 
-struct World {
-    RackMap map;
-    std::vector<SlurmNode> nodes;
-    std::vector<SlurmJob> jobs;
-    std::optional<Reservation> resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
-    std::optional<Reservation> gate = Reservation{"nvlslice_gate", ""};
-    std::optional<Reservation> protection;
-    HelperConfig cfg;
-    HelperMemory mem;
-    int64_t now = 100000, mono = 500;
-
-    explicit World(int racks) : map(make_map(racks, 18)) {
-        jobs.reserve(64);
-        for (NodeId i = 0; i < map.node_count(); ++i) {
-            SlurmNode n;
-            n.name = map.node_name(i);
-            n.state = NodeState::Idle;
-            nodes.push_back(n);
-        }
-    }
-    SlurmNode& node(const std::string& n) {
-        for (auto& x : nodes)
-            if (x.name == n) return x;
-        FAIL("no node " << n);
-        return nodes.front();
+// The spares reserved, the helper's monotonic clock its own; jobs added
+// without the gate (their owners took it off, or wrote them by hand).
+struct World : FakeWorld {
+    explicit World(int racks) : FakeWorld(racks) {
+        resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+        mono = 500;
     }
     SlurmJob& add(JobId id, int slice, int count, bool ckpt = false) {
-        jobs.push_back(slice_job(id, slice, count, ckpt, now, /*gated=*/false));
-        return jobs.back();
+        return add_slice_job(id, slice, count, /*gated=*/false, ckpt);
     }
-    void run_on(SlurmJob& j, const std::string& hl) {
-        j.state = JobState::Running;
-        j.nodes = hostlist_expand(hl);
-        j.start_time = now - 100;
-        for (auto& n : j.nodes) node(n).state = NodeState::Allocated;
-    }
-    CycleOutput cycle() { return reconcile(map, {nodes, jobs, resv, gate, protection}, cfg, now, mem, mono); }
 };
 
 const Action* find(const CycleOutput& o, ActionKind k, JobId job = 0) {
@@ -243,14 +216,13 @@ TEST_CASE("a cluster-wide action Slurm refuses backs off instead of being retrie
           "[safety][apply][quick]") {
     World w(1);
     w.gate.reset(); // no gate reservation: the Gate action, refused (no Licenses= line)
-    FakeCluster fake;
-    fake.faults["gate"] = "Invalid license specification";
+    w.faults["gate"] = "Invalid license specification";
     int asked = 0;
     for (int s = 0; s < 40; ++s) {
         auto out = w.cycle();
         if (find(out, ActionKind::Gate)) {
             ++asked;
-            auto failures = apply(fake, w.cfg, out.actions);
+            auto failures = apply(w, w.cfg, out.actions);
             note_applied(w.mem, out.actions, failures, w.mono);
         }
         w.mono += 1;
@@ -259,12 +231,12 @@ TEST_CASE("a cluster-wide action Slurm refuses backs off instead of being retrie
     // tried at 0, 2, 6, 14, 30 s: five times in 40 s, not forty
     CHECK(asked == 5);
     // once Slurm accepts it, the backoff is gone
-    fake.faults.clear();
+    w.faults.clear();
     w.mono += 300;
-    auto out = w.cycle();
+    auto out = w.step();
     REQUIRE(find(out, ActionKind::Gate));
-    note_applied(w.mem, out.actions, apply(fake, w.cfg, out.actions), w.mono);
     CHECK(w.mem.cluster_backoff.empty());
+    CHECK(w.gate); // made
 }
 
 TEST_CASE("the plugin gates a job only while the gate is closed", "[safety][quick]") {
@@ -287,13 +259,11 @@ TEST_CASE("a repair retried after a partial failure is counted once", "[safety][
     w.run_on(j, "n[001-016]");
     j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
     w.node("n005").state = NodeState::Draining;
-    FakeCluster fake;
-    fake.jobs = w.jobs;
-    fake.faults["requeue-hold 7"] = "Unable to contact slurm controller";
+    w.faults["requeue-hold 7"] = "Unable to contact slurm controller";
     auto first = w.cycle();
     CHECK(first.stats.repairs_in_rack == 1);
-    apply(fake, w.cfg, first.actions); // the record went through, the requeue did not
-    j.admin_comment = fake.jobs[0].admin_comment;
+    apply(w, w.cfg, first.actions); // the record went through, the requeue did not
+    w.faults.clear();
     REQUIRE_THAT(j.admin_comment, Catch::StartsWith("nvlslice/1 repairing") && Catch::Contains("repairs=1"));
     auto again = w.cycle();
     CHECK(again.stats.repairs_in_rack == 0);
@@ -331,9 +301,8 @@ TEST_CASE("job arrays: the task Slurm splits off takes the placement; the rest o
                Catch::StartsWith("nvlslice/1 waiting") && Catch::Contains("task job 9 of its array started"));
     CHECK(out.follow_up);
     // the next cycle (Slurm applied it all) places it on the other rack
-    task.admin_comment = trec->text;
-    rest.admin_comment = find<action::SetRecord>(out, 7)->text;
-    rest.licenses = find<action::SetLicenses>(out, 7)->licenses;
+    w.apply(out);
+    CHECK(rest.licenses == "nvlslice_gate:1");
     auto next = w.cycle();
     CAPTURE(next.log);
     REQUIRE(find(next, ActionKind::Pin, 7));
@@ -359,15 +328,10 @@ TEST_CASE("a repair under way asks for a quick next cycle; a quiet cluster does 
     REQUIRE(find(rep, ActionKind::RequeueHold, 7));
     CHECK(rep.follow_up);
     // pending again, held, waiting for its start second: still followed
-    j.state = JobState::Pending;
-    j.held = true;
-    j.nodes.clear();
-    j.restarts = 1;
-    j.req_nodes = find<action::PinOnly>(rep, 7)->nodes;
-    j.admin_comment = find<action::SetRecord>(rep, 7)->text;
-    j.begin_time = w.now + 1;
-    for (int i = 1; i <= 17; ++i)
-        w.node(fmt::format("n{:03d}", i)).state = i == 5 ? NodeState::Drained : NodeState::Idle;
+    w.requeue_delay = 1;
+    w.apply(rep);
+    CHECK(j.held);
+    CHECK(w.node("n005").state == NodeState::Drained);
     CHECK(w.cycle().follow_up);
 }
 
@@ -396,7 +360,7 @@ TEST_CASE("a degraded rack's free nodes are reserved; once it recovers, its spar
     auto deg = w.cycle();
     REQUIRE(find(deg, ActionKind::SetReservation));
     CHECK(find<action::SetReservation>(deg)->nodes == "n[001-008,010-018,035-036]");
-    w.resv = Reservation{"nvlslice_spares", find<action::SetReservation>(deg)->nodes};
+    w.apply(deg);
     w.node("n009").state = NodeState::Idle;
     w.node("n009").reason.clear();
     auto rec = w.cycle();
@@ -488,10 +452,7 @@ TEST_CASE("gate mode acts only on jobs Slurm would start: others stay behind the
     CHECK(find<action::Pin>(out, 10)->start_at == 0); // its begin time is Slurm's, never moved
     CHECK(find(out, ActionKind::SetLicenses, 10));
     // said once: the next cycle, as Slurm then shows it, does nothing for them
-    for (JobId id : {7, 8, 9}) {
-        auto& j = *std::find_if(w.jobs.begin(), w.jobs.end(), [&](const SlurmJob& x) { return x.id == id; });
-        j.admin_comment = find<action::SetRecord>(out, id)->text;
-    }
+    w.apply(out);
     auto again = w.cycle();
     for (JobId id : {7, 8, 9}) CHECK_FALSE(find(again, ActionKind::SetRecord, id));
 }
@@ -507,9 +468,8 @@ TEST_CASE("a pin that has not started within replace_after is dropped and its ra
     REQUIRE(find(out, ActionKind::Pin, 7));
     // as Slurm shows it: released, pinned, but not started (a limit Slurm
     // tests only when it places: on 22.05 the gate hid it)
-    j.licenses.clear();
-    j.req_nodes = find<action::Pin>(out, 7)->nodes;
-    j.admin_comment = find<action::SetRecord>(out, 7)->text;
+    w.apply(out);
+    CHECK(j.licenses.empty());
     j.reason = "Resources";
     w.mono += 1;
     CHECK(w.cycle().actions.empty());
@@ -521,8 +481,7 @@ TEST_CASE("a pin that has not started within replace_after is dropped and its ra
     CHECK_THAT(find<action::SetRecord>(drop, 7)->text,
                Catch::StartsWith("nvlslice/1 waiting") && Catch::Contains("and not started (Slurm: Resources)"));
     // gated again: not placed again before replace_after has passed once more
-    j.licenses = "nvlslice_gate:1";
-    j.admin_comment = find<action::SetRecord>(drop, 7)->text;
+    w.apply(drop);
     j.reason = "Licenses";
     w.mono += 5;
     CHECK_FALSE(find(w.cycle(), ActionKind::Pin, 7));
@@ -605,7 +564,7 @@ TEST_CASE("a job an accounting limit holds back is not placed; another account's
     y.reason = "Licenses";
     y.assoc_id = 4;
     y.priority = 100;
-    auto out = reconcile(w.map, {w.nodes, w.jobs, w.resv, w.gate, w.protection, &limits}, w.cfg, w.now, w.mem, w.mono);
+    auto out = w.cycle(&limits);
     CAPTURE(out.log);
     CHECK_FALSE(find(out, ActionKind::Pin, 7));
     CHECK_FALSE(find(out, ActionKind::SetLicenses, 7));
@@ -631,13 +590,13 @@ TEST_CASE("native mode: a slice job an accounting limit holds back is left untou
     x.comment = t.str();
     x.assoc_id = 3;
     x.reason = "None"; // just submitted: Slurm has not tried it yet
-    auto out = reconcile(w.map, {w.nodes, w.jobs, w.resv, w.gate, w.protection, &limits}, w.cfg, w.now, w.mem, w.mono);
+    auto out = w.cycle(&limits);
     CAPTURE(out.log);
     // any update would reset the reason Slurm is about to give it
     CHECK_FALSE(find(out, ActionKind::SetRecord, 7));
     CHECK_FALSE(find(out, ActionKind::Exclude, 7));
     // without the limits it is a job Slurm places: recorded once
-    auto open = reconcile(w.map, {w.nodes, w.jobs, w.resv, w.gate, w.protection, nullptr}, w.cfg, w.now, w.mem, w.mono);
+    auto open = w.cycle();
     CHECK(find(open, ActionKind::SetRecord, 7));
 }
 
@@ -665,7 +624,7 @@ TEST_CASE("a job held back by Slurm stays so while an update has reset Slurm's r
     dep.reason = "Dependency";
     auto out = w.cycle();
     REQUIRE(find(out, ActionKind::SetRecord, 7));
-    dep.admin_comment = find<action::SetRecord>(out, 7)->text;
+    w.apply(out);
     // the record's update reset Slurm's reason (_update_job) until its next pass
     dep.reason = "None";
     auto reset = w.cycle();
