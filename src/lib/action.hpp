@@ -1,9 +1,11 @@
 // nvlslice — what a cycle asks Slurm to do: one typed payload per kind.
 //
 // Each payload names itself, holds exactly what its kind needs, and makes
-// its own ClusterApi call. Adding a kind touches this file (the payload,
-// its place in ActionKind and Payload), ClusterApi, and the Slurm adapter's
-// call; apply(), the logs and the backoff take it from here.
+// its own ClusterApi call. Adding a kind touches three files: this one (the
+// payload, its place in ActionKind and ActionPayload), cluster_api.hpp (the
+// call) and src/slurm/slurm_cluster.cpp (the call through libslurm); the
+// tests' FakeCluster models it. apply(), the logs and the backoff take it
+// from here.
 #pragma once
 
 #include "cluster_api.hpp"

@@ -247,7 +247,8 @@ int main(int argc, char** argv) {
         std::unique_ptr<MetricsServer> server;
         if (!s.metrics_listen.empty() && !once)
             server = std::make_unique<MetricsServer>(metrics, parse_listen(s.metrics_listen));
-        SlurmCluster slurm;
+        const auto cluster = SlurmCluster::open();
+        SlurmCluster& slurm = *cluster;
         // The mode: the configuration's, or for auto what slurmctld runs.
         // slurmctld may be away (a restart, an outage): wait for it rather
         // than exit, which under systemd would churn restarts.

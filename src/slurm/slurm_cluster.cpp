@@ -101,7 +101,42 @@ void update(job_desc_msg_t& d, JobId id, const char* what) {
 
 } // namespace
 
-struct SlurmCluster::Cache {
+class SlurmClusterImpl final : public SlurmCluster {
+  public:
+    SlurmClusterImpl();
+    ~SlurmClusterImpl() override;
+    SlurmClusterImpl(const SlurmClusterImpl&) = delete;
+    SlurmClusterImpl& operator=(const SlurmClusterImpl&) = delete;
+    std::vector<SlurmNode> load_nodes() override;
+    std::vector<SlurmJob> load_jobs() override;
+    std::optional<Reservation> load_reservation(const std::string& name) override;
+    std::vector<std::optional<Reservation>> load_reservations(const std::vector<std::string>& names) override;
+    AcctLimits load_limits() override;
+    void pin_job(JobId id, const std::string& nodes, int64_t start_at) override;
+    void set_admin_comment(JobId id, const std::string& text) override;
+    void hold(JobId id) override;
+    void release(JobId id) override;
+    void requeue_hold(JobId id) override;
+    void requeue(JobId id) override;
+    void allow_requeue(JobId id) override;
+    void exclude_nodes(JobId id, const std::string& nodes, int64_t start_at) override;
+    void set_licenses(JobId id, const std::string& licenses) override;
+    void set_reservation(const std::string& name, const std::string& nodes, int64_t start_at, int64_t end_at) override;
+    void ensure_gate(const std::string& reservation, const std::string& license) override;
+    void set_node_weight(const std::string& nodes, uint32_t weight) override;
+    void set_active_features(const std::string& nodes, const std::string& features) override;
+    void set_node_down(const std::string& node, const std::string& reason) override;
+
+  private:
+    struct Cache;                  // frees the messages it holds
+    std::unique_ptr<Cache> cache_; // last node/job messages: loads are incremental (update_time)
+};
+
+std::unique_ptr<SlurmCluster> SlurmCluster::open() {
+    return std::make_unique<SlurmClusterImpl>();
+}
+
+struct SlurmClusterImpl::Cache {
     node_info_msg_t* nodes = nullptr;
     job_info_msg_t* jobs = nullptr;
     Cache() = default;
@@ -113,7 +148,7 @@ struct SlurmCluster::Cache {
     }
 };
 
-SlurmCluster::SlurmCluster() : cache_(std::make_unique<Cache>()) {
+SlurmClusterImpl::SlurmClusterImpl() : cache_(std::make_unique<Cache>()) {
     // Reads slurm.conf (SLURM_CONF) and loads the plugins the API needs (auth,
     // and in 24.11 the certificate manager); without it newer libslurm stops
     // with "Can't find plugin". Once per process.
@@ -124,9 +159,9 @@ SlurmCluster::SlurmCluster() : cache_(std::make_unique<Cache>()) {
     (void)initialized;
 }
 
-SlurmCluster::~SlurmCluster() = default;
+SlurmClusterImpl::~SlurmClusterImpl() = default;
 
-std::vector<SlurmNode> SlurmCluster::load_nodes() {
+std::vector<SlurmNode> SlurmClusterImpl::load_nodes() {
     node_info_msg_t* msg = nullptr;
     time_t since = cache_->nodes ? cache_->nodes->last_update : 0;
     if (slurm_load_node(since, &msg, SHOW_ALL) != SLURM_SUCCESS) {
@@ -152,7 +187,7 @@ std::vector<SlurmNode> SlurmCluster::load_nodes() {
     return out;
 }
 
-std::vector<SlurmJob> SlurmCluster::load_jobs() {
+std::vector<SlurmJob> SlurmClusterImpl::load_jobs() {
     job_info_msg_t* msg = nullptr;
     time_t since = cache_->jobs ? cache_->jobs->last_update : 0;
     if (slurm_load_jobs(since, &msg, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) {
@@ -199,7 +234,7 @@ std::vector<SlurmJob> SlurmCluster::load_jobs() {
     return out;
 }
 
-AcctLimits SlurmCluster::load_limits() {
+AcctLimits SlurmClusterImpl::load_limits() {
     assoc_mgr_info_request_msg_t req;
     std::memset(&req, 0, sizeof req);
     req.flags = ASSOC_MGR_INFO_FLAG_ASSOC | ASSOC_MGR_INFO_FLAG_QOS;
@@ -270,11 +305,11 @@ AcctLimits SlurmCluster::load_limits() {
     return out;
 }
 
-std::optional<Reservation> SlurmCluster::load_reservation(const std::string& name) {
+std::optional<Reservation> SlurmClusterImpl::load_reservation(const std::string& name) {
     return load_reservations({name}).front();
 }
 
-std::vector<std::optional<Reservation>> SlurmCluster::load_reservations(const std::vector<std::string>& names) {
+std::vector<std::optional<Reservation>> SlurmClusterImpl::load_reservations(const std::vector<std::string>& names) {
     reserve_info_msg_t* msg = nullptr;
     if (slurm_load_reservations(0, &msg) != SLURM_SUCCESS) fail("loading reservations");
     std::vector<std::optional<Reservation>> out(names.size());
@@ -288,7 +323,7 @@ std::vector<std::optional<Reservation>> SlurmCluster::load_reservations(const st
     return out;
 }
 
-void SlurmCluster::pin_job(JobId id, const std::string& nodes, int64_t start_at) {
+void SlurmClusterImpl::pin_job(JobId id, const std::string& nodes, int64_t start_at) {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
     std::string id_str;
@@ -298,7 +333,7 @@ void SlurmCluster::pin_job(JobId id, const std::string& nodes, int64_t start_at)
     update(d, id, fmt::format("pinning to {}", nodes).c_str());
 }
 
-void SlurmCluster::exclude_nodes(JobId id, const std::string& nodes, int64_t start_at) {
+void SlurmClusterImpl::exclude_nodes(JobId id, const std::string& nodes, int64_t start_at) {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
     std::string id_str;
@@ -308,7 +343,7 @@ void SlurmCluster::exclude_nodes(JobId id, const std::string& nodes, int64_t sta
     update(d, id, nodes.empty() ? "clearing its excluded nodes" : fmt::format("excluding {}", nodes).c_str());
 }
 
-void SlurmCluster::set_licenses(JobId id, const std::string& licenses) {
+void SlurmClusterImpl::set_licenses(JobId id, const std::string& licenses) {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
     std::string id_str;
@@ -317,7 +352,7 @@ void SlurmCluster::set_licenses(JobId id, const std::string& licenses) {
     update(d, id, fmt::format("setting licenses to \"{}\"", licenses).c_str());
 }
 
-void SlurmCluster::allow_requeue(JobId id) {
+void SlurmClusterImpl::allow_requeue(JobId id) {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
     std::string id_str;
@@ -326,7 +361,7 @@ void SlurmCluster::allow_requeue(JobId id) {
     update(d, id, "setting Requeue=1");
 }
 
-void SlurmCluster::set_admin_comment(JobId id, const std::string& text) {
+void SlurmClusterImpl::set_admin_comment(JobId id, const std::string& text) {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
     std::string id_str;
@@ -335,7 +370,7 @@ void SlurmCluster::set_admin_comment(JobId id, const std::string& text) {
     update(d, id, "setting admin_comment");
 }
 
-void SlurmCluster::hold(JobId id) {
+void SlurmClusterImpl::hold(JobId id) {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
     std::string id_str;
@@ -345,7 +380,7 @@ void SlurmCluster::hold(JobId id) {
     update(d, id, "hold");
 }
 
-void SlurmCluster::release(JobId id) {
+void SlurmClusterImpl::release(JobId id) {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
     std::string id_str;
@@ -354,16 +389,16 @@ void SlurmCluster::release(JobId id) {
     update(d, id, "release");
 }
 
-void SlurmCluster::requeue_hold(JobId id) {
+void SlurmClusterImpl::requeue_hold(JobId id) {
     if (slurm_calls::requeue(id, JOB_REQUEUE_HOLD) != SLURM_SUCCESS) fail(fmt::format("job {}: requeue-hold", id));
 }
 
-void SlurmCluster::requeue(JobId id) {
+void SlurmClusterImpl::requeue(JobId id) {
     if (slurm_calls::requeue(id, 0) != SLURM_SUCCESS) fail(fmt::format("job {}: requeue", id));
 }
 
-void SlurmCluster::set_reservation(const std::string& name, const std::string& nodes, int64_t start_at,
-                                   int64_t end_at) {
+void SlurmClusterImpl::set_reservation(const std::string& name, const std::string& nodes, int64_t start_at,
+                                       int64_t end_at) {
     auto cur = load_reservation(name);
     // A start time can only be moved before the reservation starts: a new
     // window is a new reservation.
@@ -400,7 +435,7 @@ void SlurmCluster::set_reservation(const std::string& name, const std::string& n
     (void)created;
 }
 
-void SlurmCluster::set_node_weight(const std::string& nodes, uint32_t weight) {
+void SlurmClusterImpl::set_node_weight(const std::string& nodes, uint32_t weight) {
     update_node_msg_t m;
     slurm_init_update_node_msg(&m);
     m.node_names = const_cast<char*>(nodes.c_str());
@@ -408,7 +443,7 @@ void SlurmCluster::set_node_weight(const std::string& nodes, uint32_t weight) {
     if (slurm_update_node(&m) != SLURM_SUCCESS) fail(fmt::format("setting weight {} on {}", weight, nodes));
 }
 
-void SlurmCluster::set_active_features(const std::string& nodes, const std::string& features) {
+void SlurmClusterImpl::set_active_features(const std::string& nodes, const std::string& features) {
     update_node_msg_t m;
     slurm_init_update_node_msg(&m);
     m.node_names = const_cast<char*>(nodes.c_str());
@@ -417,7 +452,7 @@ void SlurmCluster::set_active_features(const std::string& nodes, const std::stri
         fail(fmt::format("setting the active features of {} to \"{}\"", nodes, features));
 }
 
-void SlurmCluster::set_node_down(const std::string& node, const std::string& reason) {
+void SlurmClusterImpl::set_node_down(const std::string& node, const std::string& reason) {
     // DRAIN first, then DOWN, which keeps the drain flag: Slurm lets go of
     // the node's jobs now (as for a DOWN node) and the node stays out until
     // an admin resumes it, with the reason on it.
@@ -426,7 +461,7 @@ void SlurmCluster::set_node_down(const std::string& node, const std::string& rea
             fail(fmt::format("marking {} {}", node, state == NODE_STATE_DRAIN ? "DRAIN" : "DOWN"));
 }
 
-void SlurmCluster::ensure_gate(const std::string& reservation, const std::string& license) {
+void SlurmClusterImpl::ensure_gate(const std::string& reservation, const std::string& license) {
     if (load_reservation(reservation)) return;
     resv_desc_msg_t r;
     slurm_init_resv_desc_msg(&r);

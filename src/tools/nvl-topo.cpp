@@ -110,7 +110,8 @@ static int cmd_export(const std::string&, const cli::Options& o) {
 
 static int cmd_check(const std::string&, const cli::Options& o) {
     const RackMap map = map_of(o);
-    SlurmCluster slurm;
+    const auto cluster = SlurmCluster::open();
+    SlurmCluster& slurm = *cluster;
     std::vector<std::string> findings = check_map_against_slurm(map, slurm.load_nodes());
     if (o.has("fabric") || o.has("live")) {
         // the racks against the NVLink domains the GPUs report
@@ -152,7 +153,8 @@ static int cmd_state(const std::string& cmd, const cli::Options& o) {
         if (cmd == "snapshot") throw Error("snapshot reads live Slurm; --snapshot is for show and map");
         snap = read_snapshot(map, read_file(o.str("snapshot")), o.str("snapshot"));
     } else {
-        SlurmCluster slurm;
+        const auto cluster = SlurmCluster::open();
+        SlurmCluster& slurm = *cluster;
         auto resvs = slurm.load_reservations(
             {o.str("reservation", "nvlslice_spares"), o.str("protect-reservation", "nvlslice_protect")});
         const std::vector<SlurmNode> nodes = slurm.load_nodes();
