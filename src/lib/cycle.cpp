@@ -10,9 +10,8 @@ void Cycle::build_snapshot() {
     snap_ = snapshot_from_slurm(map_, nodes_, jobs_, spares_, cfg_.lend);
     // once per cycle: the placement mask of jobs kept off the protected racks
     if (protection_ && !protection_->nodes.empty()) {
-        unprotected_.assign(map_.node_count(), true);
-        for (const auto& n : hostlist_expand(protection_->nodes))
-            if (auto id = map_.find_node(n)) unprotected_[*id] = false;
+        unprotected_ = NodeSet(map_.node_count(), true);
+        for (NodeId id : NodeSet::of(map_, protection_->nodes).ids()) unprotected_.erase(id);
     }
     // the rack defragmentation freed is its job's while that job waits
     if (auto& t = mem_.defrag_target) {
@@ -22,20 +21,17 @@ void Cycle::build_snapshot() {
         if (waits == jobs_.end() || mono_ - t->since > cfg_.replace_after_s || t->domain >= map_.domains().size()) {
             t.reset();
         } else {
-            off_defrag_target_.assign(map_.node_count(), true);
-            for (NodeId id : map_.domain(t->domain).nodes) off_defrag_target_[id] = false;
+            off_defrag_target_ = NodeSet(map_.node_count(), true);
+            for (NodeId id : map_.domain(t->domain).nodes) off_defrag_target_.erase(id);
         }
     }
-    reserved_.assign(map_.node_count(), 0);
-    if (spares_)
-        for (auto& n : hostlist_expand(spares_->nodes))
-            if (auto id = map_.find_node(n)) reserved_[*id] = 1;
+    reserved_ = spares_ ? NodeSet::of(map_, spares_->nodes) : NodeSet(map_.node_count());
     for (const auto& n : nodes_) {
         auto id = map_.find_node(n.name);
         if (!id) continue; // a node outside the map is none of our business
         const NodeState st = snap_.node(*id).state;
-        failed_[*id] = n.failed || ((st == NodeState::Draining || st == NodeState::Drained) &&
-                                    (!drain_re() || std::regex_search(n.reason, *drain_re())));
+        failed_.set(*id, n.failed || ((st == NodeState::Draining || st == NodeState::Drained) &&
+                                      (!drain_re() || std::regex_search(n.reason, *drain_re()))));
     }
     judge_racks();
 }
@@ -285,7 +281,7 @@ bool Cycle::took_its_placement(JobId other, JobId id) const {
 }
 
 bool Cycle::needs_repair(NodeId id) const {
-    return failed_[id] != 0 || snap_.degraded(map_.domain_of(id));
+    return failed_.contains(id) || snap_.degraded(map_.domain_of(id));
 }
 
 Placement Cycle::placement_of(const SliceJob& sj, const std::vector<std::string>& nodes) const {

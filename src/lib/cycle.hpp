@@ -45,7 +45,7 @@ class Cycle {
           HelperMemory& mem)
         : map_(map), nodes_(view.nodes), jobs_(view.jobs), spares_(view.spares), gate_(view.gate),
           protection_(view.protection), limits_(view.limits), cfg_(cfg), now_(now), mono_(mono), mem_(mem), snap_(map),
-          failed_(map.node_count(), 0) {
+          failed_(map.node_count()) {
         HelperMemory::Patterns& p = mem.patterns;
         if (p.compiled == 0 || p.drain_src != cfg.repair_drain_reasons || p.rack_src != cfg.rack_failure_reasons) {
             p.drain = reason_regex(cfg.repair_drain_reasons, "repair_drain_reasons");
@@ -289,14 +289,14 @@ class Cycle {
     const int64_t mono_; // monotonic: the durations kept in mem_
     HelperMemory& mem_;
     Snapshot snap_;
-    std::vector<char> failed_; // per node: needs a repair if a slice uses it
+    NodeSet failed_; // needs a repair if a slice uses it
     const std::optional<std::regex>& drain_re() const { return mem_.patterns.drain; }
     const std::optional<std::regex>& rack_re() const { return mem_.patterns.rack; }
     std::vector<SliceJob> evacuees_;
     std::string degraded_nodes_;                       // every node of the degraded racks, a hostlist
     std::unordered_map<JobId, std::string> exclusion_; // native jobs: the exclusion set this cycle
     std::vector<SliceJob> slice_jobs_;
-    std::vector<char> reserved_;                // per node: in the spare reservation as Slurm reports it
+    NodeSet reserved_;                          // in the spare reservation as Slurm reports it
     std::unordered_set<JobId> settled_;         // jobs pass 1 has dealt with: not placed again in pass 2
     std::unordered_map<JobId, uint32_t> acted_; // per job: a bit per ActionKind asked for
     struct FailedShape {
@@ -311,8 +311,8 @@ class Cycle {
     std::vector<std::pair<FailedShape, PlacementResult>> failed_shapes_; // valid until the next take()
     bool defrag_done_ = false;
     std::unordered_map<JobId, Reason> waits_; // why each job placed this cycle could not be
-    std::vector<bool> unprotected_;           // per node: outside the protection (empty: no protection)
-    std::vector<bool> off_defrag_target_;     // per node: outside the rack defragmentation freed (empty: none)
+    NodeSet unprotected_;                     // outside the protection (unsized: no protection)
+    NodeSet off_defrag_target_;               // outside the rack defragmentation freed (unsized: none)
     JobId top_ = 0;                           // the first job placement was tried for: the top priority
     CycleOutput out_;
 };

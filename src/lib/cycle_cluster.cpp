@@ -25,7 +25,7 @@ void Cycle::keep_spares() {
             for (NodeId id : dom.nodes) {
                 const NodeState st = snap_.node(id).state;
                 const bool keep = st == NodeState::Idle || st == NodeState::SpareReserved;
-                same = same && keep == (reserved_[id] != 0);
+                same = same && keep == reserved_.contains(id);
                 if (keep) want.push_back(map_.node_name(id));
             }
             continue;
@@ -66,7 +66,7 @@ void Cycle::keep_spares() {
         for (NodeId id : dom.nodes) {
             const bool wanted = picked < pick.size() && pick[picked] == id;
             picked += wanted;
-            same = same && wanted == (reserved_[id] != 0);
+            same = same && wanted == reserved_.contains(id);
         }
         for (NodeId id : pick) want.push_back(map_.node_name(id));
     }

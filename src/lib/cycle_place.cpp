@@ -195,24 +195,23 @@ bool Cycle::place_job(const SliceJob& sj) {
     // Racks protected for the top-priority job: others may use them only
     // if they end before its expected start (as Slurm's backfill allows).
     if (!top_) top_ = j.id;
-    const bool restricted = !unprotected_.empty() && top_ != j.id &&
+    const bool restricted = !unprotected_.unsized() && top_ != j.id &&
                             !(j.time_limit > 0 && protection_ && now_ + j.time_limit <= protection_->start_time);
     PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
     rec.lent = false;
     // Thousands of waiting jobs share a few shapes: while the snapshot does
     // not change, a shape that did not fit does not fit again.
     // the rack defragmentation freed for another job stays its own
-    const bool kept_off = !off_defrag_target_.empty() && mem_.defrag_target && mem_.defrag_target->job != j.id;
+    const bool kept_off = !off_defrag_target_.unsized() && mem_.defrag_target && mem_.defrag_target->job != j.id;
     const FailedShape key{sj.tag.slice, sj.tag.count, req.mode, req.allow_split, may_lend, restricted, kept_off};
     auto memo =
         std::find_if(failed_shapes_.begin(), failed_shapes_.end(), [&](const auto& f) { return f.first == key; });
     if (restricted && memo == failed_shapes_.end()) req.allowed = unprotected_;
     if (kept_off && memo == failed_shapes_.end()) {
-        if (req.allowed.empty()) {
+        if (req.allowed.unsized())
             req.allowed = off_defrag_target_;
-        } else {
-            for (size_t i = 0; i < req.allowed.size(); ++i) req.allowed[i] = req.allowed[i] && off_defrag_target_[i];
-        }
+        else
+            req.allowed &= off_defrag_target_;
     }
     // Spares are not left idle: preemptible work may borrow them until a
     // repair needs them back (defrag.hpp, the simulator's policy too).
@@ -222,7 +221,7 @@ bool Cycle::place_job(const SliceJob& sj) {
         // nodes, and the job is busy only because a higher-priority one
         // comes first.
         SliceRequest open = req;
-        open.allowed.clear();
+        open.allowed = NodeSet();
         PlacementResult free_view = place(snap_, open);
         if (free_view.ok) {
             r.reason = Reason::Busy;

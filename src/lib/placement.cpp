@@ -126,14 +126,14 @@ void compute_rooms(const Snapshot& snap, const SliceRequest& req, std::vector<in
     for (DomainId d = 0; d < nd; ++d) {
         const Domain& dom = map.domain(d);
         int free_n, healthy_n, lent_n;
-        if (req.allowed.empty()) {
+        if (req.allowed.unsized()) {
             free_n = snap.counts(d).free;
             healthy_n = snap.counts(d).healthy;
             lent_n = snap.counts(d).lent;
         } else {
             free_n = healthy_n = lent_n = 0;
             for (NodeId id : dom.nodes) {
-                if (id >= req.allowed.size() || !req.allowed[id]) continue;
+                if (!req.allowed.contains(id)) continue;
                 const NodeStatus& st = snap.node(id);
                 free_n += is_free(st.state);
                 healthy_n += is_healthy(st.state);
@@ -150,7 +150,7 @@ void compute_rooms(const Snapshot& snap, const SliceRequest& req, std::vector<in
 }
 
 bool allowed_node(const SliceRequest& req, NodeId id) {
-    return req.allowed.empty() || (id < req.allowed.size() && req.allowed[id]);
+    return req.allowed.unsized() || req.allowed.contains(id);
 }
 
 // Takes `want` free nodes of domain `d` not yet in `taken`: plain idle nodes
@@ -409,7 +409,7 @@ PlacementResult place_naive(const Snapshot& snap, const SliceRequest& req) {
                               req.use_spares);
     res.placement.job_id = req.job_id;
     res.placement.slice_size = s.k;
-    std::vector<char> taken(map.node_count(), 0);
+    NodeSet taken(map.node_count());
     for (int i = 0; i < s.c; ++i) {
         DomainId best = kNoDomain;
         int best_room = 0;
@@ -430,8 +430,8 @@ PlacementResult place_naive(const Snapshot& snap, const SliceRequest& req) {
             for (NodeId id : map.domain(best).nodes) {
                 if (int(ps.nodes.size()) == s.k) break;
                 NodeState want = pass == 0 ? NodeState::Idle : NodeState::SpareReserved;
-                if (snap.node(id).state == want && !taken[id] && allowed_node(req, id)) {
-                    taken[id] = 1;
+                if (snap.node(id).state == want && !taken.contains(id) && allowed_node(req, id)) {
+                    taken.insert(id);
                     ps.nodes.push_back(id);
                 }
             }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include "model.hpp"
+#include "node_set.hpp"
 
 #include <string>
 #include <vector>
@@ -36,9 +37,9 @@ struct SliceRequest {
     bool allow_split = false;
     // Checkpointable single-node work may borrow spare nodes.
     bool use_spares = false;
-    // Nodes the job may use (partition, --exclude), indexed by NodeId;
-    // empty = every node of the map.
-    std::vector<bool> allowed;
+    // Nodes the job may use (partition, --exclude, racks kept for another
+    // job); unsized = every node of the map.
+    NodeSet allowed;
 };
 
 struct PlacedSlice {

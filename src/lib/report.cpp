@@ -88,17 +88,14 @@ std::string write_snapshot(const Snapshot& snap) {
 Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
                              const std::optional<Reservation>& spares, LendScope lend) {
     Snapshot snap(map);
-    std::vector<char> reserved(map.node_count(), 0);
-    if (spares)
-        for (auto& n : hostlist_expand(spares->nodes))
-            if (auto id = map.find_node(n)) reserved[*id] = 1;
+    const NodeSet reserved = spares ? NodeSet::of(map, spares->nodes) : NodeSet(map.node_count());
     for (const auto& n : nodes) {
         auto id = map.find_node(n.name);
         if (!id) continue;
         NodeStatus st;
         st.state = n.failed ? NodeState::Down : n.state;
         if (st.state == NodeState::Idle && n.completing) st.state = NodeState::Allocated;
-        if (st.state == NodeState::Idle && reserved[*id]) st.state = NodeState::SpareReserved;
+        if (st.state == NodeState::Idle && reserved.contains(*id)) st.state = NodeState::SpareReserved;
         snap.set(*id, st);
     }
     for (const auto& j : jobs) {
@@ -198,11 +195,10 @@ RackSummary summarize(const Snapshot& snap, DomainId d) {
 std::string render_show(const Snapshot& snap, const std::vector<std::string>& racks, bool json,
                         const std::optional<Reservation>& protection, const std::string& mode) {
     const RackMap& map = snap.map();
-    std::vector<char> kept(map.node_count(), 0);
+    NodeSet kept(map.node_count());
     std::string from;
     if (protection && !protection->nodes.empty()) {
-        for (const auto& n : hostlist_expand(protection->nodes))
-            if (auto id = map.find_node(n)) kept[*id] = 1;
+        kept = NodeSet::of(map, protection->nodes);
         std::time_t t = std::time_t(protection->start_time);
         char buf[32] = {};
         std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
@@ -211,7 +207,7 @@ std::string render_show(const Snapshot& snap, const std::vector<std::string>& ra
     auto protected_in = [&](DomainId d) {
         std::vector<NodeId> ids;
         for (NodeId id : map.domain(d).nodes)
-            if (kept[id]) ids.push_back(id);
+            if (kept.contains(id)) ids.push_back(id);
         return hostlist_compress(map.node_names(ids));
     };
     std::vector<DomainId> which;

@@ -344,7 +344,7 @@ std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
         else if (k == "offdegraded")
             r.off_degraded = to_int(k, v) != 0;
         else if (k == "why") {
-            if (auto w = parse_why(v); w && !reason.empty()) r.why = *w;
+            if (auto kind = parse_why(v); kind && !reason.empty()) r.why = *kind;
         } else if (k == "job") {
             std::string s(v);
             char* end = nullptr;

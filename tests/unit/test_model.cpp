@@ -1,4 +1,5 @@
 #include "fixtures.hpp"
+#include "node_set.hpp"
 
 #include "catch.hpp"
 
@@ -95,4 +96,25 @@ TEST_CASE("node states print and parse", "[model][quick]") {
                     NodeState::Down, NodeState::SpareReserved, NodeState::Unknown})
         CHECK(parse_node_state(to_string(st)) == st);
     CHECK_FALSE(parse_node_state("bogus"));
+}
+
+TEST_CASE("NodeSet: a bit per node of the map, read from and written to a hostlist once", "[model][quick]") {
+    const RackMap m = make_map(4, 18); // 72 nodes: more than one 64-bit word
+    const NodeSet s = NodeSet::of(m, "n[003-005,070],nope,n999");
+    CHECK(s.universe() == 72);
+    CHECK(s.count() == 4); // names outside the map ignored
+    CHECK(s.contains(*m.find_node("n070")));
+    CHECK_FALSE(s.contains(*m.find_node("n006")));
+    CHECK_FALSE(s.contains(500)); // past the universe: not in it, no fault
+    CHECK(s.hostlist(m) == "n[003-005,070]");
+    const NodeSet all(72, true);
+    CHECK(all.count() == 72); // nothing past the universe in the last word
+    NodeSet both = all;
+    both &= s;
+    CHECK(both == s);
+    both.erase(*m.find_node("n004"));
+    CHECK(both.ids() == std::vector<NodeId>{2, 4, 69});
+    CHECK(NodeSet(72).none());
+    CHECK(NodeSet().unsized());
+    CHECK(NodeSet::of(m, "").none());
 }

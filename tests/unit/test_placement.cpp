@@ -202,8 +202,8 @@ TEST_CASE("allowed nodes and borrowed spares", "[placement][quick]") {
     RackMap m = make_map(2, 18);
     Snapshot s(m);
     SliceRequest r = slices(16, 1);
-    r.allowed.assign(m.node_count(), false);
-    for (NodeId n : m.domain(1).nodes) r.allowed[n] = true;
+    r.allowed = NodeSet(m.node_count());
+    for (NodeId n : m.domain(1).nodes) r.allowed.insert(n);
     auto p = place(s, r);
     REQUIRE(p.ok);
     CHECK(p.placement.slices[0].domain == 1);
