@@ -7,7 +7,8 @@
 namespace nvl::detail {
 
 void Cycle::build_snapshot() {
-    snap_ = snapshot_from_slurm(map_, nodes_, jobs_, spares_, cfg_.lend);
+    parsed_ = parse_jobs(jobs_);
+    snap_ = snapshot_of(map_, nodes_, parsed_, spares_, cfg_.lend);
     // once per cycle: the placement mask of jobs kept off the protected racks
     if (protection_ && !protection_->nodes.empty()) {
         unprotected_ = NodeSet(map_.node_count(), true);
@@ -113,26 +114,18 @@ std::optional<std::string> tag_mismatch(const RequestTag& t, const SlurmJob& j) 
 }
 
 void Cycle::collect_slice_jobs() {
-    for (const auto& j : jobs_) {
+    for (const auto& p : parsed_) {
+        const SlurmJob& j = *p.job;
         if (j.state != JobState::Pending && j.state != JobState::Running) continue;
+        const std::optional<RequestTag>& tag = p.tag;
         std::string wrong;
-        const std::optional<RequestTag> tag = [&]() -> std::optional<RequestTag> {
-            try {
-                auto t = RequestTag::parse(j.comment);
-                if (t) wrong = tag_mismatch(*t, j).value_or("");
-                return t;
-            } catch (const Error& e) {
-                wrong = fmt::format("its nvlslice tag is unreadable: {}", e.what());
-                return std::nullopt;
-            }
-        }();
-        std::optional<PlacementRecord> rec;
-        try {
-            rec = PlacementRecord::parse(j.admin_comment);
-        } catch (const Error& e) {
-            if (wrong.empty() && tag)
-                log(j.id, fmt::format("admin_comment is not an nvlslice record ({}); placing afresh", e.what()));
-        }
+        if (!p.tag_error.empty())
+            wrong = fmt::format("its nvlslice tag is unreadable: {}", p.tag_error);
+        else if (tag)
+            wrong = tag_mismatch(*tag, j).value_or("");
+        std::optional<PlacementRecord> rec = p.rec;
+        if (!p.rec_error.empty() && wrong.empty() && tag)
+            log(j.id, fmt::format("admin_comment is not an nvlslice record ({}); placing afresh", p.rec_error));
         if (rec && !rec->belongs_to(j.id)) {
             // Slurm copied another job's record here (a job array's task
             // split off): this job has no placement of its own yet.
@@ -180,7 +173,7 @@ void Cycle::collect_slice_jobs() {
             rec->clear_reason();
             log(j.id, "its nvlslice tag describes the job again: nvlslice takes it back");
         }
-        slice_jobs_.push_back(SliceJob{&j, *tag, rec});
+        slice_jobs_.push_back(SliceJob{&j, *tag, rec, p.rec && !p.rec->belongs_to(j.id) ? p.rec->job : 0});
     }
     // Slurm's own order: the priority it computed (multifactor: QOS,
     // partition tier, fair-share, age, job size, nice, or an admin's
@@ -195,15 +188,10 @@ void Cycle::collect_slice_jobs() {
     // nodes it was pinned to are spoken for, whatever job comes first in
     // this cycle (a faster cycle than Slurm's requeue saw another job's
     // move take them).
-    for (const auto& j : jobs_) {
+    for (const auto& p : parsed_) {
+        const SlurmJob& j = *p.job;
         if (j.state != JobState::Completing && !(j.state == JobState::Pending && j.held)) continue;
-        if (j.admin_comment.rfind(kTagPrefix, 0) != 0) continue;
-        std::optional<PlacementRecord> rec;
-        try {
-            rec = PlacementRecord::parse(j.admin_comment);
-        } catch (const Error&) {
-            continue;
-        }
+        const std::optional<PlacementRecord>& rec = p.rec;
         if (!rec || !rec->belongs_to(j.id) ||
             (rec->state != RecordState::Repairing && rec->state != RecordState::Restarting))
             continue;
@@ -264,19 +252,10 @@ std::string Cycle::all_but(const std::vector<NodeId>& ids) const {
     return hostlist_compress(names);
 }
 
-JobId Cycle::copied_from(const SlurmJob& j) {
-    if (j.admin_comment.rfind(kTagPrefix, 0) != 0) return 0;
-    try {
-        auto rec = PlacementRecord::parse(j.admin_comment);
-        return rec && !rec->belongs_to(j.id) ? rec->job : 0;
-    } catch (const Error&) {
-        return 0;
-    }
-}
-
 bool Cycle::took_its_placement(JobId other, JobId id) const {
-    for (const auto& o : jobs_)
-        if (o.id == other) return o.state == JobState::Running && copied_from(o) == id;
+    for (const auto& p : parsed_)
+        if (p.job->id == other)
+            return p.job->state == JobState::Running && p.rec && !p.rec->belongs_to(other) && p.rec->job == id;
     return false;
 }
 

@@ -36,7 +36,8 @@ namespace nvl::detail {
 struct SliceJob {
     const SlurmJob* job;
     RequestTag tag;
-    std::optional<PlacementRecord> rec;
+    std::optional<PlacementRecord> rec; // its own record
+    JobId copied_from = 0;              // the job whose record it carries (a job array's split copies it), or 0
 };
 
 class Cycle {
@@ -75,8 +76,6 @@ class Cycle {
     // Job `other` runs with a copy of job `id`'s record: a task of id's
     // array that Slurm split off when it started it on id's placement.
     bool took_its_placement(JobId other, JobId id) const;
-    // The job whose record job j carries (a job array's split copies it), or 0.
-    static JobId copied_from(const SlurmJob& j);
     Placement placement_of(const SliceJob& sj, const std::vector<std::string>& nodes) const;
     void handle_running(const SliceJob& sj);
     // `r` as the record of a job placed where it runs: whole slices of one
@@ -295,6 +294,7 @@ class Cycle {
     std::vector<SliceJob> evacuees_;
     std::string degraded_nodes_;                       // every node of the degraded racks, a hostlist
     std::unordered_map<JobId, std::string> exclusion_; // native jobs: the exclusion set this cycle
+    std::vector<ParsedJob> parsed_;                    // every unfinished job, its tag and record parsed once
     std::vector<SliceJob> slice_jobs_;
     NodeSet reserved_;                          // in the spare reservation as Slurm reports it
     std::unordered_set<JobId> settled_;         // jobs pass 1 has dealt with: not placed again in pass 2

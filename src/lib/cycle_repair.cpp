@@ -180,7 +180,7 @@ void Cycle::check_escaped(const SliceJob& sj, PlacementRecord rec) {
     }
     if (whole || ours) {
         rec = placed;
-        if (JobId from = copied_from(j); !ours && from)
+        if (JobId from = sj.copied_from; !ours && from)
             log(j.id, fmt::format("a task of job array {} started on its placement {}: the record is its own now", from,
                                   hostlist_compress(j.nodes)));
         else if (!ours)

@@ -85,8 +85,35 @@ std::string write_snapshot(const Snapshot& snap) {
     return out;
 }
 
+std::vector<ParsedJob> parse_jobs(const std::vector<SlurmJob>& jobs) {
+    std::vector<ParsedJob> out;
+    out.reserve(jobs.size());
+    for (const auto& j : jobs) {
+        if (j.state == JobState::Finished) continue;
+        ParsedJob p;
+        p.job = &j;
+        try {
+            p.tag = RequestTag::parse(j.comment);
+        } catch (const Error& e) {
+            p.tag_error = e.what();
+        }
+        try {
+            p.rec = PlacementRecord::parse(j.admin_comment);
+        } catch (const Error& e) {
+            p.rec_error = e.what();
+        }
+        out.push_back(std::move(p));
+    }
+    return out;
+}
+
 Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
                              const std::optional<Reservation>& spares, LendScope lend) {
+    return snapshot_of(map, nodes, parse_jobs(jobs), spares, lend);
+}
+
+Snapshot snapshot_of(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<ParsedJob>& jobs,
+                     const std::optional<Reservation>& spares, LendScope lend) {
     Snapshot snap(map);
     const NodeSet reserved = spares ? NodeSet::of(map, spares->nodes) : NodeSet(map.node_count());
     for (const auto& n : nodes) {
@@ -98,17 +125,12 @@ Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& n
         if (st.state == NodeState::Idle && reserved.contains(*id)) st.state = NodeState::SpareReserved;
         snap.set(*id, st);
     }
-    for (const auto& j : jobs) {
+    for (const auto& p : jobs) {
+        const SlurmJob& j = *p.job;
         if (j.state != JobState::Running && j.state != JobState::Completing && j.state != JobState::Suspended) continue;
-        std::optional<PlacementRecord> rec;
-        std::optional<RequestTag> tag;
-        try {
-            rec = PlacementRecord::parse(j.admin_comment);
-            if (rec && !rec->belongs_to(j.id)) rec.reset(); // a job array task's copy
-        } catch (const Error&) {}
-        try {
-            tag = RequestTag::parse(j.comment);
-        } catch (const Error&) {}
+        // a job array task's copy of another job's record is not its own
+        const PlacementRecord* rec = p.rec && p.rec->belongs_to(j.id) ? &*p.rec : nullptr;
+        const std::optional<RequestTag>& tag = p.tag;
         // Work a repair may take back. A job the helper lent a spare (its
         // record, which users cannot write, says lent=1) stays lent whatever
         // its owner changes since (the comment, the requeue flag, which the

@@ -16,6 +16,7 @@
 #include "cluster_api.hpp"
 #include "defrag.hpp"
 #include "model.hpp"
+#include "slice_job.hpp"
 
 #include <optional>
 #include <string>
@@ -33,6 +34,20 @@ std::string write_snapshot(const Snapshot& snap);
 // nodes plus jobs: every hostlist is expanded once.
 Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
                              const std::optional<Reservation>& spares, LendScope lend = LendScope::Checkpointable);
+
+// A job with its nvlslice tag (comment) and record (admin_comment), each
+// parsed once per cycle: the snapshot and the helper's cycle read them.
+struct ParsedJob {
+    const SlurmJob* job = nullptr;
+    std::optional<RequestTag> tag;      // nullopt: untagged, or unreadable (tag_error)
+    std::optional<PlacementRecord> rec; // as written: another job's copy too (rec->belongs_to)
+    std::string tag_error, rec_error;   // why it is unreadable (Error::what())
+};
+// Every job Slurm has not finished, in Slurm's order.
+std::vector<ParsedJob> parse_jobs(const std::vector<SlurmJob>& jobs);
+// snapshot_from_slurm() of jobs already parsed.
+Snapshot snapshot_of(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<ParsedJob>& jobs,
+                     const std::optional<Reservation>& spares, LendScope lend);
 
 // `nvl-topo show [RACK...]`: empty `racks` = all. Throws nvl::Error on an
 // unknown rack name.
