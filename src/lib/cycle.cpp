@@ -390,7 +390,18 @@ CycleOutput Cycle::run() {
     keep_features();
     if (cfg_.hand_off != HandOff::Native) keep_weights();
     keep_gate();
+    plan();
     return std::move(out_);
+}
+
+void Cycle::plan() {
+    std::vector<size_t> order(out_.actions.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return phases_[a] < phases_[b]; });
+    std::vector<Action> sorted;
+    sorted.reserve(order.size());
+    for (size_t i : order) sorted.push_back(std::move(out_.actions[i]));
+    out_.actions = std::move(sorted);
 }
 
 } // namespace nvl::detail

@@ -239,6 +239,34 @@ class Cycle {
         std::string& last = mem_.said[job];
         if (last != s) warn(job, last = s);
     }
+    // When an action is sent, whatever pass decided it: plan() orders the
+    // cycle's actions by phase, each job's own in the order they were
+    // decided (a job's action never goes before an earlier one of it).
+    enum class Phase : uint8_t {
+        Features,  // degraded racks' nodes lose the feature slice jobs need: before any job may start
+        Unprotect, // the protection dropped: nothing waits for racks any more
+        Prepare,   // records, holds, requeues, pins and exclusions without a start time
+        Spares,    // the spare reservation: a spare handed to a job leaves it before the job may start
+        Start,     // what lets a job start: a release, the gate off (or on), a pin from its start time,
+                   // the protection of racks
+        Upkeep,    // node weights, the gate reservation made
+    };
+    static Phase phase_of(const Action& a) {
+        switch (a.kind()) {
+        case ActionKind::SetFeatures: return Phase::Features;
+        case ActionKind::Protect: return a.nodes().empty() ? Phase::Unprotect : Phase::Start;
+        case ActionKind::SetReservation: return Phase::Spares;
+        case ActionKind::Release:
+        case ActionKind::Pin: return Phase::Start;
+        case ActionKind::Exclude: return a.start_at() > 0 ? Phase::Start : Phase::Prepare;
+        case ActionKind::SetLicenses: return a.job ? Phase::Start : Phase::Prepare;
+        case ActionKind::SetWeight:
+        case ActionKind::Gate: return Phase::Upkeep;
+        default: return Phase::Prepare;
+        }
+    }
+    // The cycle's actions in phase order (stable: decision order within a phase).
+    void plan();
     // Every action goes through act(), which remembers per job which kinds
     // were asked for, so that a later pass asks in O(1).
     void act(Action a) {
@@ -253,6 +281,12 @@ class Cycle {
         out_.follow_up = out_.follow_up || k == ActionKind::RequeueHold || k == ActionKind::Requeue ||
                          k == ActionKind::Release || k == ActionKind::NodeDown ||
                          ((k == ActionKind::Pin || k == ActionKind::Exclude) && a.start_at() > now_);
+        Phase p = phase_of(a);
+        if (a.job) {
+            auto [it, fresh] = last_phase_.try_emplace(a.job, p);
+            if (!fresh) it->second = p = std::max(p, it->second);
+        }
+        phases_.push_back(p);
         out_.actions.push_back(std::move(a));
     }
     bool did(JobId job, ActionKind k) const {
@@ -296,9 +330,11 @@ class Cycle {
     std::unordered_map<JobId, std::string> exclusion_; // native jobs: the exclusion set this cycle
     std::vector<ParsedJob> parsed_;                    // every unfinished job, its tag and record parsed once
     std::vector<SliceJob> slice_jobs_;
-    NodeSet reserved_;                          // in the spare reservation as Slurm reports it
-    std::unordered_set<JobId> settled_;         // jobs pass 1 has dealt with: not placed again in pass 2
-    std::unordered_map<JobId, uint32_t> acted_; // per job: a bit per ActionKind asked for
+    NodeSet reserved_;                            // in the spare reservation as Slurm reports it
+    std::unordered_set<JobId> settled_;           // jobs pass 1 has dealt with: not placed again in pass 2
+    std::unordered_map<JobId, uint32_t> acted_;   // per job: a bit per ActionKind asked for
+    std::vector<Phase> phases_;                   // per action of out_: when it is sent (plan())
+    std::unordered_map<JobId, Phase> last_phase_; // per job: the phase of its latest action
     struct FailedShape {
         int slice, count;
         PlacementMode mode;

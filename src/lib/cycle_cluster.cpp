@@ -72,16 +72,11 @@ void Cycle::keep_spares() {
     }
     if (same && (spares_ || want.empty())) return;
     std::string list = hostlist_compress(want);
-    // Before the first action that lets a job start (a release, the gate
-    // off, a pin with its start time), so that a spare handed to a job leaves the reservation first;
-    // after the others, so that a repair's requeue is not kept waiting by a
+    // Sent before every action that lets a job start (Phase::Spares), so
+    // that a spare handed to a job leaves the reservation first; after the
+    // others, so that a repair's requeue is not kept waiting by a
     // reservation update (slurmctld may take seconds over one).
-    auto starts = std::find_if(out_.actions.begin(), out_.actions.end(), [](const Action& a) {
-        const ActionKind k = a.kind();
-        return k == ActionKind::Release || k == ActionKind::Pin || (k == ActionKind::Exclude && a.start_at() > 0) ||
-               (k == ActionKind::SetLicenses && a.job != 0) || k == ActionKind::Protect;
-    });
-    out_.actions.insert(starts, Action{0, action::SetReservation{list}});
+    act({0, action::SetReservation{list}});
     log(fmt::format("spares: reservation {} = {}", cfg_.reservation, list.empty() ? "(none)" : list));
 }
 
@@ -136,13 +131,10 @@ void Cycle::keep_features() {
         racks[d] = want;
     }
     if (change.empty()) return;
-    // first of all actions: before anything lets a job start, so that no
-    // new slice job is offered a rack that degraded in this cycle
-    const size_t before = out_.actions.size();
-    for (auto& [features, names] : change) {
-        act({0, action::SetFeatures{hostlist_compress(names), features}});
-    }
-    std::rotate(out_.actions.begin(), out_.actions.begin() + long(before), out_.actions.end());
+    // first of all actions (Phase::Features): before anything lets a job
+    // start, so that no new slice job is offered a rack that degraded in
+    // this cycle
+    for (auto& [features, names] : change) act({0, action::SetFeatures{hostlist_compress(names), features}});
     for (const auto& [d, on] : racks)
         log(on ? fmt::format("rack {} is healthy: feature {} active on its nodes again", map_.domain(d).name, f)
                : fmt::format("rack {} is degraded: feature {} taken off its nodes, no new slice job goes there",

@@ -434,7 +434,7 @@ void Cycle::protect_top() {
     const bool have = protection_ && !protection_->nodes.empty();
     if (want.empty()) {
         if (have) {
-            out_.actions.insert(out_.actions.begin(), Action{0, action::Protect{}});
+            act({0, action::Protect{}}); // first (Phase::Unprotect)
             log("protect: dropped (no slice job waits for racks)");
         }
         return;

@@ -70,6 +70,38 @@ TEST_CASE("a gated slice job is placed, recorded, pinned, its gate taken off; sp
     CHECK(w.cycle().actions.empty());
 }
 
+TEST_CASE("actions are sent by phase: what prepares, then the spares, then what lets jobs start",
+          "[reconcile][quick]") {
+    World w(3);
+    w.add_slice_job(7, 16, 1);
+    w.add_slice_job(8, 16, 1);
+    w.add_slice_job(9, 16, 1);
+    auto out = w.cycle();
+    // decided job by job; sent with every record before the reservation,
+    // and the reservation before any pin or gate taken off
+    CHECK(kinds(out) == "record record record reservation pin licenses pin licenses pin licenses");
+    // each job's own actions in the order they were decided
+    for (JobId id : {7u, 8u, 9u}) {
+        std::string mine;
+        for (const auto& a : out.actions)
+            if (a.job == id) mine += std::string(mine.empty() ? "" : " ") + a.name();
+        CHECK(mine == "record pin licenses");
+    }
+    // a job's later action never goes before an earlier one of its own:
+    // the record that drops hold=1 stays after the release
+    World h(2);
+    h.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = h.add_slice_job(7, 16, 1);
+    j.licenses.clear();
+    h.hold(7);
+    j.req_nodes = "n[001-016]";
+    j.restarts = 1;
+    j.begin_time = h.now;
+    j.admin_comment = "nvlslice/1 repairing slice=16 slices=n[001-016] repairs=1 moves=0 hold=1";
+    h.add_slice_job(8, 16, 1);
+    CHECK(kinds(h.cycle()) == "record release record pin licenses");
+}
+
 TEST_CASE("a slice job whose owner took its gate off is placed at once, or gated again", "[reconcile][quick]") {
     World w(2);
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
