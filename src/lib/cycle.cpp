@@ -7,8 +7,10 @@
 namespace nvl::detail {
 
 void Cycle::build_snapshot() {
+    // Slurm's view read once: every job's tag and record, the spares
     parsed_ = parse_jobs(jobs_);
-    snap_ = snapshot_of(map_, nodes_, parsed_, spares_, cfg_.lend);
+    reserved_ = spares_ ? NodeSet::of(map_, spares_->nodes) : NodeSet(map_.node_count());
+    snap_ = snapshot_of(map_, nodes_, parsed_, reserved_, cfg_.lend);
     // once per cycle: the placement mask of jobs kept off the protected racks
     if (protection_ && !protection_->nodes.empty()) {
         unprotected_ = NodeSet(map_.node_count(), true);
@@ -26,7 +28,6 @@ void Cycle::build_snapshot() {
             for (NodeId id : map_.domain(t->domain).nodes) off_defrag_target_.erase(id);
         }
     }
-    reserved_ = spares_ ? NodeSet::of(map_, spares_->nodes) : NodeSet(map_.node_count());
     for (const auto& n : nodes_) {
         auto id = map_.find_node(n.name);
         if (!id) continue; // a node outside the map is none of our business

@@ -109,13 +109,13 @@ std::vector<ParsedJob> parse_jobs(const std::vector<SlurmJob>& jobs) {
 
 Snapshot snapshot_from_slurm(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
                              const std::optional<Reservation>& spares, LendScope lend) {
-    return snapshot_of(map, nodes, parse_jobs(jobs), spares, lend);
+    return snapshot_of(map, nodes, parse_jobs(jobs),
+                       spares ? NodeSet::of(map, spares->nodes) : NodeSet(map.node_count()), lend);
 }
 
 Snapshot snapshot_of(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<ParsedJob>& jobs,
-                     const std::optional<Reservation>& spares, LendScope lend) {
+                     const NodeSet& reserved, LendScope lend) {
     Snapshot snap(map);
-    const NodeSet reserved = spares ? NodeSet::of(map, spares->nodes) : NodeSet(map.node_count());
     for (const auto& n : nodes) {
         auto id = map.find_node(n.name);
         if (!id) continue;

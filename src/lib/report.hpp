@@ -45,9 +45,10 @@ struct ParsedJob {
 };
 // Every job Slurm has not finished, in Slurm's order.
 std::vector<ParsedJob> parse_jobs(const std::vector<SlurmJob>& jobs);
-// snapshot_from_slurm() of jobs already parsed.
+// snapshot_from_slurm() of jobs already parsed, the spare reservation's
+// nodes already read.
 Snapshot snapshot_of(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<ParsedJob>& jobs,
-                     const std::optional<Reservation>& spares, LendScope lend);
+                     const NodeSet& reserved, LendScope lend);
 
 // `nvl-topo show [RACK...]`: empty `racks` = all. Throws nvl::Error on an
 // unknown rack name.
