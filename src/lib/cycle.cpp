@@ -115,7 +115,7 @@ std::optional<std::string> tag_mismatch(const RequestTag& t, const SlurmJob& j) 
 }
 
 void Cycle::collect_slice_jobs() {
-    for (const auto& p : parsed_) {
+    for (auto& p : parsed_) {
         const SlurmJob& j = *p.job;
         if (j.state != JobState::Pending && j.state != JobState::Running) continue;
         const std::optional<RequestTag>& tag = p.tag;
@@ -124,7 +124,8 @@ void Cycle::collect_slice_jobs() {
             wrong = fmt::format("its nvlslice tag is unreadable: {}", p.tag_error);
         else if (tag)
             wrong = tag_mismatch(*tag, j).value_or("");
-        std::optional<PlacementRecord> rec = p.rec;
+        // taken, not copied: read again below only for a job held pending
+        std::optional<PlacementRecord> rec = j.state == JobState::Pending && j.held ? p.rec : std::move(p.rec);
         if (!p.rec_error.empty() && wrong.empty() && tag)
             log(j.id, fmt::format("admin_comment is not an nvlslice record ({}); placing afresh", p.rec_error));
         if (rec && !rec->belongs_to(j.id)) {
@@ -174,7 +175,7 @@ void Cycle::collect_slice_jobs() {
             rec->clear_reason();
             log(j.id, "its nvlslice tag describes the job again: nvlslice takes it back");
         }
-        slice_jobs_.push_back(SliceJob{&j, *tag, rec, p.rec && !p.rec->belongs_to(j.id) ? p.rec->job : 0});
+        slice_jobs_.push_back(SliceJob{&j, *tag, std::move(rec), p.copied_from});
     }
     // Slurm's own order: the priority it computed (multifactor: QOS,
     // partition tier, fair-share, age, job size, nice, or an admin's
@@ -255,8 +256,7 @@ std::string Cycle::all_but(const std::vector<NodeId>& ids) const {
 
 bool Cycle::took_its_placement(JobId other, JobId id) const {
     for (const auto& p : parsed_)
-        if (p.job->id == other)
-            return p.job->state == JobState::Running && p.rec && !p.rec->belongs_to(other) && p.rec->job == id;
+        if (p.job->id == other) return p.job->state == JobState::Running && p.copied_from == id;
     return false;
 }
 

@@ -99,6 +99,7 @@ std::vector<ParsedJob> parse_jobs(const std::vector<SlurmJob>& jobs) {
         }
         try {
             p.rec = PlacementRecord::parse(j.admin_comment);
+            if (p.rec && !p.rec->belongs_to(j.id)) p.copied_from = p.rec->job;
         } catch (const Error& e) {
             p.rec_error = e.what();
         }

@@ -42,6 +42,7 @@ struct ParsedJob {
     std::optional<RequestTag> tag;      // nullopt: untagged, or unreadable (tag_error)
     std::optional<PlacementRecord> rec; // as written: another job's copy too (rec->belongs_to)
     std::string tag_error, rec_error;   // why it is unreadable (Error::what())
+    JobId copied_from = 0;              // the job whose record it carries (a job array's split copies it)
 };
 // Every job Slurm has not finished, in Slurm's order.
 std::vector<ParsedJob> parse_jobs(const std::vector<SlurmJob>& jobs);
