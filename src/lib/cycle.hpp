@@ -5,7 +5,8 @@
 //   cycle_repair.cpp   running jobs (repairs, escapes) and pending jobs that
 //                      already have a placement
 //   cycle_place.cpp    placing waiting jobs, defragmentation, protection
-//   cycle_cluster.cpp  the spare reservation, node weights, the gate
+//   cycle_cluster.cpp  the spare reservation, node weights, the gate (the
+//                      upkeep stage's decisions: upkeep.hpp, pure)
 // Not installed: only reconcile.hpp is the core's interface.
 #pragma once
 

@@ -1,0 +1,132 @@
+// The spare and cluster upkeep stage (upkeep.hpp).
+#include "upkeep.hpp"
+
+#include "hostlist.hpp"
+#include "reconcile.hpp"
+#include "text.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace nvl {
+
+std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& reserved, bool exists) {
+    const RackMap& map = snap.map();
+    std::vector<std::string> want;
+    bool same = true; // as Slurm reports the reservation now
+    for (DomainId d = 0; d < map.domains().size(); ++d) {
+        const Domain& dom = map.domain(d);
+        std::vector<NodeId> pick;
+        if (snap.degraded(d)) {
+            // A degraded rack takes no new work from Slurm until it
+            // recovers: every free node of it is kept in the reservation,
+            // so that Slurm never offers it to a job submitted meanwhile (a
+            // segment job in native mode included), not only from the
+            // helper's next look at that job.
+            for (NodeId id : dom.nodes) {
+                const NodeState st = snap.node(id).state;
+                const bool keep = st == NodeState::Idle || st == NodeState::SpareReserved;
+                same = same && keep == reserved.contains(id);
+                if (keep) want.push_back(map.node_name(id));
+            }
+            continue;
+        }
+        // A node lent to preemptible work is still a spare: a repair takes it back.
+        // The spares are the rack's failure budget: failed nodes used them up.
+        int want_n = kept_spares(dom, snap.counts(d));
+        for (NodeId id : dom.nodes)
+            if (snap.node(id).lent && !is_free(snap.node(id).state)) --want_n;
+        // keep current spares that are still free, then the rack's last
+        // idle nodes; a rack that recovers from degraded had all its free
+        // nodes reserved: its spares are its last ones again
+        // A rack with no job at all (nothing runs, nothing is pinned or
+        // placed there in this cycle) has its last nodes as spares again:
+        // a repair may have left a spare mid-rack, and an admin (or a user's
+        // -w) expects the spares where the rack's plan puts them.
+        int reserved_here = 0;
+        bool all_free = true;
+        for (NodeId id : dom.nodes) {
+            const NodeState st = snap.node(id).state;
+            reserved_here += st == NodeState::SpareReserved;
+            all_free = all_free && is_free(st);
+        }
+        if (all_free) {
+            for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < want_n; ++it)
+                pick.push_back(*it);
+        } else if (reserved_here > dom.spares) {
+            for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < want_n; ++it)
+                if (snap.node(*it).state == NodeState::SpareReserved) pick.push_back(*it);
+        } else {
+            for (NodeId id : dom.nodes)
+                if (snap.node(id).state == NodeState::SpareReserved && int(pick.size()) < want_n) pick.push_back(id);
+        }
+        for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < want_n; ++it)
+            if (snap.node(*it).state == NodeState::Idle) pick.push_back(*it);
+        std::sort(pick.begin(), pick.end());
+        size_t picked = 0;
+        for (NodeId id : dom.nodes) {
+            const bool wanted = picked < pick.size() && pick[picked] == id;
+            picked += wanted;
+            same = same && wanted == reserved.contains(id);
+        }
+        for (NodeId id : pick) want.push_back(map.node_name(id));
+    }
+    if (same && (exists || want.empty())) return std::nullopt;
+    return hostlist_compress(want);
+}
+
+std::vector<WeightChange> weight_changes(const Snapshot& snap, const std::vector<SlurmNode>& nodes) {
+    const RackMap& map = snap.map();
+    // nodes whose reported weight differs from their rack's, by wanted weight
+    std::map<uint32_t, std::vector<std::string>> change;
+    for (const auto& n : nodes) {
+        auto id = map.find_node(n.name);
+        if (!id || n.weight == 0) continue;
+        const DomainId d = map.domain_of(*id);
+        const uint32_t want = rack_weight(snap.counts(d).free, map.domain(d).size());
+        if (n.weight != want) change[want].push_back(n.name);
+    }
+    std::vector<WeightChange> out;
+    for (auto& [w, names] : change) out.push_back({w, hostlist_compress(names)});
+    return out;
+}
+
+namespace {
+// The list with `f` added at its end or taken out, the rest in order.
+std::string with_feature(std::string_view list, std::string_view f, bool on) {
+    std::string out;
+    size_t a = 0;
+    while (a < list.size()) {
+        size_t b = list.find(',', a);
+        if (b == std::string_view::npos) b = list.size();
+        std::string_view x = list.substr(a, b - a);
+        if (!x.empty() && x != f) out.append(out.empty() ? "" : ",").append(x);
+        a = b + 1;
+    }
+    if (on) out.append(out.empty() ? "" : ",").append(f);
+    return out;
+}
+} // namespace
+
+FeatureChanges feature_changes(const Snapshot& snap, const std::vector<SlurmNode>& nodes, const std::string& f) {
+    const RackMap& map = snap.map();
+    FeatureChanges out;
+    if (f.empty()) return out;
+    // new active feature list -> the nodes that get it
+    std::map<std::string, std::vector<std::string>> change;
+    std::map<DomainId, bool> racks;
+    for (const auto& n : nodes) {
+        auto id = map.find_node(n.name);
+        if (!id || !names_feature(n.features, f)) continue;
+        const DomainId d = map.domain_of(*id);
+        const bool want = !snap.degraded(d);
+        if (names_feature(n.active_features, f) == want) continue;
+        change[with_feature(n.active_features, f, want)].push_back(n.name);
+        racks[d] = want;
+    }
+    for (auto& [features, names] : change) out.changes.push_back({features, hostlist_compress(names)});
+    out.racks.assign(racks.begin(), racks.end());
+    return out;
+}
+
+} // namespace nvl

@@ -1,0 +1,53 @@
+// nvlslice — the cycle's last stage: spare and cluster upkeep.
+//
+// From the cycle's snapshot, once this cycle's repairs and placements have
+// taken their nodes, what the cluster-wide state should be: the spare
+// reservation, the nodes' weights, the healthy-rack feature. Each function
+// is pure and returns only what differs from what Slurm reports (nothing
+// to do: empty); the cycle turns that into actions.
+#pragma once
+
+#include "cluster_api.hpp"
+#include "model.hpp"
+#include "node_set.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace nvl {
+
+// The spare reservation's nodes as a hostlist, or nullopt when Slurm's
+// (`reserved`; `exists`: there is one) is already that. Per rack: a
+// degraded rack keeps every free node (Slurm offers it to no job); a
+// healthy one keeps its failure budget (kept_spares(), less the nodes lent
+// to preemptible work): the nodes it keeps already, then its last idle
+// ones; a rack with nothing on it has its last nodes as spares again.
+std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& reserved, bool exists);
+
+// Nodes whose weight differs from their rack's (rack_weight(): the fullest
+// racks lowest, so that Slurm's own placement fills racks already in use),
+// grouped by the weight they should have.
+struct WeightChange {
+    uint32_t weight = 0;
+    std::string nodes; // hostlist
+};
+std::vector<WeightChange> weight_changes(const Snapshot& snap, const std::vector<SlurmNode>& nodes);
+
+// The healthy-rack feature: active on the nodes of healthy racks, off the
+// nodes of degraded ones, only on nodes where slurm.conf makes it
+// available. Grouped by the nodes' new active feature list; `racks` says
+// which racks change, and to what (true: healthy again).
+struct FeatureChanges {
+    struct Change {
+        std::string features; // the nodes' whole active list, the admin's other features kept
+        std::string nodes;    // hostlist
+    };
+    std::vector<Change> changes;
+    std::vector<std::pair<DomainId, bool>> racks;
+};
+FeatureChanges feature_changes(const Snapshot& snap, const std::vector<SlurmNode>& nodes, const std::string& feature);
+
+} // namespace nvl
