@@ -338,8 +338,8 @@ CycleOutput Cycle::run() {
     collect_slice_jobs();
     not_responding();
     // forget the failures and log lines of jobs that are gone
-    if (!mem_.backoff.empty() || !mem_.said.empty() || !mem_.blocked_since.empty() || !mem_.placed_since.empty() ||
-        !mem_.retry_at.empty() || !mem_.requeued_at.empty()) {
+    if (!mem_.backoff.empty() || !mem_.said.empty() || !mem_.said_defrag.empty() || !mem_.blocked_since.empty() ||
+        !mem_.placed_since.empty() || !mem_.retry_at.empty() || !mem_.requeued_at.empty()) {
         // (a job running again is past its requeue: a later one, Slurm's or
         // a user's, has a second of its own)
         std::unordered_set<JobId> present;
@@ -353,6 +353,7 @@ CycleOutput Cycle::run() {
         };
         prune(mem_.backoff);
         prune(mem_.said);
+        prune(mem_.said_defrag);
         prune(mem_.blocked_since);
         prune(mem_.placed_since);
         prune(mem_.retry_at);

@@ -187,6 +187,10 @@ struct HelperMemory {
     // The last line logged about a job that is not tied to a record change:
     // a line repeats only when the job's situation changes.
     std::unordered_map<JobId, std::string> said;
+    // The same for what defragmentation found for a job, which a repair
+    // that waits says beside its own line: one slot each, or the two
+    // lines would take turns and both repeat every cycle.
+    std::unordered_map<JobId, std::string> said_defrag;
     // Repairs whose target nodes were still busy (a lent spare's borrower,
     // or an allocation still completing): since when, to wait a while
     // before placing afresh.

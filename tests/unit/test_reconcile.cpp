@@ -70,6 +70,35 @@ TEST_CASE("a gated slice job is placed, recorded, pinned, its gate taken off; sp
     CHECK(w.cycle().actions.empty());
 }
 
+TEST_CASE("a placed job whose pinned node failed, with no room and nothing to free, says so once",
+          "[reconcile][quick]") {
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = w.add_slice_job(7, 16, 1, /*gated=*/false);
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0 job=7";
+    j.req_nodes = "n[001-016]";
+    w.add_plain_job(50, 100, "n[017-018]"); // r1's spares taken
+    w.add_plain_job(51, 100, "n[019-036]"); // r2 busy with work defragmentation may not requeue
+    w.node("n005").state = NodeState::Down;
+    w.node("n005").failed = true;
+    auto said = [](const CycleOutput& o, const char* text) {
+        int n = 0;
+        for (const auto& l : o.log) n += l.line().find(text) != std::string::npos;
+        return n;
+    };
+    auto first = w.step();
+    CAPTURE(first.log);
+    CHECK(said(first, "pinned node(s) n005 failed") == 1);
+    CHECK(said(first, "its repair finds no room") == 1);
+    // the same situation: nothing said again (the two lines took turns in
+    // one slot and both came back every cycle)
+    w.now += 1;
+    auto again = w.step();
+    CAPTURE(again.log);
+    CHECK(said(again, "pinned node(s)") == 0);
+    CHECK(said(again, "its repair finds no room") == 0);
+}
+
 TEST_CASE("actions are sent by phase: what prepares, then the spares, then what lets jobs start",
           "[reconcile][quick]") {
     World w(3);
