@@ -206,10 +206,8 @@ void Cycle::collect_slice_jobs() {
                 it != mem_.requeued_at.end() && now_ - it->second <= kFollowCompletingS)
                 out_.follow_up = true;
         // the record, written before the pin, names the target
-        for (const auto& h : rec->slices)
-            for (const auto& n : hostlist_expand(h))
-                if (auto id = map_.find_node(n); id && is_free(snap_.node(*id).state))
-                    snap_.set(*id, {NodeState::Allocated, j.id, -1, false});
+        for (NodeId id : recorded_nodes(*rec))
+            if (is_free(snap_.node(id).state)) snap_.set(id, {NodeState::Allocated, j.id, -1, false});
     }
     // Nodes pinned to released jobs that Slurm has not started yet are
     // spoken for: no other slice may be placed there meanwhile.

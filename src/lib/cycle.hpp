@@ -106,13 +106,13 @@ class Cycle {
     // The nodes its record lists (a native job's placement, which Slurm
     // chose and no ReqNodeList holds).
     std::vector<NodeId> recorded_nodes(const SliceJob& sj) const {
-        std::vector<NodeId> ids;
-        if (sj.rec)
-            for (const auto& h : sj.rec->slices)
-                for (const auto& n : hostlist_expand(h))
-                    if (auto id = map_.find_node(n)) ids.push_back(*id);
-        std::sort(ids.begin(), ids.end());
-        return ids;
+        return sj.rec ? recorded_nodes(*sj.rec) : std::vector<NodeId>{};
+    }
+    // Every node of a record's slices, in map order.
+    std::vector<NodeId> recorded_nodes(const PlacementRecord& r) const {
+        NodeSet s(map_.node_count());
+        for (const auto& h : r.slices) s.add(map_, h);
+        return s.ids();
     }
     bool held_by_us(const SliceJob& sj) const { return sj.job->held && sj.rec && sj.rec->hold; }
     // The record says the helper placed it (pinned, started or repairing).

@@ -12,10 +12,14 @@ NodeSet::NodeSet(size_t universe, bool all) : n_(universe), w_((universe + 63) /
 
 NodeSet NodeSet::of(const RackMap& map, std::string_view hostlist) {
     NodeSet s(map.node_count());
-    if (hostlist.empty()) return s;
-    for (const auto& n : hostlist_expand(hostlist))
-        if (auto id = map.find_node(n)) s.insert(*id);
+    s.add(map, hostlist);
     return s;
+}
+
+void NodeSet::add(const RackMap& map, std::string_view hostlist) {
+    if (hostlist.empty()) return;
+    for (const auto& n : hostlist_expand(hostlist))
+        if (auto id = map.find_node(n)) insert(*id);
 }
 
 size_t NodeSet::count() const {

@@ -23,6 +23,8 @@ class NodeSet {
     // The nodes of a hostlist that the map knows (others are ignored: a
     // node outside the map is none of the core's business).
     static NodeSet of(const RackMap& map, std::string_view hostlist);
+    // Adds the nodes of a hostlist that the map knows (the same rule).
+    void add(const RackMap& map, std::string_view hostlist);
 
     bool unsized() const { return n_ == 0; }
     size_t universe() const { return n_; }
