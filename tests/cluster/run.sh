@@ -32,8 +32,10 @@ if { [ "${NVL_SLURM:-}" = 24.11 ] || [ "${NVL_SLURM:-}" = 26.05 ]; } && [ -z "${
         # same server. The root's slurmdbd runs with the host's (cluster.sh).
         dblib=$(ldconfig -p | awk '$1 == "libmariadb.so.3" { print $NF; exit }')
         if [ -z "$dblib" ]; then
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -q libmariadb3 >/dev/null 2>&1 ||
-                { apt-get update -q >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -q libmariadb3 >/dev/null 2>&1; }
+            # shellcheck source=tests/cluster/host_apt.sh
+            . "$HERE/host_apt.sh"
+            host_apt install -y -q libmariadb3 2>/dev/null ||
+                { host_apt update -q 2>/dev/null; host_apt install -y -q libmariadb3 2>/dev/null; }
             dblib=$(ldconfig -p | awk '$1 == "libmariadb.so.3" { print $NF; exit }')
         fi
         [ -n "$dblib" ] || { echo "run.sh: NVL_ACCOUNTING: the host's MariaDB client library (libmariadb3) is missing" >&2; exit 1; }
