@@ -175,23 +175,10 @@ void submit_hand_off(spank_t sp) {
     const char* mode = tag.mode == PlacementMode::Prefer ? "prefer" : "strict";
     if (native) {
         api.must_set("segment", std::to_string(tag.slice));
-        // Only where the feature is active: nvlsliced takes it off degraded
-        // racks, so Slurm never offers one to this job, from its submission on.
-        std::string want_constraint;
-        if (!st.config.feature.empty()) {
-            std::string user_c;
-            if (api.isset(api.opt, "constraint"))
-                if (auto c = api.value("constraint")) user_c = *c;
-            if (auto joined = constraint_with(user_c, st.config.feature)) {
-                api.must_set("constraint", *joined);
-                want_constraint = *joined;
-            } else {
-                log_info(fmt::format("--constraint={}: brackets or parentheses cannot be joined with the feature {} "
-                                     "(plugstack.conf feature=); the job keeps its own constraint, and nvlsliced keeps "
-                                     "it off degraded racks from its first look at it",
-                                     user_c, st.config.feature));
-            }
-        }
+        // Degraded racks: nvlsliced's spare reservation holds every node of
+        // them, so Slurm offers none to this job; nothing to add here (a
+        // constraint the healthy racks are too few for would have Slurm
+        // refuse the job at submission, where plain Slurm queues it).
         // One IMEX channel per slice where Slurm can give it (25.11+ with
         // switch/nvidia_imex): a slice is one NVLink domain.
         std::optional<std::string> want_network;
@@ -210,13 +197,6 @@ void submit_hand_off(spank_t sp) {
         auto back_seg = api.value("segment");
         if (!back || *back != comment || !back_seg || *back_seg != std::to_string(tag.slice))
             throw Error("the submission did not keep --segment and the slice tag; refusing to submit the slice job");
-        if (!want_constraint.empty()) {
-            auto back_c = api.value("constraint");
-            if (!back_c || *back_c != want_constraint)
-                throw Error(fmt::format("the submission did not keep --constraint={}; refusing to submit the slice "
-                                        "job",
-                                        want_constraint));
-        }
         log_verbose(fmt::format("slice job handed to Slurm (native): {} slice(s) of {} nodes, {}, --segment={}",
                                 tag.count, tag.slice, mode, tag.slice));
         return;

@@ -127,6 +127,8 @@ int slurm_spank_init(spank_t sp, int ac, char** av) {
     return guarded("slurm_spank_init", [&] {
         if (!client_or_remote(sp)) return 0;
         state().config = parse_plugin_args(ac, av);
+        if (spank_context() == S_CTX_REMOTE)
+            for (const auto& n : state().config.notices) log_info(n);
         for (struct spank_option* o = kOptions; o->name; ++o)
             if (spank_option_register(sp, o) != ESPANK_SUCCESS)
                 throw Error(fmt::format("cannot register option --{}", o->name));

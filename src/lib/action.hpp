@@ -120,14 +120,6 @@ struct AllowRequeue {
     static constexpr const char* name = "allow-requeue";
     void run(ClusterApi& api, JobId job, const Names&) const { api.allow_requeue(job); }
 };
-// The nodes' active features.
-struct SetFeatures {
-    static constexpr const char* name = "features";
-    std::string nodes;
-    std::string features;
-    void run(ClusterApi& api, JobId, const Names&) const { api.set_active_features(nodes, features); }
-    std::string key() const { return std::string(name) + " " + nodes + " " + features; }
-};
 
 } // namespace action
 
@@ -147,14 +139,13 @@ enum class ActionKind {
     Gate,
     Exclude,
     NodeDown,
-    AllowRequeue,
-    SetFeatures
+    AllowRequeue
 };
 
 using ActionPayload =
     std::variant<action::Hold, action::Pin, action::PinOnly, action::Release, action::RequeueHold, action::Requeue,
                  action::SetRecord, action::SetReservation, action::SetWeight, action::SetLicenses, action::Protect,
-                 action::Gate, action::Exclude, action::NodeDown, action::AllowRequeue, action::SetFeatures>;
+                 action::Gate, action::Exclude, action::NodeDown, action::AllowRequeue>;
 
 namespace detail {
 template <class T, class = void> struct HasNodes : std::false_type {};
@@ -176,8 +167,8 @@ template <class T, size_t I = 0> constexpr ActionKind kind_of() {
     else
         return kind_of<T, I + 1>();
 }
-static_assert(kind_of<action::SetFeatures>() == ActionKind::SetFeatures, "ActionKind follows ActionPayload");
-static_assert(size_t(ActionKind::SetFeatures) + 1 == std::variant_size_v<ActionPayload>, "one ActionKind per payload");
+static_assert(kind_of<action::AllowRequeue>() == ActionKind::AllowRequeue, "ActionKind follows ActionPayload");
+static_assert(size_t(ActionKind::AllowRequeue) + 1 == std::variant_size_v<ActionPayload>, "one ActionKind per payload");
 
 inline const char* to_string(ActionKind k) {
     static constexpr auto names = detail::kind_names(std::make_index_sequence<std::variant_size_v<ActionPayload>>{});

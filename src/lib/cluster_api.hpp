@@ -114,10 +114,6 @@ class ClusterApi {
     // jobs at once (requeued if they may be), as for a node it marks DOWN
     // itself, and the node stays out until an admin resumes it.
     virtual void set_node_down(const std::string& node, const std::string& reason) = 0;
-    // Sets the nodes' (a hostlist) active features, a subset of their
-    // available ones: Slurm gives a job with a --constraint only nodes
-    // where it is active.
-    virtual void set_active_features(const std::string& nodes, const std::string& features) = 0;
 };
 
 } // namespace nvl

@@ -70,7 +70,12 @@ void Cycle::judge_racks() {
         mem_.degraded[d] = why;
     }
     std::sort(out_of_service.begin(), out_of_service.end());
-    degraded_nodes_ = out_of_service.empty() ? std::string() : hl(out_of_service);
+    // With the spare reservation, which holds every node of a degraded rack
+    // (keep_spares), Slurm offers them to no job: no exclusion is needed,
+    // and one would only turn a waiting job's reason to BadConstraints when
+    // the healthy racks are too few for it. Without one, the exclusion is
+    // the fallback, from the helper's first look at the job.
+    degraded_nodes_ = out_of_service.empty() || !cfg_.reservation.empty() ? std::string() : hl(out_of_service);
 }
 
 void Cycle::not_responding() {
@@ -387,7 +392,6 @@ CycleOutput Cycle::run() {
     // plugin packs small jobs; the helper does neither.
     if (cfg_.hand_off != HandOff::Native) protect_top();
     keep_spares();
-    keep_features();
     if (cfg_.hand_off != HandOff::Native) keep_weights();
     keep_gate();
     plan();

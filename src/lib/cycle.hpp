@@ -90,11 +90,12 @@ class Cycle {
     void place_waiting(const SliceJob& sj);
     void say_escape(const SliceJob& sj);
     void hand_back(const SliceJob& sj);
-    // Native mode: Slurm places a waiting job itself, so degraded racks are
-    // kept from it by its exclusion (every node of them); the record's
-    // offdegraded=1 says the helper set it, to lift it when they recover
-    // (a restart included). A user's own --exclude is left alone while no
-    // rack is degraded. Returns the job with its record as it will be.
+    // Native mode without a spare reservation: Slurm places a waiting job
+    // itself, so degraded racks are kept from it by its exclusion (every
+    // node of them); the record's offdegraded=1 says the helper set it, to
+    // lift it when they recover or the reservation holds them (a restart
+    // included). A user's own --exclude is left alone while no rack is
+    // degraded. Returns the job with its record as it will be.
     SliceJob keep_off_degraded(const SliceJob& sj);
     bool place_job(const SliceJob& sj);
     // The top-priority waiting job gets racks kept for it.
@@ -199,7 +200,6 @@ class Cycle {
     void begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count, const char* label);
     void keep_spares();
     void keep_weights();
-    void keep_features();
     // A job whose last action Slurm refused waits out its backoff: true
     // while it does (its record says why, once).
     bool backing_off(const SliceJob& sj);
@@ -244,7 +244,6 @@ class Cycle {
     // cycle's actions by phase, each job's own in the order they were
     // decided (a job's action never goes before an earlier one of it).
     enum class Phase : uint8_t {
-        Features,  // degraded racks' nodes lose the feature slice jobs need: before any job may start
         Unprotect, // the protection dropped: nothing waits for racks any more
         Prepare,   // records, holds, requeues, pins and exclusions without a start time
         Spares,    // the spare reservation: a spare handed to a job leaves it before the job may start
@@ -254,7 +253,6 @@ class Cycle {
     };
     static Phase phase_of(const Action& a) {
         switch (a.kind()) {
-        case ActionKind::SetFeatures: return Phase::Features;
         case ActionKind::Protect: return a.nodes().empty() ? Phase::Unprotect : Phase::Start;
         case ActionKind::SetReservation: return Phase::Spares;
         case ActionKind::Release:
@@ -327,7 +325,7 @@ class Cycle {
     const std::optional<std::regex>& drain_re() const { return mem_.patterns.drain; }
     const std::optional<std::regex>& rack_re() const { return mem_.patterns.rack; }
     std::vector<SliceJob> evacuees_;
-    std::string degraded_nodes_;                       // every node of the degraded racks, a hostlist
+    std::string degraded_nodes_; // every node of the degraded racks, a hostlist, when no reservation holds them
     std::unordered_map<JobId, std::string> exclusion_; // native jobs: the exclusion set this cycle
     std::vector<ParsedJob> parsed_;                    // every unfinished job, its tag and record parsed once
     std::vector<SliceJob> slice_jobs_;

@@ -29,19 +29,6 @@ void Cycle::keep_weights() {
     // not logged: it changes with every job that starts or ends (sinfo -o %w shows it)
 }
 
-void Cycle::keep_features() {
-    const std::string& f = cfg_.healthy_feature;
-    const FeatureChanges fc = feature_changes(snap_, nodes_, f);
-    // first of all actions (Phase::Features): before anything lets a job
-    // start, so that no new slice job is offered a rack that degraded in
-    // this cycle
-    for (const auto& c : fc.changes) act({0, action::SetFeatures{c.nodes, c.features}});
-    for (const auto& [d, on] : fc.racks)
-        log(on ? fmt::format("rack {} is healthy: feature {} active on its nodes again", map_.domain(d).name, f)
-               : fmt::format("rack {} is degraded: feature {} taken off its nodes, no new slice job goes there",
-                             map_.domain(d).name, f));
-}
-
 void Cycle::keep_gate() {
     if (!cfg_.gate_reservation.empty() && !gate_) {
         act({0, action::Gate{}});

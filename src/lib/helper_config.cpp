@@ -125,13 +125,17 @@ const Key kKeys[] = {
          d.expect_mapping(v, "\"defrag\"");
          read_keys(d, v, std::begin(kDefragKeys), std::end(kDefragKeys), s);
      }},
+    // Before the spare reservation held degraded racks whole, the helper
+    // took this feature off their nodes; Slurm then refused submissions the
+    // healthy racks were too few for. Accepted, so that an older file still
+    // loads, and reported.
     {"healthy_feature",
      [](D& d, K k, N v, S& s) {
-         s.reconcile.healthy_feature = d.scalar(v, k);
-         if (!s.reconcile.healthy_feature.empty() && !valid_feature_name(s.reconcile.healthy_feature))
-             d.fail(v, fmt::format("\"healthy_feature\": \"{}\" is not a Slurm node feature name (letters, "
-                                   "digits, '_', '.', '-'; as in slurm.conf Features=)",
-                                   s.reconcile.healthy_feature));
+         if (!d.scalar(v, k).empty())
+             s.notices.push_back(fmt::format(
+                 "{}: \"healthy_feature\" is no longer used: the spare reservation holds every node of a degraded "
+                 "rack, so Slurm offers none to a new job; remove the key (and feature= from plugstack.conf)",
+                 d.pos(v).str()));
      }},
 };
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace nvl {
 
@@ -33,6 +34,9 @@ struct HelperSettings {
     // syslog (daemon facility, with levels).
     std::string log = "auto";
     HelperConfig reconcile;
+    // Keys accepted but no longer in effect, each with file:line and what
+    // replaced it: nvlsliced logs them as warnings.
+    std::vector<std::string> notices;
 };
 
 // Strict: unknown keys refused with file:line:column and the accepted keys.

@@ -38,7 +38,7 @@ PluginConfig parse_plugin_args(int argc, const char* const* argv) {
     PluginConfig c;
     static constexpr const char* kKeys =
         "map, default_slice, spares, gpus_per_node, check_gpus, placement, hwloc_xml, check_fabric, "
-        "fabric_report, fabric_drain, fabric_timeout, gate, mode, feature";
+        "fabric_report, fabric_drain, fabric_timeout, gate, mode";
     for (int i = 0; i < argc; ++i) {
         std::string_view a = argv[i] ? argv[i] : "";
         size_t eq = a.find('=');
@@ -88,11 +88,14 @@ PluginConfig parse_plugin_args(int argc, const char* const* argv) {
         } else if (k == "mode") {
             c.hand_off = parse_hand_off(v, "plugstack.conf argument mode");
         } else if (k == "feature") {
-            if (!valid_feature_name(v))
-                throw Error(fmt::format("plugstack.conf argument feature={}: expected a node feature name (letters, "
-                                        "digits, '_', '.', '-'), the one nvlsliced's healthy_feature keeps",
-                                        v));
-            c.feature = std::string(v);
+            // Before the spare reservation held degraded racks whole, native
+            // slice jobs were constrained to a feature the helper took off
+            // them; Slurm then refused submissions the healthy racks were
+            // too few for. Accepted, so that an older plugstack.conf still
+            // loads (a refused argument would fail every job), and reported.
+            c.notices.push_back(fmt::format("plugstack.conf argument feature={} is no longer used: nvlsliced's spare "
+                                            "reservation keeps degraded racks from new jobs; remove it",
+                                            v));
         } else {
             throw Error(fmt::format("plugstack.conf: unknown argument \"{}\" (accepted keys: {})", k, kKeys));
         }
@@ -103,24 +106,6 @@ PluginConfig parse_plugin_args(int argc, const char* const* argv) {
                                 "drained only when its steps fail",
                                 to_string(c.check_fabric)));
     return c;
-}
-
-bool valid_feature_name(std::string_view f) {
-    if (f.empty() || f.size() > 64) return false;
-    for (char ch : f)
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-              ch == '.' || ch == '-'))
-            return false;
-    return true;
-}
-
-std::optional<std::string> constraint_with(std::string_view user, std::string_view feature) {
-    if (user.empty()) return std::string(feature);
-    // Slurm nests no parentheses, and a bracket's operators run on into
-    // what follows it: such an expression is left as it is
-    if (user.find_first_of("()[]") != std::string_view::npos) return std::nullopt;
-    if (user.find('|') == std::string_view::npos) return fmt::format("{}&{}", user, feature);
-    return fmt::format("({})&{}", user, feature);
 }
 
 std::optional<std::string> gpu_check_message(const std::string& node, int expected, int found) {

@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace nvl {
 
@@ -37,22 +38,12 @@ struct PluginConfig {
     // How slice jobs are handed to Slurm (slice_job.hpp): auto = native
     // where the running Slurm offers topology/block and --segment.
     HandOff hand_off = HandOff::Auto;
-    // Native mode: slice jobs are constrained to nodes where this feature
-    // is active (nvlsliced's healthy_feature takes it off degraded racks).
-    // "" = no constraint.
-    std::string feature;
+    // Arguments accepted but no longer in effect, each with what replaced
+    // it: logged by slurmd's side of the plugin, not to users.
+    std::vector<std::string> notices;
 };
 
 PluginConfig parse_plugin_args(int argc, const char* const* argv);
-
-// A Slurm node feature name as nvlslice accepts it: letters, digits, '_',
-// '.', '-' (nothing of a constraint's syntax), at most 64 characters.
-bool valid_feature_name(std::string_view f);
-// The user's --constraint with `feature` required too, in Slurm's syntax
-// (one level of parentheses, no nesting); nullopt when the two cannot be
-// joined (the user's expression has parentheses or brackets): the job
-// keeps its own, without the feature.
-std::optional<std::string> constraint_with(std::string_view user, std::string_view feature);
 
 // The GPU check's verdict for one node: nullopt when all is well.
 std::optional<std::string> gpu_check_message(const std::string& node, int expected, int found);

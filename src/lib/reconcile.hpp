@@ -108,13 +108,6 @@ struct HelperConfig {
     // job's ReqNodeList is exactly its placement's nodes. Otherwise every
     // other node is excluded (ExcNodeList), which any segment job accepts.
     bool node_pools = false;
-    // A node feature that the plugin's native submissions constrain slice
-    // jobs to (plugstack.conf feature=): active on the nodes of healthy
-    // racks, taken off (ActiveFeatures) the nodes of degraded ones, so that
-    // Slurm never offers a degraded rack to a new slice job, whether the
-    // helper has looked at that job yet or not. "" = off. Only nodes where
-    // slurm.conf makes it available (Features=) carry it.
-    std::string healthy_feature;
 };
 
 struct CycleStats {

@@ -19,13 +19,16 @@ std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& re
         std::vector<NodeId> pick;
         if (snap.degraded(d)) {
             // A degraded rack takes no new work from Slurm until it
-            // recovers: every free node of it is kept in the reservation,
-            // so that Slurm never offers it to a job submitted meanwhile (a
-            // segment job in native mode included), not only from the
-            // helper's next look at that job.
+            // recovers: every node of it is kept in the reservation (it
+            // ignores running jobs), the busy and failed ones too, so that
+            // Slurm never offers one to a job submitted meanwhile (a segment
+            // job in native mode included), nor a node its job leaves or an
+            // admin resumes before the helper's next cycle. A reservation
+            // makes such a job wait (ReqNodeNotAvail, Resources), where a
+            // constraint or an exclusion that too few nodes meet would have
+            // Slurm refuse it at submission.
             for (NodeId id : dom.nodes) {
-                const NodeState st = snap.node(id).state;
-                const bool keep = st == NodeState::Idle || st == NodeState::SpareReserved;
+                const bool keep = snap.node(id).state != NodeState::Unknown;
                 same = same && keep == reserved.contains(id);
                 if (keep) want.push_back(map.node_name(id));
             }
@@ -88,44 +91,6 @@ std::vector<WeightChange> weight_changes(const Snapshot& snap, const std::vector
     }
     std::vector<WeightChange> out;
     for (auto& [w, names] : change) out.push_back({w, hostlist_compress(names)});
-    return out;
-}
-
-namespace {
-// The list with `f` added at its end or taken out, the rest in order.
-std::string with_feature(std::string_view list, std::string_view f, bool on) {
-    std::string out;
-    size_t a = 0;
-    while (a < list.size()) {
-        size_t b = list.find(',', a);
-        if (b == std::string_view::npos) b = list.size();
-        std::string_view x = list.substr(a, b - a);
-        if (!x.empty() && x != f) out.append(out.empty() ? "" : ",").append(x);
-        a = b + 1;
-    }
-    if (on) out.append(out.empty() ? "" : ",").append(f);
-    return out;
-}
-} // namespace
-
-FeatureChanges feature_changes(const Snapshot& snap, const std::vector<SlurmNode>& nodes, const std::string& f) {
-    const RackMap& map = snap.map();
-    FeatureChanges out;
-    if (f.empty()) return out;
-    // new active feature list -> the nodes that get it
-    std::map<std::string, std::vector<std::string>> change;
-    std::map<DomainId, bool> racks;
-    for (const auto& n : nodes) {
-        auto id = map.find_node(n.name);
-        if (!id || !names_feature(n.features, f)) continue;
-        const DomainId d = map.domain_of(*id);
-        const bool want = !snap.degraded(d);
-        if (names_feature(n.active_features, f) == want) continue;
-        change[with_feature(n.active_features, f, want)].push_back(n.name);
-        racks[d] = want;
-    }
-    for (auto& [features, names] : change) out.changes.push_back({features, hostlist_compress(names)});
-    out.racks.assign(racks.begin(), racks.end());
     return out;
 }
 

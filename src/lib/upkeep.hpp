@@ -2,7 +2,7 @@
 //
 // From the cycle's snapshot, once this cycle's repairs and placements have
 // taken their nodes, what the cluster-wide state should be: the spare
-// reservation, the nodes' weights, the healthy-rack feature. Each function
+// reservation and the nodes' weights. Each function
 // is pure and returns only what differs from what Slurm reports (nothing
 // to do: empty); the cycle turns that into actions.
 #pragma once
@@ -35,19 +35,5 @@ struct WeightChange {
     std::string nodes; // hostlist
 };
 std::vector<WeightChange> weight_changes(const Snapshot& snap, const std::vector<SlurmNode>& nodes);
-
-// The healthy-rack feature: active on the nodes of healthy racks, off the
-// nodes of degraded ones, only on nodes where slurm.conf makes it
-// available. Grouped by the nodes' new active feature list; `racks` says
-// which racks change, and to what (true: healthy again).
-struct FeatureChanges {
-    struct Change {
-        std::string features; // the nodes' whole active list, the admin's other features kept
-        std::string nodes;    // hostlist
-    };
-    std::vector<Change> changes;
-    std::vector<std::pair<DomainId, bool>> racks;
-};
-FeatureChanges feature_changes(const Snapshot& snap, const std::vector<SlurmNode>& nodes, const std::string& feature);
 
 } // namespace nvl

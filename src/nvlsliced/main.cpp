@@ -212,11 +212,13 @@ int main(int argc, char** argv) {
                         to_string(loaded.s.reconcile.hand_off), loaded.s.cycle_ms,
                         loaded.s.reconcile.reservation.empty() ? "(none)" : loaded.s.reconcile.reservation.c_str(),
                         loaded.s.metrics_listen.empty() ? "(off)" : loaded.s.metrics_listen.c_str());
+            for (const auto& n : loaded.s.notices) std::printf("nvlsliced: warning: %s\n", n.c_str());
             return 0;
         }
         HelperSettings s = std::move(loaded.s);
         RackMap map = std::move(loaded.map);
         set_sink(s.log);
+        for (const auto& n : s.notices) say(LOG_WARNING, n);
 
         // One instance only: the lock is held for the life of the process
         // and released by the kernel however it ends (kill -9 included).
@@ -336,6 +338,7 @@ int main(int argc, char** argv) {
                     next.s.metrics_listen = s.metrics_listen;
                     next.s.reconcile.hand_off = mode;
                     next.s.reconcile.node_pools = has_node_pools(features.version);
+                    for (const auto& n : next.s.notices) say(LOG_WARNING, n);
                     s = std::move(next.s);
                     map = std::move(next.map);
                     metrics.set_racks(rack_names(map));

@@ -124,7 +124,6 @@ class SlurmClusterImpl final : public SlurmCluster {
     void set_reservation(const std::string& name, const std::string& nodes, int64_t start_at, int64_t end_at) override;
     void ensure_gate(const std::string& reservation, const std::string& license) override;
     void set_node_weight(const std::string& nodes, uint32_t weight) override;
-    void set_active_features(const std::string& nodes, const std::string& features) override;
     void set_node_down(const std::string& node, const std::string& reason) override;
 
   private:
@@ -441,15 +440,6 @@ void SlurmClusterImpl::set_node_weight(const std::string& nodes, uint32_t weight
     m.node_names = const_cast<char*>(nodes.c_str());
     m.weight = weight;
     if (slurm_update_node(&m) != SLURM_SUCCESS) fail(fmt::format("setting weight {} on {}", weight, nodes));
-}
-
-void SlurmClusterImpl::set_active_features(const std::string& nodes, const std::string& features) {
-    update_node_msg_t m;
-    slurm_init_update_node_msg(&m);
-    m.node_names = const_cast<char*>(nodes.c_str());
-    m.features_act = const_cast<char*>(features.c_str());
-    if (slurm_update_node(&m) != SLURM_SUCCESS)
-        fail(fmt::format("setting the active features of {} to \"{}\"", nodes, features));
 }
 
 void SlurmClusterImpl::set_node_down(const std::string& node, const std::string& reason) {

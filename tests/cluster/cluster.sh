@@ -190,9 +190,8 @@ PriorityCalcPeriod=1"
     fi
     for ((r = 1; r <= RACKS; r++)); do
         lo=$(( (r - 1) * PER + 1 )); hi=$(( r * PER ))
-        # its rack, and the feature native slice jobs are constrained to
-        # (plugstack.conf feature=, nvlsliced's healthy_feature)
-        feat=$(printf 'rack%03d,nvlslice_ok' "$r")
+        # its rack
+        feat=$(printf 'rack%03d' "$r")
         nodes_line+="NodeName=$(printf 'nvl[%04d-%04d]' "$lo" "$hi") NodeAddr=$SUBNET.[$((FIRST_IP + lo - 1))-$((FIRST_IP + hi - 1))] CPUs=1 RealMemory=500 Features=$feat State=UNKNOWN"$'\n'
     done
     cat > "$CONF" <<CONF

@@ -144,7 +144,6 @@ done
 export NVL_PLUGIN=$PLUGIN
 export BUILD_DIR=$BUILD
 export NVL_HELPER_CONF="rack_failure_reasons: contained
-healthy_feature: nvlslice_ok
 defrag:
   enabled: true
   after: 3
@@ -156,7 +155,7 @@ defrag:
 # of every node's GPUs (fabric identity, state, health), and the plugin's
 # fabric check reads the same report, which the tests edit to break a node.
 export NVL_FABRIC_REPORT=$HERE/../data/fabric/cluster-36.txt
-export NVL_PLUGIN_ARGS="check_gpus=fail hwloc_xml=$NVL_CLUSTER_DIR/hwloc/%n.xml check_fabric=fail fabric_report=$NVL_CLUSTER_DIR/fabric.txt fabric_drain=yes feature=nvlslice_ok mode=gate"
+export NVL_PLUGIN_ARGS="check_gpus=fail hwloc_xml=$NVL_CLUSTER_DIR/hwloc/%n.xml check_fabric=fail fabric_report=$NVL_CLUSTER_DIR/fabric.txt fabric_drain=yes mode=gate"
 start=$(date +%s)
 "$HERE/cluster.sh" up || { "$HERE/cluster.sh" down >/dev/null 2>&1; exit 1; }
 total_pass=0 total_fail=0

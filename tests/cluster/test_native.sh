@@ -102,7 +102,8 @@ echo "# native: slice jobs submitted while a rack degrades: none starts there on
 cleanup; resume_all
 wait_for 60 all_up || not_ok "all nodes up before the case: $(sinfo -h -N -t down,drain,drained,draining,fail,unk,no_respond -o '%N %T')"
 settle
-expect_match "the feature is active on every node (slurm.conf Features=)" '^36$' "$(sinfo -h -N -o '%N %b' | sort -u | grep -c 'nvlslice_ok')"
+# a plain job runs on rack001: its nodes too are kept from new jobs once it ends
+PJ=$(sbatch --parsable -N 2 -w 'nvl[0001-0002]' --wrap 'sleep 8')
 LOADJOBS=$OUT/load-jobs
 : > "$LOADJOBS"
 ( for i in $(seq 1 48); do
@@ -114,16 +115,23 @@ sleep 3
 BAD=nvl0003
 t_drain=$(date +%s)
 scontrol update nodename="$BAD" state=drain reason="Xid 145: NVLink contained error"
-if wait_for 10 grep -q "rack rack001 is degraded: feature nvlslice_ok taken off its nodes" "$LOG"; then
-    t_off=$(date -d "$(grep "rack rack001 is degraded: feature nvlslice_ok taken off" "$LOG" | tail -1 | cut -d' ' -f1)" +%s)
-    ok "nvlsliced took the feature off rack001 $((t_off - t_drain)) s after the drain"
+rack1_reserved() { [ "$(scontrol show hostnames "$(resv_nodes)" | grep -cE '^nvl00(0[1-9]|1[0-8])$')" = 18 ]; }
+if wait_for 10 rack1_reserved; then
+    t_off=$(date +%s)
+    ok "the spare reservation holds all 18 nodes of rack001 (the drained one and the busy ones too) $((t_off - t_drain)) s after the drain"
 else
     t_off=$t_drain
-    not_ok "nvlsliced took the feature off rack001: $(grep -i 'rack001' "$LOG" | tail -3)"
+    not_ok "rack001 held in the spare reservation: $(resv_nodes); $(grep -i 'rack001' "$LOG" | tail -3)"
 fi
-# the log line is written as the cycle decides; Slurm has it once applied
-wait_for 5 bash -c "! sinfo -h -N -n 'nvl[0001-0018]' -o '%N %b' | grep -q nvlslice_ok"
-expect_eq "sinfo: no node of rack001 has it active" "" "$(sinfo -h -N -n 'nvl[0001-0018]' -o '%N %b' | grep nvlslice_ok)"
+expect_match "the log names the degraded rack" 'rack rack001 degraded: nvl0003 is out with a rack-level failure' "$(cat "$LOG")"
+# a slice job the healthy rack alone cannot hold, submitted now: it waits,
+# as the same job waits in plain Slurm; neither is refused
+BIG=$(sbatch --parsable -N 32 --nvl-slice=16 -J degbig --wrap 'sleep 5' 2>&1)
+PLAINBIG=$(sbatch --parsable -N 32 -J degplain --wrap 'sleep 5' 2>&1)
+expect_match "a 2-slice job submitted while only one rack is healthy is taken (plain Slurm: $PLAINBIG)" '^[0-9]+$' "$BIG"
+expect_match "plain Slurm takes the same 32-node job" '^[0-9]+$' "$PLAINBIG"
+expect_eq "it waits (pending, not refused; plain Slurm: $(squeue -h -j "$PLAINBIG" -o '%T %r' 2>/dev/null))" "PENDING" "$(squeue -h -j "$BIG" -o %T 2>/dev/null)"
+scancel "$PLAINBIG" 2>/dev/null
 wait "$SUBMITTER"
 # every job that started on rack001: when (its last start)
 late="" early=0 n=0
@@ -138,15 +146,23 @@ while read -r j; do
     [ "$st" = Unknown ] && continue
     if [ "$(date -d "$st" +%s)" -gt "$t_off" ]; then late+=" $j@$st($nodes)"; else early=$((early + 1)); fi
 done < "$LOADJOBS"
-echo "# $n slice jobs submitted in 12 s; $early started on rack001 before the feature came off (drain at $(date -d @"$t_drain" +%T))"
+echo "# $n slice jobs submitted in 12 s; $early started on rack001 before the reservation held it (drain at $(date -d @"$t_drain" +%T))"
 expect_eq "all 48 submissions were taken" "48" "$n"
-expect_eq "none of them started on rack001 after nvlsliced took the feature off" "" "$late"
+expect_eq "none of them started on rack001 after nvlsliced reserved it" "" "$late"
+wait_for 20 bash -c "[ -z \"\$(squeue -h -j $PJ 2>/dev/null)\" ]" || true
+expect_eq "the plain job's nodes, free again, stay reserved" "2" "$(scontrol show hostnames "$(resv_nodes)" | grep -cE '^nvl000[12]$')"
 scancel -n degload 2>/dev/null
 scontrol update nodename="$BAD" state=resume
-if wait_for 15 grep -q "rack rack001 is healthy: feature nvlslice_ok active on its nodes again" "$LOG"; then
-    ok "resumed: the feature is active on rack001 again"
+rack1_back() { ! scontrol show hostnames "$(resv_nodes)" | grep -qx nvl0001; }
+if wait_for 15 rack1_back; then
+    ok "resumed: rack001 leaves the reservation but for its spares ($(resv_nodes))"
 else
-    not_ok "the feature back on rack001: $(sinfo -h -N -n 'nvl[0001-0018]' -o '%N %b' | head -3)"
+    not_ok "rack001 out of the reservation after recovery: $(resv_nodes)"
+fi
+if wait_for 30 bash -c "[ \"\$(squeue -h -j $BIG -o %T)\" = RUNNING ]"; then
+    ok "the 2-slice job runs once rack001 recovered ($(squeue -h -j "$BIG" -o %N))"
+else
+    not_ok "the 2-slice job after recovery: $(squeue -h -j "$BIG" -o '%T %r %N') $(scontrol show job "$BIG" | grep -o 'AdminComment=[^ ]*')"
 fi
 cleanup
 

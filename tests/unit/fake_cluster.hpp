@@ -114,12 +114,6 @@ class FakeCluster : public ClusterApi {
             for (auto& x : nodes)
                 if (x.name == name) x.weight = w;
     }
-    void set_active_features(const std::string& n, const std::string& f) override {
-        call("features", fmt::format(" {} \"{}\"", n, f));
-        for (const auto& name : hostlist_expand(n))
-            for (auto& x : nodes)
-                if (x.name == name) x.active_features = f;
-    }
     void set_node_down(const std::string& n, const std::string& reason) override {
         call("down " + n, " \"" + reason + "\"");
         for (auto& x : nodes)

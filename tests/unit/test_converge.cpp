@@ -98,10 +98,6 @@ class SlurmModel final : public ClusterApi {
         tick("weight");
         for (const auto& name : hostlist_expand(n)) node(name).weight = w;
     }
-    void set_active_features(const std::string& n, const std::string& f) override {
-        tick("features");
-        for (const auto& name : hostlist_expand(n)) node(name).active_features = f;
-    }
     void set_node_down(const std::string& n, const std::string& reason) override {
         tick("down");
         failed.insert(n);

@@ -96,11 +96,13 @@ TEST_CASE("helper configuration: rack-level failures, silent nodes and the log",
                       Catch::Contains("\"log\": \"journal\": expected auto, stderr or syslog"));
 }
 
-TEST_CASE("helper configuration: healthy_feature names a node feature", "[config][native][quick]") {
-    CHECK(read_helper_config("map: m.yaml\n", "h.yaml").reconcile.healthy_feature.empty());
-    CHECK(read_helper_config("map: m.yaml\nhealthy_feature: \"\"\n", "h.yaml").reconcile.healthy_feature.empty());
-    CHECK(read_helper_config("map: m.yaml\nhealthy_feature: nvlslice_ok\n", "h.yaml").reconcile.healthy_feature ==
-          "nvlslice_ok");
-    CHECK_THROWS_WITH(read_helper_config("map: m.yaml\nhealthy_feature: \"a&b\"\n", "h.yaml"),
-                      Catch::Contains("h.yaml:2") && Catch::Contains("is not a Slurm node feature name"));
+TEST_CASE("helper configuration: healthy_feature (an older file) still loads, with a notice",
+          "[config][native][quick]") {
+    CHECK(read_helper_config("map: m.yaml\n", "h.yaml").notices.empty());
+    CHECK(read_helper_config("map: m.yaml\nhealthy_feature: \"\"\n", "h.yaml").notices.empty());
+    const auto s = read_helper_config("map: m.yaml\nhealthy_feature: nvlslice_ok\n", "h.yaml");
+    REQUIRE(s.notices.size() == 1);
+    CHECK_THAT(s.notices[0], Catch::StartsWith("h.yaml:2") &&
+                                 Catch::Contains("\"healthy_feature\" is no longer used") &&
+                                 Catch::Contains("the spare reservation holds every node of a degraded rack"));
 }

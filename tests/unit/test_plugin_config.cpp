@@ -80,22 +80,11 @@ TEST_CASE("plugstack mode=: auto by default, gate or native to override", "[plug
                Catch::Contains("plugstack.conf argument mode=block: expected auto, gate or native"));
 }
 
-TEST_CASE("plugstack feature=: native slice jobs constrained to it, joined with the user's constraint",
+TEST_CASE("plugstack feature= (an older plugstack.conf): accepted, reported, no longer used",
           "[plugin][native][quick]") {
-    CHECK(parse({"map=m.yaml"}).feature.empty());
-    CHECK(parse({"map=m.yaml", "feature=nvlslice_ok"}).feature == "nvlslice_ok");
-    CHECK_THAT(err({"map=m.yaml", "feature=a|b"}), Catch::Contains("feature=a|b: expected a node feature name"));
-    CHECK_THAT(err({"map=m.yaml", "feature="}), Catch::Contains("feature=: expected a node feature name"));
-    CHECK(*constraint_with("", "ok") == "ok");
-    CHECK(*constraint_with("h100", "ok") == "h100&ok");
-    CHECK(*constraint_with("h100&ib*2", "ok") == "h100&ib*2&ok");
-    CHECK(*constraint_with("a|b", "ok") == "(a|b)&ok");
-    CHECK(*constraint_with("a&b|c", "ok") == "(a&b|c)&ok");
-    CHECK_FALSE(constraint_with("(a|b)&c", "ok"));
-    CHECK_FALSE(constraint_with("[rack1|rack2]", "ok"));
-    CHECK(valid_feature_name("nvlslice_ok"));
-    CHECK(valid_feature_name("gb200.nvl-72"));
-    CHECK_FALSE(valid_feature_name(""));
-    CHECK_FALSE(valid_feature_name("a,b"));
-    CHECK_FALSE(valid_feature_name(std::string(65, 'a')));
+    CHECK(parse({"map=m.yaml"}).notices.empty());
+    const auto c = parse({"map=m.yaml", "feature=nvlslice_ok"});
+    REQUIRE(c.notices.size() == 1);
+    CHECK_THAT(c.notices[0], Catch::Contains("feature=nvlslice_ok is no longer used") &&
+                                 Catch::Contains("spare reservation keeps degraded racks from new jobs"));
 }

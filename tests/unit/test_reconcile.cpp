@@ -426,8 +426,8 @@ TEST_CASE("spares gone: the slice moves to the other rack; no room: it keeps run
     w.resv = Reservation{"nvlslice_spares", "n[035-036,053-054]"};
     auto wait = w.cycle();
     CHECK(kinds(wait) == "record reservation");
-    // a degraded rack's free nodes are kept from Slurm in the reservation
-    CHECK(find<action::SetReservation>(wait)->nodes == "n[017-018,035-036,053-054]");
+    // a degraded rack is kept from Slurm whole in the reservation, the job's own nodes too
+    CHECK(find<action::SetReservation>(wait)->nodes == "n[001-018,035-036,053-054]");
     // r1 lost more nodes than its spares: degraded, no repair inside it
     CHECK_THAT(as<action::SetRecord>(wait.actions[0]).text,
                Catch::Contains("reason=repair waits: slice 0: r1 is degraded (3 failed node(s) (n[001-003]), more "
@@ -1012,8 +1012,9 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     q.run_on(m, "n[001-016]");
     for (const char* n : {"n002", "n003", "n004"}) q.node(n).state = NodeState::Draining;
     auto mv = q.cycle();
-    CHECK(kinds(mv) == "record requeue-hold exclude");               // r1 degraded: its free spares stay reserved
-    CHECK(find<action::Exclude>(mv)->nodes == "n[001-018,035-036]"); // moved to r2: n[019-034]
+    CHECK(kinds(mv) == "record requeue-hold exclude reservation");
+    CHECK(find<action::Exclude>(mv)->nodes == "n[001-018,035-036]");        // moved to r2: n[019-034]
+    CHECK(find<action::SetReservation>(mv)->nodes == "n[001-018,035-036]"); // r1 degraded: held whole
     CHECK_THAT(find<action::SetRecord>(mv)->text, Catch::Contains("repairs=1 moves=1"));
 
     // the other path: slurmd died, Slurm requeued the job itself (no pin, not held)
@@ -1316,8 +1317,8 @@ TEST_CASE("repair_not_responding_after: a silent node of a running slice job is 
     CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown));
 }
 
-TEST_CASE("native mode: a job Slurm holds back is kept off a degraded rack without moving its begin time, and is "
-          "lent nothing",
+TEST_CASE("native mode: a job Slurm holds back is kept off a degraded rack by the reservation alone: its begin time "
+          "and exclusion untouched, and it is lent nothing",
           "[reconcile][rack][native][eligibility][quick]") {
     World w(2);
     w.cfg.hand_off = HandOff::Native;
@@ -1333,12 +1334,12 @@ TEST_CASE("native mode: a job Slurm holds back is kept off a degraded rack witho
     w.node("n005").reason = "NVLink contained error";
     auto out = w.cycle();
     CAPTURE(out.log);
+    REQUIRE(find<action::SetReservation>(out));
+    CHECK(find<action::SetReservation>(out)->nodes == "n[001-018,035-036]"); // r1 held whole
     for (JobId id : {JobId(7), JobId(8)}) {
         CAPTURE(id);
-        const auto* exc = find<action::Exclude>(out, id);
-        REQUIRE(exc);
-        CHECK(exc->nodes == "n[001-018]");
-        CHECK(exc->start_at == 0); // no StartTime: Slurm's begin time and dependency stay as they are
+        // no exclusion, no StartTime: Slurm's begin time and dependency stay as they are
+        CHECK_FALSE(find(out, ActionKind::Exclude, id));
         CHECK_FALSE(find(out, ActionKind::Pin, id));
         CHECK_FALSE(find(out, ActionKind::Release, id));
     }
@@ -1351,12 +1352,13 @@ TEST_CASE("native mode: a job Slurm holds back is kept off a degraded rack witho
         }
 }
 
-TEST_CASE("native mode: a waiting segment job is kept off degraded racks by its exclusion, lifted on recovery",
+TEST_CASE("native mode without a spare reservation: a waiting segment job is kept off degraded racks by its "
+          "exclusion, lifted on recovery",
           "[reconcile][rack][native][quick]") {
     World w(2);
     w.cfg.hand_off = HandOff::Native;
     w.cfg.rack_failure_reasons = "contained";
-    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    w.cfg.reservation.clear();
     SlurmJob& j = add_native_job(w, 7, 16, 1);
     w.node("n005").state = NodeState::Drained;
     w.node("n005").reason = "NVLink contained error";
@@ -1394,47 +1396,55 @@ TEST_CASE("native mode: a waiting segment job is kept off degraded racks by its 
     CHECK(flag_cleared);
 }
 
-TEST_CASE("healthy_feature: taken off a degraded rack's nodes before anything else, given back on recovery",
+TEST_CASE("native mode: a degraded rack is held whole by the spare reservation, its busy and failed nodes too; "
+          "no exclusion, and an older one is lifted",
           "[reconcile][rack][native][quick]") {
     World w(2);
     w.cfg.hand_off = HandOff::Native;
     w.cfg.rack_failure_reasons = "contained";
-    w.cfg.healthy_feature = "nvlslice_ok";
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
-    for (auto& n : w.nodes) n.features = n.active_features = "gpu,nvlslice_ok";
-    w.node("n036").features = w.node("n036").active_features = "gpu"; // not given the feature: left alone
-    CHECK(w.cycle().actions.empty());                                 // healthy: nothing to change
-    // a contained failure degrades rack r1, while a segment job waits
+    CHECK(w.cycle().actions.empty()); // healthy: nothing to change
+    // a plain job runs on r1; a contained failure degrades r1 while a
+    // segment job waits, and another waits with the exclusion an older
+    // nvlsliced set (its record says so)
+    w.add_plain_job(5, 100, "n[001-002]");
     add_native_job(w, 7, 16, 1);
+    SlurmJob& old = add_native_job(w, 8, 16, 1);
+    old.exc_nodes = "n[001-018]";
+    PlacementRecord was;
+    was.state = RecordState::Waiting;
+    was.slice = 16;
+    was.off_degraded = true;
+    old.admin_comment = was.str();
     w.node("n005").state = NodeState::Drained;
     w.node("n005").reason = "NVLink contained error";
     auto out = w.cycle();
     CAPTURE(out.log);
-    REQUIRE_FALSE(out.actions.empty());
-    CHECK(out.actions.front().kind() == ActionKind::SetFeatures); // before any job is let go
-    CHECK(as<action::SetFeatures>(out.actions.front()).nodes == "n[001-018]");
-    CHECK(as<action::SetFeatures>(out.actions.front()).features == "gpu"); // the admin's other features kept
-    auto said = [](const CycleOutput& o, const char* text) {
-        for (const auto& l : o.log)
-            if (l.line().find(text) != std::string::npos) return true;
-        return false;
-    };
-    CHECK(said(out, "rack r1 is degraded: feature nvlslice_ok taken off its nodes"));
-    for (int i = 1; i <= 18; ++i) w.node(fmt::format("n{:03d}", i)).active_features = "gpu";
-    // applied: not asked again
-    for (const auto& a : w.cycle().actions) CHECK(a.kind() != ActionKind::SetFeatures);
-    // recovered: active again, the other features first as they were
+    const auto* r = find<action::SetReservation>(out);
+    REQUIRE(r);
+    CHECK(r->nodes == "n[001-018,035-036]"); // the running job's nodes and the failed one included
+    bool lifted = false, excluded7 = false;
+    for (const auto& a : out.actions) {
+        lifted = lifted || (a.kind() == ActionKind::Exclude && a.job == 8 && a.nodes().empty());
+        excluded7 = excluded7 || (a.kind() == ActionKind::Exclude && a.job == 7);
+    }
+    CHECK(lifted);
+    CHECK_FALSE(excluded7);
+    w.apply(out);
+    CHECK(w.job(8).exc_nodes.empty());
+    CHECK_FALSE(PlacementRecord::parse(w.job(8).admin_comment)->off_degraded);
+    // applied: nothing more while the rack stays degraded; the job that
+    // ends leaves its nodes in the reservation
+    w.node("n001").state = w.node("n002").state = NodeState::Idle;
+    w.job(5).state = JobState::Finished;
+    CHECK_FALSE(find(w.cycle(), ActionKind::SetReservation));
+    // recovered: the rack's spares are its last nodes again
     w.node("n005").state = NodeState::Idle;
     w.node("n005").reason.clear();
-    auto back = w.cycle();
-    const auto* f = find<action::SetFeatures>(back);
-    REQUIRE(f);
-    CHECK(f->nodes == "n[001-018]");
-    CHECK(f->features == "gpu,nvlslice_ok");
-    CHECK(said(back, "rack r1 is healthy: feature nvlslice_ok active on its nodes again"));
-    // off: nothing of the kind
-    w.cfg.healthy_feature.clear();
-    for (const auto& a : w.cycle().actions) CHECK(a.kind() != ActionKind::SetFeatures);
+    const auto rec = w.cycle();
+    const auto* back = find<action::SetReservation>(rec);
+    REQUIRE(back);
+    CHECK(back->nodes == "n[017-018,035-036]");
 }
 
 TEST_CASE("the reason patterns are compiled once per configuration, not every cycle", "[reconcile][quick]") {
