@@ -6,16 +6,7 @@
 
 namespace nvl::detail {
 
-void Cycle::build_snapshot() {
-    // Slurm's view read once: every job's tag and record, the spares
-    parsed_ = parse_jobs(jobs_);
-    reserved_ = spares_ ? NodeSet::of(map_, spares_->nodes) : NodeSet(map_.node_count());
-    snap_ = snapshot_of(map_, nodes_, parsed_, reserved_, cfg_.lend);
-    // once per cycle: the placement mask of jobs kept off the protected racks
-    if (protection_ && !protection_->nodes.empty()) {
-        unprotected_ = NodeSet(map_.node_count(), true);
-        for (NodeId id : NodeSet::of(map_, protection_->nodes).ids()) unprotected_.erase(id);
-    }
+void Cycle::keep_defrag_target() {
     // the rack defragmentation freed is its job's while that job waits
     if (auto& t = mem_.defrag_target) {
         auto waits = std::find_if(jobs_.begin(), jobs_.end(), [&](const SlurmJob& j) {
@@ -28,54 +19,29 @@ void Cycle::build_snapshot() {
             for (NodeId id : map_.domain(t->domain).nodes) off_defrag_target_.erase(id);
         }
     }
-    for (const auto& n : nodes_) {
-        auto id = map_.find_node(n.name);
-        if (!id) continue; // a node outside the map is none of our business
-        const NodeState st = snap_.node(*id).state;
-        failed_.set(*id, n.failed || ((st == NodeState::Draining || st == NodeState::Drained) &&
-                                      (!drain_re() || std::regex_search(n.reason, *drain_re()))));
-    }
-    judge_racks();
 }
 
-void Cycle::judge_racks() {
-    mark_degraded_racks(snap_, node_reasons(map_, nodes_), rack_re());
+void Cycle::apply_rack_verdicts(const RackVerdicts& v) {
     const size_t nd = map_.domains().size();
     if (mem_.degraded.size() != nd) mem_.degraded.assign(nd, std::string());
-    out_.stats.racks.resize(nd);
-    std::vector<NodeId> out_of_service;
-    for (DomainId d = 0; d < nd; ++d) {
-        const std::string& why = snap_.degraded_why(d);
-        const std::string& name = map_.domain(d).name;
-        CycleStats::Rack& r = out_.stats.racks[d];
-        for (NodeId id : map_.domain(d).nodes) {
-            const NodeStatus& st = snap_.node(id);
-            r.free += st.state == NodeState::Idle;
-            r.spare += st.state == NodeState::SpareReserved;
-            r.failed += !is_healthy(st.state);
-            r.lent += st.lent && is_healthy(st.state) && !is_free(st.state);
-            r.slice_nodes += st.slice >= 0 && st.job_id != 0;
-        }
-        r.room = std::max(0, domain_room(map_.domain(d), snap_.counts(d), false));
-        r.degraded = !why.empty();
-        if (r.degraded)
-            out_of_service.insert(out_of_service.end(), map_.domain(d).nodes.begin(), map_.domain(d).nodes.end());
-        if (why == mem_.degraded[d]) continue;
-        if (!why.empty())
+    out_.stats.racks = v.stats;
+    for (const auto& c : v.changes) {
+        const std::string& name = map_.domain(c.domain).name;
+        if (!c.why.empty())
             warn(fmt::format("rack {} degraded: {}: no new slice is placed there, its slice jobs move to healthy "
                              "racks (checkpointable first)",
-                             name, why));
+                             name, c.why));
         else
             log(fmt::format("rack {} recovered: slices are placed there again", name));
-        mem_.degraded[d] = why;
+        mem_.degraded[c.domain] = c.why;
     }
-    std::sort(out_of_service.begin(), out_of_service.end());
     // With the spare reservation, which holds every node of a degraded rack
     // (keep_spares), Slurm offers them to no job: no exclusion is needed,
     // and one would only turn a waiting job's reason to BadConstraints when
     // the healthy racks are too few for it. Without one, the exclusion is
     // the fallback, from the helper's first look at the job.
-    degraded_nodes_ = out_of_service.empty() || !cfg_.reservation.empty() ? std::string() : hl(out_of_service);
+    degraded_nodes_ =
+        v.out_of_service.none() || !cfg_.reservation.empty() ? std::string() : v.out_of_service.hostlist(map_);
 }
 
 void Cycle::not_responding() {
@@ -120,7 +86,7 @@ std::optional<std::string> tag_mismatch(const RequestTag& t, const SlurmJob& j) 
 }
 
 void Cycle::collect_slice_jobs() {
-    for (auto& p : parsed_) {
+    for (const auto& p : obs_.jobs) {
         const SlurmJob& j = *p.job;
         if (j.state != JobState::Pending && j.state != JobState::Running) continue;
         const std::optional<RequestTag>& tag = p.tag;
@@ -129,8 +95,7 @@ void Cycle::collect_slice_jobs() {
             wrong = fmt::format("its nvlslice tag is unreadable: {}", p.tag_error);
         else if (tag)
             wrong = tag_mismatch(*tag, j).value_or("");
-        // taken, not copied: read again below only for a job held pending
-        std::optional<PlacementRecord> rec = j.state == JobState::Pending && j.held ? p.rec : std::move(p.rec);
+        std::optional<PlacementRecord> rec = p.rec;
         if (!p.rec_error.empty() && wrong.empty() && tag)
             log(j.id, fmt::format("admin_comment is not an nvlslice record ({}); placing afresh", p.rec_error));
         if (rec && !rec->belongs_to(j.id)) {
@@ -195,7 +160,7 @@ void Cycle::collect_slice_jobs() {
     // nodes it was pinned to are spoken for, whatever job comes first in
     // this cycle (a faster cycle than Slurm's requeue saw another job's
     // move take them).
-    for (const auto& p : parsed_) {
+    for (const auto& p : obs_.jobs) {
         const SlurmJob& j = *p.job;
         if (j.state != JobState::Completing && !(j.state == JobState::Pending && j.held)) continue;
         const std::optional<PlacementRecord>& rec = p.rec;
@@ -258,13 +223,13 @@ std::string Cycle::all_but(const std::vector<NodeId>& ids) const {
 }
 
 bool Cycle::took_its_placement(JobId other, JobId id) const {
-    for (const auto& p : parsed_)
+    for (const auto& p : obs_.jobs)
         if (p.job->id == other) return p.job->state == JobState::Running && p.copied_from == id;
     return false;
 }
 
 bool Cycle::needs_repair(NodeId id) const {
-    return failed_.contains(id) || snap_.degraded(map_.domain_of(id));
+    return obs_.failed.contains(id) || snap_.degraded(map_.domain_of(id));
 }
 
 Placement Cycle::placement_of(const SliceJob& sj, const std::vector<std::string>& nodes) const {
@@ -337,7 +302,8 @@ bool Cycle::backing_off(const SliceJob& sj) {
 }
 
 CycleOutput Cycle::run() {
-    build_snapshot();
+    keep_defrag_target();
+    apply_rack_verdicts(judge_racks(obs_.snap, mem_.degraded));
     collect_slice_jobs();
     not_responding();
     // forget the failures and log lines of jobs that are gone

@@ -1,7 +1,10 @@
 // nvlslice — the helper's reconcile cycle, inside: one Cycle per call of
-// reconcile() (reconcile.hpp has the contract). Split by what it decides:
-//   cycle.cpp          the driver: snapshot, which jobs are slice jobs and
-//                      in what order, backoff, records
+// reconcile() (reconcile.hpp has the contract). Its stages read one
+// immutable Observation (observe.hpp: what Slurm reports, read once); rack
+// health (rack_health.hpp, judge_racks()) and upkeep (upkeep.hpp) are pure
+// functions of it, the others are still methods. Split by what it decides:
+//   cycle.cpp          the driver: which jobs are slice jobs and in what
+//                      order, backoff, records
 //   cycle_repair.cpp   running jobs (repairs, escapes) and pending jobs that
 //                      already have a placement
 //   cycle_place.cpp    placing waiting jobs, defragmentation, protection
@@ -15,6 +18,7 @@
 
 #include "defrag.hpp"
 #include "hostlist.hpp"
+#include "observe.hpp"
 #include "placement.hpp"
 #include "rack_health.hpp"
 #include "repair.hpp"
@@ -46,8 +50,14 @@ class Cycle {
     Cycle(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now, int64_t mono,
           HelperMemory& mem)
         : map_(map), nodes_(view.nodes), jobs_(view.jobs), spares_(view.spares), gate_(view.gate),
-          protection_(view.protection), limits_(view.limits), cfg_(cfg), now_(now), mono_(mono), mem_(mem), snap_(map),
-          failed_(map.node_count()) {
+          protection_(view.protection), limits_(view.limits), cfg_(cfg), now_(now), mono_(mono), mem_(mem),
+          obs_(observe(map, view, cfg.lend, compiled(mem, cfg).drain, mem.patterns.rack)), snap_(obs_.snap) {}
+
+    CycleOutput run();
+
+  private:
+    // The reason patterns, compiled once per configuration.
+    static const HelperMemory::Patterns& compiled(HelperMemory& mem, const HelperConfig& cfg) {
         HelperMemory::Patterns& p = mem.patterns;
         if (p.compiled == 0 || p.drain_src != cfg.repair_drain_reasons || p.rack_src != cfg.rack_failure_reasons) {
             p.drain = reason_regex(cfg.repair_drain_reasons, "repair_drain_reasons");
@@ -56,15 +66,13 @@ class Cycle {
             p.rack_src = cfg.rack_failure_reasons;
             ++p.compiled;
         }
+        return p;
     }
-
-    CycleOutput run();
-
-  private:
-    void build_snapshot();
-    // Rack-level failures (rack_health.hpp): marks degraded racks in the
-    // snapshot, logs each change once, fills the per-rack stats.
-    void judge_racks();
+    // The defragmentation target the helper remembers, while its job waits.
+    void keep_defrag_target();
+    // The rack-health stage's verdicts (rack_health.hpp, judge_racks()):
+    // each change logged once and remembered, the per-rack stats out.
+    void apply_rack_verdicts(const RackVerdicts& v);
     // Nodes of running slice jobs that Slurm has flagged NOT_RESPONDING for
     // repair_not_responding_after: drained and marked DOWN, so that Slurm
     // lets go of their jobs now and the repair of a DOWN node follows.
@@ -320,16 +328,17 @@ class Cycle {
     const int64_t now_;  // wall clock: compared with Slurm's times
     const int64_t mono_; // monotonic: the durations kept in mem_
     HelperMemory& mem_;
+    // What Slurm reports, read once (observe.hpp): never changed by a stage.
+    const Observation obs_;
+    // The snapshot as this cycle's decisions leave it: the nodes each
+    // repair and placement takes (take()), for the stages after it.
     Snapshot snap_;
-    NodeSet failed_; // needs a repair if a slice uses it
     const std::optional<std::regex>& drain_re() const { return mem_.patterns.drain; }
     const std::optional<std::regex>& rack_re() const { return mem_.patterns.rack; }
     std::vector<SliceJob> evacuees_;
     std::string degraded_nodes_; // every node of the degraded racks, a hostlist, when no reservation holds them
     std::unordered_map<JobId, std::string> exclusion_; // native jobs: the exclusion set this cycle
-    std::vector<ParsedJob> parsed_;                    // every unfinished job, its tag and record parsed once
     std::vector<SliceJob> slice_jobs_;
-    NodeSet reserved_;                            // in the spare reservation as Slurm reports it
     std::unordered_set<JobId> settled_;           // jobs pass 1 has dealt with: not placed again in pass 2
     std::unordered_map<JobId, uint32_t> acted_;   // per job: a bit per ActionKind asked for
     std::vector<Phase> phases_;                   // per action of out_: when it is sent (plan())
@@ -346,7 +355,6 @@ class Cycle {
     std::vector<std::pair<FailedShape, PlacementResult>> failed_shapes_; // valid until the next take()
     bool defrag_done_ = false;
     std::unordered_map<JobId, Reason> waits_; // why each job placed this cycle could not be
-    NodeSet unprotected_;                     // outside the protection (unsized: no protection)
     NodeSet off_defrag_target_;               // outside the rack defragmentation freed (unsized: none)
     JobId top_ = 0;                           // the first job placement was tried for: the top priority
     CycleOutput out_;

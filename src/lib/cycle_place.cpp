@@ -195,7 +195,7 @@ bool Cycle::place_job(const SliceJob& sj) {
     // Racks protected for the top-priority job: others may use them only
     // if they end before its expected start (as Slurm's backfill allows).
     if (!top_) top_ = j.id;
-    const bool restricted = !unprotected_.unsized() && top_ != j.id &&
+    const bool restricted = !obs_.unprotected.unsized() && top_ != j.id &&
                             !(j.time_limit > 0 && protection_ && now_ + j.time_limit <= protection_->start_time);
     PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
     rec.lent = false;
@@ -206,7 +206,7 @@ bool Cycle::place_job(const SliceJob& sj) {
     const FailedShape key{sj.tag.slice, sj.tag.count, req.mode, req.allow_split, may_lend, restricted, kept_off};
     auto memo =
         std::find_if(failed_shapes_.begin(), failed_shapes_.end(), [&](const auto& f) { return f.first == key; });
-    if (restricted && memo == failed_shapes_.end()) req.allowed = unprotected_;
+    if (restricted && memo == failed_shapes_.end()) req.allowed = obs_.unprotected;
     if (kept_off && memo == failed_shapes_.end()) {
         if (req.allowed.unsized())
             req.allowed = off_defrag_target_;

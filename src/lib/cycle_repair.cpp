@@ -43,7 +43,7 @@ void Cycle::handle_running(const SliceJob& started) {
         return;
     }
     bool own_failure = false; // a node of its own failed, not only its rack
-    for (NodeId id : failed) own_failure = own_failure || failed_.contains(id);
+    for (NodeId id : failed) own_failure = own_failure || obs_.failed.contains(id);
     if (!own_failure) {
         // Its rack is degraded: moved out after this pass, checkpointable
         // jobs first (evacuate()).

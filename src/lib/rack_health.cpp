@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace nvl {
 
 std::optional<std::string> rack_degraded_why(const Snapshot& snap, DomainId d, const std::vector<std::string>& reasons,
@@ -33,6 +35,32 @@ int mark_degraded_racks(Snapshot& snap, const std::vector<std::string>& reasons,
         snap.set_degraded(d, why.value_or(""));
     }
     return n;
+}
+
+RackVerdicts judge_racks(const Snapshot& snap, const std::vector<std::string>& before) {
+    const RackMap& map = snap.map();
+    const size_t nd = map.domains().size();
+    RackVerdicts v{std::vector<RackStats>(nd), {}, NodeSet(map.node_count())};
+    for (DomainId d = 0; d < nd; ++d) {
+        const Domain& dom = map.domain(d);
+        RackStats& r = v.stats[d];
+        for (NodeId id : dom.nodes) {
+            const NodeStatus& st = snap.node(id);
+            r.free += st.state == NodeState::Idle;
+            r.spare += st.state == NodeState::SpareReserved;
+            r.failed += !is_healthy(st.state);
+            r.lent += st.lent && is_healthy(st.state) && !is_free(st.state);
+            r.slice_nodes += st.slice >= 0 && st.job_id != 0;
+        }
+        r.room = std::max(0, domain_room(dom, snap.counts(d), false));
+        const std::string& why = snap.degraded_why(d);
+        r.degraded = !why.empty();
+        if (r.degraded)
+            for (NodeId id : dom.nodes) v.out_of_service.insert(id);
+        const std::string& was = d < before.size() ? before[d] : std::string();
+        if (why != was) v.changes.push_back({d, why});
+    }
+    return v;
 }
 
 std::vector<std::string> node_reasons(const RackMap& map, const std::vector<SlurmNode>& nodes) {

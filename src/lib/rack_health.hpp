@@ -13,6 +13,7 @@
 
 #include "cluster_api.hpp"
 #include "model.hpp"
+#include "node_set.hpp"
 
 #include <optional>
 #include <regex>
@@ -30,6 +31,31 @@ std::optional<std::string> rack_degraded_why(const Snapshot& snap, DomainId d, c
 // (Snapshot::set_degraded). Returns how many are degraded.
 int mark_degraded_racks(Snapshot& snap, const std::vector<std::string>& reasons,
                         const std::optional<std::regex>& rack_scope);
+
+// One rack's nodes counted, as the metrics show them.
+struct RackStats {
+    int free = 0;        // idle, outside the spare reservation
+    int spare = 0;       // in the spare reservation, idle
+    int lent = 0;        // running preemptible work that a repair takes back
+    int slice_nodes = 0; // running a slice job
+    int failed = 0;      // draining, drained, down
+    int room = 0;        // free nodes a new slice may take (spares kept)
+    bool degraded = false;
+};
+
+// The rack-health stage: its verdicts on a snapshot whose degraded racks
+// are marked (mark_degraded_racks()). `before`: each rack's reason as the
+// last cycle judged it ("" = healthy; shorter than the racks: healthy).
+struct RackVerdicts {
+    struct Change {
+        DomainId domain = 0;
+        std::string why; // degraded, and why; "" = recovered
+    };
+    std::vector<RackStats> stats; // by DomainId
+    std::vector<Change> changes;  // the racks judged otherwise than `before`, in rack order
+    NodeSet out_of_service;       // every node of the degraded racks
+};
+RackVerdicts judge_racks(const Snapshot& snap, const std::vector<std::string>& before);
 
 // Each map node's Slurm reason, by NodeId.
 std::vector<std::string> node_reasons(const RackMap& map, const std::vector<SlurmNode>& nodes);

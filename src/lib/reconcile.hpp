@@ -44,6 +44,7 @@
 #include "eligibility.hpp"
 #include "defrag.hpp"
 #include "model.hpp"
+#include "rack_health.hpp"
 #include "slice_job.hpp"
 
 #include <cstdint>
@@ -119,15 +120,7 @@ struct CycleStats {
     std::map<std::string, int> pending_by_reason;
     // Per rack, in map order, as the cycle found it: what an operator
     // watches (nvlsliced's per-rack gauges).
-    struct Rack {
-        int free = 0;        // idle, outside the spare reservation
-        int spare = 0;       // in the spare reservation, idle
-        int lent = 0;        // running preemptible work that a repair takes back
-        int slice_nodes = 0; // running a slice job
-        int failed = 0;      // draining, drained, down
-        int room = 0;        // free nodes a new slice may take (spares kept)
-        bool degraded = false;
-    };
+    using Rack = RackStats; // rack_health.hpp
     std::vector<Rack> racks;
     int evacuations = 0; // jobs moved out of degraded racks
 };

@@ -1,0 +1,92 @@
+// The cycle's first two stages alone: observe (observe.hpp), what Slurm
+// reports read once into one immutable value, and rack health
+// (rack_health.hpp, judge_racks()), its verdicts on that value.
+#include "fixtures.hpp"
+#include "observe.hpp"
+#include "rack_health.hpp"
+
+#include "catch.hpp"
+
+using namespace nvl;
+using namespace nvl::test;
+
+namespace {
+std::vector<SlurmNode> idle_nodes(const RackMap& m) {
+    std::vector<SlurmNode> nodes;
+    for (NodeId i = 0; i < m.node_count(); ++i) {
+        SlurmNode n;
+        n.name = m.node_name(i);
+        n.state = NodeState::Idle;
+        nodes.push_back(n);
+    }
+    return nodes;
+}
+} // namespace
+
+TEST_CASE("observe: the node sets, the snapshot and the parsed jobs, read once", "[observe][quick]") {
+    const RackMap m = make_map(2, 18);
+    auto nodes = idle_nodes(m);
+    nodes[2].state = NodeState::Drained; // n003: drained for a reason the repair pattern names
+    nodes[2].reason = "Xid 79";
+    nodes[3].state = NodeState::Drained; // n004: an admin's maintenance, not a failure
+    nodes[3].reason = "bios update";
+    nodes[20].failed = true; // n021: not responding
+    std::vector<SlurmJob> jobs(1);
+    jobs[0].id = 7;
+    jobs[0].state = JobState::Running;
+    jobs[0].nodes = {"n019", "n020"};
+    jobs[0].comment = "garbage nvlslice tag";
+    const std::optional<Reservation> spares = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    const std::optional<Reservation> gate, protection = Reservation{"nvlslice_protect", "n[019-036]"};
+    const auto drain = reason_regex("xid", "repair_drain_reasons");
+    const Observation o = observe(m, {nodes, jobs, spares, gate, protection}, LendScope::None, drain, std::nullopt);
+    CHECK(o.failed.hostlist(m) == "n[003,021]");
+    CHECK(o.reserved.hostlist(m) == "n[017-018,035-036]");
+    CHECK(o.unprotected.hostlist(m) == "n[001-018]");
+    CHECK(o.snap.node(id(m, "n017")).state == NodeState::SpareReserved);
+    CHECK(o.snap.node(id(m, "n019")).job_id == 7);
+    REQUIRE(o.jobs.size() == 1);
+    CHECK(o.jobs[0].job == &jobs[0]);
+    CHECK(o.reasons[id(m, "n004")] == "bios update");
+    // r1's two drained nodes (one a failure, one an admin's) are within its two spares
+    CHECK_FALSE(o.snap.degraded(0));
+    // no protection, no spare reservation: an unsized mask, an empty set
+    const std::optional<Reservation> none;
+    const Observation bare = observe(m, {nodes, jobs, none, none, none}, LendScope::None, std::nullopt, std::nullopt);
+    CHECK(bare.unprotected.unsized());
+    CHECK(bare.reserved.none());
+    CHECK(bare.failed.hostlist(m) == "n[003-004,021]"); // no pattern: every drain is a failure
+    CHECK_FALSE(bare.snap.degraded(0));                 // its two failed nodes are within its two spares
+}
+
+TEST_CASE("rack health stage: stats, the verdicts that changed, the nodes out of service", "[observe][rack][quick]") {
+    const RackMap m = make_map(3, 18);
+    auto nodes = idle_nodes(m);
+    nodes[4].state = NodeState::Drained;
+    nodes[4].reason = "NVLink contained error"; // r1: a rack-level failure
+    nodes[40].state = NodeState::Drained;       // r3: one failed node, within its spares
+    std::vector<SlurmJob> jobs;
+    const std::optional<Reservation> none;
+    const auto rack = reason_regex("contained", "rack_failure_reasons");
+    const Observation o = observe(m, {nodes, jobs, none, none, none}, LendScope::None, std::nullopt, rack);
+    // the first look: r1 degraded, a change
+    const RackVerdicts v = judge_racks(o.snap, {});
+    REQUIRE(v.stats.size() == 3);
+    CHECK(v.stats[0].degraded);
+    CHECK(v.stats[0].failed == 1);
+    CHECK(v.stats[0].free == 17);
+    CHECK_FALSE(v.stats[2].degraded);
+    CHECK(v.stats[2].failed == 1);
+    REQUIRE(v.changes.size() == 1);
+    CHECK(v.changes[0].domain == 0);
+    CHECK_THAT(v.changes[0].why, Catch::Contains("n005 is out with a rack-level failure"));
+    CHECK(v.out_of_service.hostlist(m) == "n[001-018]");
+    // judged the same as before: no change; r2 said degraded before and is not: recovered
+    std::vector<std::string> before = {v.changes[0].why, "3 failed node(s)", ""};
+    const RackVerdicts again = judge_racks(o.snap, before);
+    REQUIRE(again.changes.size() == 1);
+    CHECK(again.changes[0].domain == 1);
+    CHECK(again.changes[0].why.empty());
+    // the value it judged is not changed by judging
+    CHECK(o.snap.degraded(0));
+}
