@@ -18,7 +18,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 LOG=$(mktemp -d)
-if make -C "$B" deb > "$LOG/deb.log" 2>&1; then
+# The unit tests are not run a second time in the package build: the test
+# command ran them on this tree's hardened build (the same compiler flags
+# tests/hardening.sh checks, the same libslurm). NVL_DEB_CHECK=1 runs them.
+deb_opts="parallel=$(nproc)"
+[ "${NVL_DEB_CHECK:-0}" = 1 ] || deb_opts+=" nocheck"
+if DEB_BUILD_OPTIONS="$deb_opts" make -C "$B" deb > "$LOG/deb.log" 2>&1; then
     ok "make deb: $(cd "$B/deb" && ls -1 ./*.deb | grep -v dbgsym | xargs -n1 basename | tr '\n' ' ')"
 else
     not_ok "make deb: $(tail -5 "$LOG/deb.log" | tr '\n' ' ')"
