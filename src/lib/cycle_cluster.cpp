@@ -13,7 +13,7 @@ namespace nvl::detail {
 
 void Cycle::keep_spares() {
     if (cfg_.reservation.empty()) return;
-    const auto list = wanted_spares(snap_, obs_.reserved, spares_.has_value());
+    const auto list = wanted_spares(snap_, obs_.reserved, spares_.has_value(), obs_.unprotected);
     if (!list) return;
     // Sent before every action that lets a job start (Phase::Spares), so
     // that a spare handed to a job leaves the reservation first; after the

@@ -398,7 +398,8 @@ void Cycle::protect_top() {
             const Domain& dom = map_.domain(d);
             const DomainCounts& dc = snap_.counts(d);
             const int kept = kept_spares(dom, dc);
-            if (!dom.allows_slice(k) || dc.healthy - kept < k) continue;
+            // a degraded rack takes no new slice: never kept for one
+            if (snap_.degraded(d) || !dom.allows_slice(k) || dc.healthy - kept < k) continue;
             avail.clear();
             for (NodeId id : dom.nodes) {
                 const NodeStatus& st = snap_.node(id);

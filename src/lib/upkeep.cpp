@@ -10,8 +10,15 @@
 
 namespace nvl {
 
-std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& reserved, bool exists) {
+std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& reserved, bool exists,
+                                         const NodeSet& unprotected) {
     const RackMap& map = snap.map();
+    // A node the protection holds is not added: Slurm refuses a reservation
+    // on nodes another one holds (the protection leaves a degraded rack in
+    // this cycle, and its nodes join at the next).
+    auto addable = [&](NodeId id) {
+        return unprotected.unsized() || unprotected.contains(id) || reserved.contains(id);
+    };
     std::vector<std::string> want;
     bool same = true; // as Slurm reports the reservation now
     for (DomainId d = 0; d < map.domains().size(); ++d) {
@@ -28,7 +35,7 @@ std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& re
             // constraint or an exclusion that too few nodes meet would have
             // Slurm refuse it at submission.
             for (NodeId id : dom.nodes) {
-                const bool keep = snap.node(id).state != NodeState::Unknown;
+                const bool keep = snap.node(id).state != NodeState::Unknown && addable(id);
                 same = same && keep == reserved.contains(id);
                 if (keep) want.push_back(map.node_name(id));
             }
@@ -55,7 +62,7 @@ std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& re
         }
         if (all_free) {
             for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < want_n; ++it)
-                pick.push_back(*it);
+                if (addable(*it)) pick.push_back(*it);
         } else if (reserved_here > dom.spares) {
             for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < want_n; ++it)
                 if (snap.node(*it).state == NodeState::SpareReserved) pick.push_back(*it);
@@ -64,7 +71,7 @@ std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& re
                 if (snap.node(id).state == NodeState::SpareReserved && int(pick.size()) < want_n) pick.push_back(id);
         }
         for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < want_n; ++it)
-            if (snap.node(*it).state == NodeState::Idle) pick.push_back(*it);
+            if (snap.node(*it).state == NodeState::Idle && addable(*it)) pick.push_back(*it);
         std::sort(pick.begin(), pick.end());
         size_t picked = 0;
         for (NodeId id : dom.nodes) {

@@ -21,11 +21,14 @@ namespace nvl {
 
 // The spare reservation's nodes as a hostlist, or nullopt when Slurm's
 // (`reserved`; `exists`: there is one) is already that. Per rack: a
-// degraded rack keeps every free node (Slurm offers it to no job); a
-// healthy one keeps its failure budget (kept_spares(), less the nodes lent
-// to preemptible work): the nodes it keeps already, then its last idle
-// ones; a rack with nothing on it has its last nodes as spares again.
-std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& reserved, bool exists);
+// degraded rack keeps every node (Slurm offers none to a job); a healthy
+// one keeps its failure budget (kept_spares(), less the nodes lent to
+// preemptible work): the nodes it keeps already, then its last idle ones;
+// a rack with nothing on it has its last nodes as spares again. A node the
+// protection holds (outside `unprotected`, unless that is unsized: no
+// protection) is never added, since Slurm refuses overlapping reservations.
+std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& reserved, bool exists,
+                                         const NodeSet& unprotected = NodeSet());
 
 // Nodes whose weight differs from their rack's (rack_weight(): the fullest
 // racks lowest, so that Slurm's own placement fills racks already in use),

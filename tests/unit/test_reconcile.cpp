@@ -926,6 +926,37 @@ TEST_CASE("racks kept for the top job: others wait as busy, and may use them onl
     CHECK(find<action::Protect>(w.cycle())->nodes.empty());
 }
 
+TEST_CASE("racks kept for the top job are never degraded ones; the spares never overlap the protection as it moves",
+          "[reconcile][protect][rack][quick]") {
+    World w(3);
+    w.cfg.rack_failure_reasons = "contained";
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036,053-054]"};
+    // r2 and r3 busy until now+600; the 32-node top job waits for two racks
+    SlurmJob& busy = w.add_plain_job(60, 1, "n[019-034,037-052]");
+    busy.end_time = w.now + 600;
+    SlurmJob& top = w.add_slice_job(7, 16, 2);
+    top.priority = 9000;
+    top.time_limit = 3600;
+    auto out = w.cycle();
+    REQUIRE(find<action::Protect>(out));
+    CHECK(find<action::Protect>(out)->nodes == "n[001-016,019-034]"); // r1 (free now) and r2
+    w.apply(out);
+    // r1 degrades: the protection leaves it for r2 and r3; the spare
+    // reservation takes r1's nodes but those the protection holds still
+    w.node("n005").state = NodeState::Drained;
+    w.node("n005").reason = "NVLink contained error";
+    auto deg = w.cycle();
+    CAPTURE(deg.log);
+    REQUIRE(find<action::Protect>(deg));
+    CHECK(find<action::Protect>(deg)->nodes == "n[019-034,037-052]");
+    CHECK_FALSE(find(deg, ActionKind::SetReservation)); // r1's nodes outside the protection are its spares already
+    w.apply(deg);
+    // the protection has left r1: now it is held whole
+    auto next = w.cycle();
+    REQUIRE(find<action::SetReservation>(next));
+    CHECK(find<action::SetReservation>(next)->nodes == "n[001-018,035-036,053-054]");
+}
+
 namespace {
 // As the plugin submits a strict slice job on Slurm with topology/block:
 // --segment, no gate.

@@ -51,3 +51,18 @@ TEST_CASE("upkeep: weights steer Slurm to racks in use", "[upkeep][quick]") {
     CHECK(w[1].nodes == "n[001-018]");
     CHECK(w[0].weight < w[1].weight);
 }
+
+TEST_CASE("upkeep: a node the protection holds never joins the spares (Slurm refuses overlapping reservations)",
+          "[upkeep][quick]") {
+    const RackMap m = make_map(2, 18);
+    Snapshot snap(m);
+    NodeSet unprotected(m.node_count(), true);
+    for (int i = 3; i <= 18; ++i) unprotected.erase(id(m, fmt::format("n{:03d}", i))); // 16 nodes of r1 kept
+    // r1's last idle nodes are protected: its spares are its first ones then
+    CHECK(wanted_spares(snap, NodeSet(m.node_count()), false, unprotected).value_or("?") == "n[001-002,035-036]");
+    // r1 degrades: its nodes join, but for those the protection holds (they
+    // join once it has left the rack)
+    snap.set_degraded(0, "NVLink contained error");
+    CHECK_FALSE(wanted_spares(snap, NodeSet::of(m, "n[001-002,035-036]"), true, unprotected));
+    CHECK(wanted_spares(snap, NodeSet::of(m, "n[001-002,035-036]"), true).value_or("?") == "n[001-018,035-036]");
+}
