@@ -1413,13 +1413,10 @@ TEST_CASE("native mode without a spare reservation: a waiting segment job is kep
     // recovered: the exclusion the helper set is lifted, the user's stays
     w.node("n005").state = NodeState::Idle;
     auto back = w.cycle();
-    bool lifted = false, user_touched = false;
-    for (const auto& a : back.actions) {
-        lifted = lifted || (a.kind() == ActionKind::Exclude && a.job == 7 && a.nodes().empty());
-        user_touched = user_touched || (a.kind() == ActionKind::Exclude && a.job == 8);
-    }
-    CHECK(lifted);
-    CHECK_FALSE(user_touched);
+    const auto* lifted = find<action::Exclude>(back, 7);
+    REQUIRE(lifted);
+    CHECK(lifted->nodes.empty());
+    CHECK_FALSE(find(back, ActionKind::Exclude, 8)); // the user's
     bool flag_cleared = false;
     for (const auto& a : back.actions)
         flag_cleared = flag_cleared || (a.kind() == ActionKind::SetRecord && a.job == 7 &&
@@ -1454,13 +1451,10 @@ TEST_CASE("native mode: a degraded rack is held whole by the spare reservation, 
     const auto* r = find<action::SetReservation>(out);
     REQUIRE(r);
     CHECK(r->nodes == "n[001-018,035-036]"); // the running job's nodes and the failed one included
-    bool lifted = false, excluded7 = false;
-    for (const auto& a : out.actions) {
-        lifted = lifted || (a.kind() == ActionKind::Exclude && a.job == 8 && a.nodes().empty());
-        excluded7 = excluded7 || (a.kind() == ActionKind::Exclude && a.job == 7);
-    }
-    CHECK(lifted);
-    CHECK_FALSE(excluded7);
+    const auto* lifted = find<action::Exclude>(out, 8);
+    REQUIRE(lifted);
+    CHECK(lifted->nodes.empty());
+    CHECK_FALSE(find(out, ActionKind::Exclude, 7));
     w.apply(out);
     CHECK(w.job(8).exc_nodes.empty());
     CHECK_FALSE(PlacementRecord::parse(w.job(8).admin_comment)->off_degraded);
