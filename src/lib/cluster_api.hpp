@@ -19,7 +19,6 @@ struct SlurmNode {
     bool completing = false;              // a job is still finishing there
     std::string reason;                   // admin's drain/down reason
     std::string features;                 // available features (AvailableFeatures), comma-separated
-    std::string active_features{};        // ActiveFeatures: what Slurm matches a --constraint against
     uint32_t weight = 0;                  // Slurm's scheduling weight; 0 = not reported
     bool not_responding = false;          // NOT_RESPONDING: slurmctld's pings go unanswered
 };

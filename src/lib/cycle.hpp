@@ -238,8 +238,11 @@ class Cycle {
     // A line an operator should look at (nvlsliced logs it as a warning).
     void warn(JobId job, std::string s) { out_.log.push_back({Severity::Warning, job, std::move(s)}); }
     void warn(std::string s) { warn(0, std::move(s)); }
-    void say_once(JobId job, const std::string& s) {
-        std::string& last = mem_.said[job];
+    void say_once(JobId job, const std::string& s) { say_once(mem_.said, job, s); }
+    // The same in a slot of its own: two lines about one job that share a
+    // slot take turns, and both repeat every cycle.
+    void say_once(std::unordered_map<JobId, std::string>& slot, JobId job, const std::string& s) {
+        std::string& last = slot[job];
         if (last != s) log(job, last = s);
     }
     // A warning about one job, repeated only when it changes (a job that
@@ -333,8 +336,6 @@ class Cycle {
     // The snapshot as this cycle's decisions leave it: the nodes each
     // repair and placement takes (take()), for the stages after it.
     Snapshot snap_;
-    const std::optional<std::regex>& drain_re() const { return mem_.patterns.drain; }
-    const std::optional<std::regex>& rack_re() const { return mem_.patterns.rack; }
     std::vector<SliceJob> evacuees_;
     std::string degraded_nodes_; // every node of the degraded racks, a hostlist, when no reservation holds them
     std::unordered_map<JobId, std::string> exclusion_; // native jobs: the exclusion set this cycle

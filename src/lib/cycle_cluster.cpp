@@ -3,12 +3,6 @@
 
 #include "upkeep.hpp"
 
-#include "text.hpp"
-
-#include <algorithm>
-#include <map>
-#include <ctime>
-
 namespace nvl::detail {
 
 void Cycle::keep_spares() {

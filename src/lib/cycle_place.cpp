@@ -323,10 +323,9 @@ void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
     const double best_cost = plan.cost;
     const std::vector<JobId>& best_victims = plan.victims;
     if (best == kNoDomain) {
-        std::string& last = mem_.said_defrag[blocked.id];
-        const std::string why = fmt::format("{}; no rack can be freed from checkpointable jobs alone",
-                                            for_repair ? "its repair finds no room" : "blocked by fragmentation");
-        if (last != why) log(blocked.id, last = why);
+        say_once(mem_.said_defrag, blocked.id,
+                 fmt::format("{}; no rack can be freed from checkpointable jobs alone",
+                             for_repair ? "its repair finds no room" : "blocked by fragmentation"));
         defrag_done_ = true;
         return;
     }

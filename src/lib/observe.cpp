@@ -15,14 +15,15 @@ Observation observe(const RackMap& map, const ClusterView& view, LendScope lend,
         o.unprotected = NodeSet(map.node_count(), true);
         for (NodeId id : NodeSet::of(map, view.protection->nodes).ids()) o.unprotected.erase(id);
     }
+    o.reasons.resize(map.node_count());
     for (const auto& n : view.nodes) {
         auto id = map.find_node(n.name);
         if (!id) continue; // a node outside the map is none of our business
         const NodeState st = o.snap.node(*id).state;
         o.failed.set(*id, n.failed || ((st == NodeState::Draining || st == NodeState::Drained) &&
                                        (!drain || std::regex_search(n.reason, *drain))));
+        o.reasons[*id] = n.reason; // node_reasons(), in the same pass
     }
-    o.reasons = node_reasons(map, view.nodes);
     mark_degraded_racks(o.snap, o.reasons, rack);
     return o;
 }

@@ -3,7 +3,6 @@
 
 #include "hostlist.hpp"
 #include "reconcile.hpp"
-#include "text.hpp"
 
 #include <algorithm>
 #include <map>

@@ -2,9 +2,9 @@
 //
 // From the cycle's snapshot, once this cycle's repairs and placements have
 // taken their nodes, what the cluster-wide state should be: the spare
-// reservation and the nodes' weights. Each function
-// is pure and returns only what differs from what Slurm reports (nothing
-// to do: empty); the cycle turns that into actions.
+// reservation and the nodes' weights. Each function is pure and returns
+// only what differs from what Slurm reports (nothing to do: empty); the
+// cycle turns that into actions.
 #pragma once
 
 #include "cluster_api.hpp"

@@ -179,7 +179,6 @@ std::vector<SlurmNode> SlurmClusterImpl::load_nodes() {
         r.state = decode_node(n.node_state, r.failed, r.completing, r.not_responding);
         r.reason = str(n.reason);
         r.features = str(n.features);
-        r.active_features = n.features_act ? str(n.features_act) : r.features; // unset: all available
         r.weight = n.weight;
         out.push_back(std::move(r));
     }
