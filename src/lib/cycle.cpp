@@ -228,42 +228,6 @@ bool Cycle::took_its_placement(JobId other, JobId id) const {
     return false;
 }
 
-bool Cycle::needs_repair(NodeId id) const {
-    return obs_.failed.contains(id) || snap_.degraded(map_.domain_of(id));
-}
-
-Placement Cycle::placement_of(const SliceJob& sj, const std::vector<std::string>& nodes) const {
-    Placement p;
-    p.job_id = sj.job->id;
-    p.slice_size = sj.tag.slice;
-    std::vector<std::vector<NodeId>> slices;
-    // A running job whose record says repairing runs where it ran: the
-    // record names the target of a repair whose requeue did not happen.
-    const bool record_is_target =
-        sj.rec && sj.rec->state == RecordState::Repairing && sj.job->state == JobState::Running;
-    if (sj.rec && !sj.rec->slices.empty() && !record_is_target) {
-        for (const auto& h : sj.rec->slices) {
-            std::vector<NodeId> ids;
-            for (const auto& n : hostlist_expand(h))
-                if (auto id = map_.find_node(n)) ids.push_back(*id);
-            slices.push_back(std::move(ids));
-        }
-    } else {
-        slices = derive_slices(map_, nodes, sj.tag.slice);
-    }
-    for (size_t i = 0; i < slices.size(); ++i) {
-        PlacedSlice ps;
-        ps.index = int(i);
-        ps.nodes = slices[i];
-        ps.domain = ps.nodes.empty() ? kNoDomain : map_.domain_of(ps.nodes.front());
-        for (NodeId n : ps.nodes)
-            if (map_.domain_of(n) != ps.domain) ps.domain = kNoDomain;
-        p.split = p.split || ps.domain == kNoDomain;
-        p.slices.push_back(std::move(ps));
-    }
-    return p;
-}
-
 void Cycle::take(const std::vector<NodeId>& ids, JobId job) {
     failed_shapes_.clear(); // the snapshot changes: what did not fit may fit now
     for (NodeId id : ids) {

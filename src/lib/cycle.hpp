@@ -1,12 +1,14 @@
 // nvlslice — the helper's reconcile cycle, inside: one Cycle per call of
 // reconcile() (reconcile.hpp has the contract). Its stages read one
 // immutable Observation (observe.hpp: what Slurm reports, read once); rack
-// health (rack_health.hpp, judge_racks()) and upkeep (upkeep.hpp) are pure
-// functions of it, the others are still methods. Split by what it decides:
+// health (rack_health.hpp, judge_racks()), the repair stage's decisions
+// about running jobs (repair_stage.hpp) and upkeep (upkeep.hpp) are pure
+// functions of it and of the working snapshot, which the cycle applies;
+// the others are still methods. Split by what it decides:
 //   cycle.cpp          the driver: which jobs are slice jobs and in what
 //                      order, backoff, records
-//   cycle_repair.cpp   running jobs (repairs, escapes) and pending jobs that
-//                      already have a placement
+//   cycle_repair.cpp   running jobs (the repair stage's decisions applied)
+//                      and pending jobs that already have a placement
 //   cycle_place.cpp    placing waiting jobs, defragmentation, protection
 //   cycle_cluster.cpp  the spare reservation, node weights, the gate (the
 //                      upkeep stage's decisions: upkeep.hpp, pure)
@@ -22,6 +24,7 @@
 #include "placement.hpp"
 #include "rack_health.hpp"
 #include "repair.hpp"
+#include "repair_stage.hpp"
 #include "report.hpp"
 #include "slice_job.hpp"
 
@@ -37,13 +40,6 @@
 #include <vector>
 
 namespace nvl::detail {
-
-struct SliceJob {
-    const SlurmJob* job;
-    RequestTag tag;
-    std::optional<PlacementRecord> rec; // its own record
-    JobId copied_from = 0;              // the job whose record it carries (a job array's split copies it), or 0
-};
 
 class Cycle {
   public:
@@ -78,20 +74,18 @@ class Cycle {
     // lets go of their jobs now and the repair of a DOWN node follows.
     void not_responding();
     // Running slice jobs in degraded racks with none of their own nodes
-    // failed: moved to healthy racks, checkpointable jobs first.
+    // failed: moved to healthy racks, checkpointable jobs first (the repair
+    // stage's decide_move(), applied).
     void evacuate();
     void collect_slice_jobs();
-    bool needs_repair(NodeId id) const;
+    bool needs_repair(NodeId id) const { return nvl::needs_repair(obs_, snap_, id); }
     // Job `other` runs with a copy of job `id`'s record: a task of id's
     // array that Slurm split off when it started it on id's placement.
     bool took_its_placement(JobId other, JobId id) const;
-    Placement placement_of(const SliceJob& sj, const std::vector<std::string>& nodes) const;
+    // A running job: the repair stage's decide_running(), applied.
     void handle_running(const SliceJob& sj);
-    // `r` as the record of a job placed where it runs: whole slices of one
-    // rack each when its nodes make them (`whole`), else one split slice.
-    PlacementRecord record_where_running(const SliceJob& sj, PlacementRecord r, bool& whole) const;
-    // Running without a placement of ours: it escaped its gate.
-    void check_escaped(const SliceJob& sj, PlacementRecord rec);
+    // Running without a placement of ours: decide_started(), applied.
+    void apply_started(const SliceJob& sj);
     // Pass 1: pending jobs that have a placement: keep, finish, or repair it.
     void finish_placed(const SliceJob& sj);
     // Pass 2: pending jobs without a usable placement: place them.
@@ -110,8 +104,6 @@ class Cycle {
     void protect_top();
     void keep_gate();
     bool gated(const SlurmJob& j) const { return has_license(j.licenses, cfg_.gate_license); }
-    // Handed to Slurm with --segment: Slurm places it; the helper repairs.
-    static bool native(const SliceJob& sj) { return sj.tag.hand_off == HandOff::Native; }
     // The nodes its record lists (a native job's placement, which Slurm
     // chose and no ReqNodeList holds).
     std::vector<NodeId> recorded_nodes(const SliceJob& sj) const {
@@ -124,11 +116,6 @@ class Cycle {
         return s.ids();
     }
     bool held_by_us(const SliceJob& sj) const { return sj.job->held && sj.rec && sj.rec->hold; }
-    // The record says the helper placed it (pinned, started or repairing).
-    static bool has_placement(const SliceJob& sj) {
-        return sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing ||
-                          sj.rec->state == RecordState::Restarting);
-    }
     void gate(const SliceJob& sj) {
         act({sj.job->id, action::SetLicenses{with_license(sj.job->licenses, cfg_.gate_license)}});
     }

@@ -12,50 +12,30 @@ void Cycle::handle_running(const SliceJob& started) {
     mem_.placed_since.erase(j.id);
     // yielded to a repair earlier in this cycle: its record and requeue are asked for
     if (did(j.id, ActionKind::Requeue)) return;
-    if (started.rec && started.rec->state == RecordState::Yielded) {
-        // Its record says it gave its nodes back, but it runs: the helper
-        // died between the record and the requeue. The requeue follows.
+    const RunningDecision d = decide_running(map_, obs_, snap_, started);
+    SliceJob sj = started;
+    if (d.recorded) sj.rec = d.recorded;
+    PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
+    const std::string failed_hl = hl(d.failed);
+    switch (d.kind) {
+    case RunningCase::Yielding:
         act({j.id, action::Requeue{}});
         log(j.id, "its record says it yielded its nodes, but it still runs: requeued");
         return;
-    }
-    std::vector<NodeId> failed;
-    for (const auto& n : j.nodes)
-        if (auto id = map_.find_node(n); id && needs_repair(*id)) failed.push_back(*id);
-    SliceJob sj = started;
-    if (!failed.empty() && native(sj) && !has_placement(sj)) {
-        // Slurm started it and a node failed before a cycle recorded where:
-        // its placement is where it runs.
-        bool whole = false;
-        sj.rec = record_where_running(sj, sj.rec.value_or(PlacementRecord{}), whole);
-    }
-    PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
-    if (failed.empty()) {
-        if (sj.rec && sj.rec->state == RecordState::Placed && !sj.rec->reason.empty()) {
-            // its failed nodes came back (resumed) before a repair: the
-            // reason is stale
-            rec.clear_reason();
-            record(sj, rec);
-            log(j.id, "its nodes are healthy again; nothing to repair");
-        } else if (!sj.rec || sj.rec->state != RecordState::Placed) {
-            check_escaped(sj, rec);
-        }
+    case RunningCase::Healthy: return;
+    case RunningCase::Recovered:
+        rec.clear_reason();
+        record(sj, rec);
+        log(j.id, "its nodes are healthy again; nothing to repair");
         return;
-    }
-    bool own_failure = false; // a node of its own failed, not only its rack
-    for (NodeId id : failed) own_failure = own_failure || obs_.failed.contains(id);
-    if (!own_failure) {
-        // Its rack is degraded: moved out after this pass, checkpointable
-        // jobs first (evacuate()).
-        evacuees_.push_back(sj);
+    case RunningCase::Started: apply_started(sj); return;
+    case RunningCase::Evacuee:
+        evacuees_.push_back(sj); // moved out after this pass (evacuate())
         return;
-    }
-    const std::string failed_hl = hl(failed);
-    if (!j.requeue || !j.batch) {
-        // Slurm requeues only batch jobs that allow it: an interactive
-        // allocation (salloc, srun) or a --no-requeue job is reported once,
-        // in its record and the log, and left to Slurm and its owner. No
-        // repair is counted, nothing is pinned, no spare leaves its rack.
+    case RunningCase::NotRepairable:
+        // Reported once, in its record and the log, and left to Slurm and
+        // its owner. No repair is counted, nothing is pinned, no spare
+        // leaves its rack.
         ++out_.stats.unrepairable;
         if (rec.why != Why::NotRepaired) {
             rec.set_reason(
@@ -69,144 +49,93 @@ void Cycle::handle_running(const SliceJob& started) {
                                    j.batch ? "submitted with --no-requeue" : "an interactive allocation"));
         }
         return;
-    }
-    Placement running = placement_of(sj, j.nodes);
-    RepairPlan plan = plan_repair(snap_, running, failed);
-    if (!plan.feasible) {
-        std::string why = "repair waits: " + plan.reason;
-        if (rec.reason != why) {
+    case RunningCase::RepairWaits:
+        if (std::string why = "repair waits: " + d.plan.reason; rec.reason != why) {
             rec.set_reason(Why::RepairWaits, why);
             record(sj, rec);
-            log(j.id, fmt::format("node(s) {} failed; {}", failed_hl, plan.reason));
+            log(j.id, fmt::format("node(s) {} failed; {}", failed_hl, d.plan.reason));
         }
         try_defrag(sj, true); // a rack freed from checkpointable work: the move of a later cycle
         return;
+    case RunningCase::Repair:
+        // a repair whose requeue failed part way is retried, not counted again
+        begin_repair(sj, d.plan, rec, !d.retried, d.retried ? " (retried)" : "");
+        pin_and_release(sj, d.plan.placement, rec, true);
+        return;
     }
-    // A repair whose requeue failed part way (its record already says
-    // repairing) is retried, not counted again.
-    const bool retried = sj.rec && sj.rec->state == RecordState::Repairing;
-    begin_repair(sj, plan, rec, !retried, retried ? " (retried)" : "");
-    pin_and_release(sj, plan.placement, rec, true);
 }
 
 void Cycle::evacuate() {
-    // checkpointable jobs first (they lose least), then Slurm's order
-    std::stable_partition(evacuees_.begin(), evacuees_.end(), [](const SliceJob& sj) { return sj.tag.checkpointable; });
+    order_evacuees(evacuees_);
     for (const SliceJob& sj : evacuees_) {
         const SlurmJob& j = *sj.job;
         try {
-            std::vector<NodeId> out;
-            std::string racks;
-            for (const auto& n : j.nodes)
-                if (auto id = map_.find_node(n); id && snap_.degraded(map_.domain_of(*id))) {
-                    out.push_back(*id);
-                    const std::string& r = map_.domain(map_.domain_of(*id)).name;
-                    if (racks.find(r) == std::string::npos) racks += (racks.empty() ? "" : ", ") + r;
-                }
+            const MoveDecision d = decide_move(map_, snap_, sj);
             PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
-            if (!j.requeue || !j.batch) {
-                const std::string why = fmt::format("not moved: rack {} is degraded, but {}", racks,
-                                                    j.batch ? "the job was submitted --no-requeue"
-                                                            : "an interactive allocation cannot be "
-                                                              "requeued");
-                if (rec.reason != why) {
+            switch (d.kind) {
+            case MoveCase::NotMovable:
+                if (std::string why = fmt::format("not moved: rack {} is degraded, but {}", d.racks,
+                                                  j.batch ? "the job was submitted --no-requeue"
+                                                          : "an interactive allocation cannot be requeued");
+                    rec.reason != why) {
                     rec.set_reason(Why::NotMoved, why);
                     record(sj, rec);
                     log(j.id, why);
                 }
-                continue;
-            }
-            RepairPlan plan = plan_repair(snap_, placement_of(sj, j.nodes), out);
-            if (!plan.feasible) {
+                break;
+            case MoveCase::MoveWaits:
                 // keeps running where it is until a healthy rack has room
-                const std::string why = "move waits: " + plan.reason;
-                if (rec.reason != why) {
+                if (std::string why = "move waits: " + d.plan.reason; rec.reason != why) {
                     rec.set_reason(Why::MoveWaits, why);
                     record(sj, rec);
-                    log(j.id, fmt::format("rack {} degraded; {}", racks, plan.reason));
+                    log(j.id, fmt::format("rack {} degraded; {}", d.racks, d.plan.reason));
                 }
-                continue;
+                break;
+            case MoveCase::Move:
+                out_.stats.evacuations += !d.retried;
+                begin_repair(sj, d.plan, rec, !d.retried,
+                             sj.tag.checkpointable ? " (rack degraded, checkpointable)" : " (rack degraded)");
+                pin_and_release(sj, d.plan.placement, rec, true);
+                break;
             }
-            const bool retried = sj.rec && sj.rec->state == RecordState::Repairing;
-            out_.stats.evacuations += !retried;
-            begin_repair(sj, plan, rec, !retried,
-                         sj.tag.checkpointable ? " (rack degraded, checkpointable)" : " (rack degraded)");
-            pin_and_release(sj, plan.placement, rec, true);
         } catch (const Error& e) {
             warn_once(j.id, fmt::format("skipped: {}", e.what()));
         }
     }
 }
 
-PlacementRecord Cycle::record_where_running(const SliceJob& sj, PlacementRecord r, bool& whole) const {
+void Cycle::apply_started(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
-    r.state = RecordState::Placed;
-    r.hold = false;
-    r.slice = sj.tag.slice;
-    r.slices.clear();
-    r.clear_reason();
-    const auto slices = try_derive_slices(map_, j.nodes, sj.tag.slice);
-    whole = slices.has_value();
-    if (whole) {
-        for (const auto& s : *slices) r.slices.push_back(hl(s));
-    } else {
-        // not whole slices of one rack each
-        r.slices = {hostlist_compress(j.nodes)};
-    }
-    r.split = !whole;
-    return r;
-}
-
-void Cycle::check_escaped(const SliceJob& sj, PlacementRecord rec) {
-    const SlurmJob& j = *sj.job;
-    // Started where the helper pinned it (its release, or a crash right
-    // after it): the record catches up.
-    const bool ours = sj.rec && (sj.rec->state == RecordState::Repairing || sj.rec->state == RecordState::Restarting);
-    bool whole = false;
-    const PlacementRecord placed = record_where_running(sj, rec, whole);
-    if (native(sj) && !ours) {
-        // Slurm placed it with --segment: each segment in one block, which
-        // the rack map and topology.conf make one rack. Recorded, so that a
-        // repair knows its slices.
-        rec = placed;
-        if (!whole)
-            rec.set_reason(Why::AcrossRacks,
-                           "Slurm placed its segments across racks: do topology.conf and the rack map agree (nvl-topo "
-                           "check)?");
-        record(sj, rec);
-        log(j.id, fmt::format("Slurm started it (native, --segment={}) on {}{}", sj.tag.slice,
-                              hostlist_compress(j.nodes), whole ? "" : ": " + rec.reason));
-        return;
-    }
-    if (whole || ours) {
-        rec = placed;
-        if (JobId from = sj.copied_from; !ours && from)
-            log(j.id, fmt::format("a task of job array {} started on its placement {}: the record is its own now", from,
-                                  hostlist_compress(j.nodes)));
-        else if (!ours)
-            log(j.id, fmt::format("started without nvlsliced (its gate was taken off) on whole slices {}: kept",
-                                  hostlist_compress(j.nodes)));
-        record(sj, rec);
-        return;
-    }
-    // It escaped its gate and Slurm started it rack-blind: only its owner
-    // can have done that, and only their own job pays.
+    const StartDecision d = decide_started(map_, sj);
     const std::string where = hostlist_compress(j.nodes);
-    if (j.requeue && j.batch) {
-        rec.state = RecordState::Waiting;
-        rec.slices.clear();
-        rec.set_reason(
-            Why::Escaped,
-            fmt::format("its gate was taken off and Slurm started it rack-blind on {}; requeued to be placed", where));
-        record(sj, rec);
+    switch (d.kind) {
+    case StartCase::Native:
+        // recorded, so that a repair knows its slices
+        record(sj, d.rec);
+        log(j.id, fmt::format("Slurm started it (native, --segment={}) on {}{}", sj.tag.slice, where,
+                              d.rec.why == Why::AcrossRacks ? ": " + d.rec.reason : ""));
+        return;
+    case StartCase::Ours: record(sj, d.rec); return;
+    case StartCase::ArrayTask:
+        log(j.id, fmt::format("a task of job array {} started on its placement {}: the record is its own now",
+                              sj.copied_from, where));
+        record(sj, d.rec);
+        return;
+    case StartCase::GateOff:
+        log(j.id, fmt::format("started without nvlsliced (its gate was taken off) on whole slices {}: kept", where));
+        record(sj, d.rec);
+        return;
+    case StartCase::Escaped:
+        record(sj, d.rec);
         act({j.id, action::Requeue{}});
         log(j.id,
             fmt::format("escaped its gate and started rack-blind on {}: requeued, to be placed in slices", where));
-    } else if (rec.why != Why::RanRackBlind) {
-        rec.set_reason(Why::RanRackBlind,
-                       fmt::format("ran rack-blind on {}: its gate was taken off, and Slurm cannot requeue it", where));
-        record(sj, rec);
+        return;
+    case StartCase::RanRackBlind:
+        record(sj, d.rec);
         log(j.id, fmt::format("escaped its gate and runs rack-blind on {}; it cannot be requeued", where));
+        return;
+    case StartCase::Said: return;
     }
 }
 
@@ -408,7 +337,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
     // Pinned to a node that failed since (or requeued by Slurm after a node
     // went down): repair the placement before it runs again.
     if (!j.requeue) return;
-    Placement p = placement_of(sj, map_.node_names(pinned));
+    Placement p = placement_of(map_, sj, map_.node_names(pinned));
     std::vector<NodeId> failed;
     for (NodeId id : pinned)
         if (needs_repair(id)) failed.push_back(id);

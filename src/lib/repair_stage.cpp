@@ -1,0 +1,207 @@
+// The repair stage: decisions about running slice jobs (repair_stage.hpp).
+#include "repair_stage.hpp"
+
+#include "hostlist.hpp"
+
+#include <algorithm>
+
+namespace nvl {
+
+const char* to_string(RunningCase c) {
+    switch (c) {
+    case RunningCase::Yielding: return "yielding";
+    case RunningCase::Healthy: return "healthy";
+    case RunningCase::Recovered: return "recovered";
+    case RunningCase::Started: return "started";
+    case RunningCase::Evacuee: return "evacuee";
+    case RunningCase::NotRepairable: return "not repairable";
+    case RunningCase::RepairWaits: return "repair waits";
+    case RunningCase::Repair: return "repair";
+    }
+    return "?";
+}
+
+const char* to_string(StartCase c) {
+    switch (c) {
+    case StartCase::Native: return "native";
+    case StartCase::Ours: return "ours";
+    case StartCase::ArrayTask: return "array task";
+    case StartCase::GateOff: return "gate off";
+    case StartCase::Escaped: return "escaped";
+    case StartCase::RanRackBlind: return "ran rack-blind";
+    case StartCase::Said: return "said";
+    }
+    return "?";
+}
+
+const char* to_string(MoveCase c) {
+    switch (c) {
+    case MoveCase::NotMovable: return "not movable";
+    case MoveCase::MoveWaits: return "move waits";
+    case MoveCase::Move: return "move";
+    }
+    return "?";
+}
+
+Placement placement_of(const RackMap& map, const SliceJob& sj, const std::vector<std::string>& nodes) {
+    Placement p;
+    p.job_id = sj.job->id;
+    p.slice_size = sj.tag.slice;
+    std::vector<std::vector<NodeId>> slices;
+    // A running job whose record says repairing runs where it ran: the
+    // record names the target of a repair whose requeue did not happen.
+    const bool record_is_target =
+        sj.rec && sj.rec->state == RecordState::Repairing && sj.job->state == JobState::Running;
+    if (sj.rec && !sj.rec->slices.empty() && !record_is_target) {
+        for (const auto& h : sj.rec->slices) {
+            std::vector<NodeId> ids;
+            for (const auto& n : hostlist_expand(h))
+                if (auto id = map.find_node(n)) ids.push_back(*id);
+            slices.push_back(std::move(ids));
+        }
+    } else {
+        slices = derive_slices(map, nodes, sj.tag.slice);
+    }
+    for (size_t i = 0; i < slices.size(); ++i) {
+        PlacedSlice ps;
+        ps.index = int(i);
+        ps.nodes = slices[i];
+        ps.domain = ps.nodes.empty() ? kNoDomain : map.domain_of(ps.nodes.front());
+        for (NodeId n : ps.nodes)
+            if (map.domain_of(n) != ps.domain) ps.domain = kNoDomain;
+        p.split = p.split || ps.domain == kNoDomain;
+        p.slices.push_back(std::move(ps));
+    }
+    return p;
+}
+
+WhereRunning record_where_running(const RackMap& map, const SliceJob& sj, PlacementRecord r) {
+    const SlurmJob& j = *sj.job;
+    r.state = RecordState::Placed;
+    r.hold = false;
+    r.slice = sj.tag.slice;
+    r.slices.clear();
+    r.clear_reason();
+    const auto slices = try_derive_slices(map, j.nodes, sj.tag.slice);
+    const bool whole = slices.has_value();
+    if (whole) {
+        for (const auto& s : *slices) r.slices.push_back(hostlist_compress(map.node_names(s)));
+    } else {
+        // not whole slices of one rack each
+        r.slices = {hostlist_compress(j.nodes)};
+    }
+    r.split = !whole;
+    return {std::move(r), whole};
+}
+
+RunningDecision decide_running(const RackMap& map, const Observation& obs, const Snapshot& snap, const SliceJob& sj) {
+    const SlurmJob& j = *sj.job;
+    RunningDecision d;
+    if (sj.rec && sj.rec->state == RecordState::Yielded) {
+        // the helper died between the record and the requeue
+        d.kind = RunningCase::Yielding;
+        return d;
+    }
+    for (const auto& n : j.nodes)
+        if (auto id = map.find_node(n); id && needs_repair(obs, snap, *id)) d.failed.push_back(*id);
+    if (d.failed.empty()) {
+        if (sj.rec && sj.rec->state == RecordState::Placed)
+            d.kind = sj.rec->reason.empty() ? RunningCase::Healthy : RunningCase::Recovered;
+        else
+            d.kind = RunningCase::Started;
+        return d;
+    }
+    const SliceJob* job = &sj;
+    SliceJob with_record;
+    if (native(sj) && !has_placement(sj)) {
+        // Slurm started it and a node failed before a cycle recorded where:
+        // its placement is where it runs.
+        with_record = sj;
+        with_record.rec = d.recorded = record_where_running(map, sj, sj.rec.value_or(PlacementRecord{})).rec;
+        job = &with_record;
+    }
+    const bool own_failure =
+        std::any_of(d.failed.begin(), d.failed.end(), [&](NodeId id) { return obs.failed.contains(id); });
+    if (!own_failure) {
+        d.kind = RunningCase::Evacuee; // only its rack is degraded
+        return d;
+    }
+    if (!j.requeue || !j.batch) {
+        // Slurm requeues only batch jobs that allow it
+        d.kind = RunningCase::NotRepairable;
+        return d;
+    }
+    d.plan = plan_repair(snap, placement_of(map, *job, j.nodes), d.failed);
+    d.kind = d.plan.feasible ? RunningCase::Repair : RunningCase::RepairWaits;
+    d.retried = d.plan.feasible && job->rec && job->rec->state == RecordState::Repairing;
+    return d;
+}
+
+StartDecision decide_started(const RackMap& map, const SliceJob& sj) {
+    const SlurmJob& j = *sj.job;
+    StartDecision d;
+    const PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
+    // started where the helper pinned it: the record catches up
+    const bool ours = sj.rec && (sj.rec->state == RecordState::Repairing || sj.rec->state == RecordState::Restarting);
+    WhereRunning placed = record_where_running(map, sj, rec);
+    if (native(sj) && !ours) {
+        // Slurm placed it with --segment: each segment in one block, which
+        // the rack map and topology.conf make one rack
+        d.kind = StartCase::Native;
+        d.rec = std::move(placed.rec);
+        if (!placed.whole)
+            d.rec.set_reason(Why::AcrossRacks, "Slurm placed its segments across racks: do topology.conf and the rack "
+                                               "map agree (nvl-topo check)?");
+        return d;
+    }
+    if (placed.whole || ours) {
+        d.kind = ours ? StartCase::Ours : sj.copied_from ? StartCase::ArrayTask : StartCase::GateOff;
+        d.rec = std::move(placed.rec);
+        return d;
+    }
+    // It escaped its gate and Slurm started it rack-blind: only its owner
+    // can have done that, and only their own job pays.
+    const std::string where = hostlist_compress(j.nodes);
+    d.rec = rec;
+    if (j.requeue && j.batch) {
+        d.kind = StartCase::Escaped;
+        d.rec.state = RecordState::Waiting;
+        d.rec.slices.clear();
+        d.rec.set_reason(Why::Escaped, "its gate was taken off and Slurm started it rack-blind on " + where +
+                                           "; requeued to be placed");
+    } else if (rec.why != Why::RanRackBlind) {
+        d.kind = StartCase::RanRackBlind;
+        d.rec.set_reason(Why::RanRackBlind,
+                         "ran rack-blind on " + where + ": its gate was taken off, and Slurm cannot requeue it");
+    }
+    return d;
+}
+
+void order_evacuees(std::vector<SliceJob>& evacuees) {
+    std::stable_partition(evacuees.begin(), evacuees.end(), [](const SliceJob& sj) { return sj.tag.checkpointable; });
+}
+
+MoveDecision decide_move(const RackMap& map, const Snapshot& snap, const SliceJob& sj) {
+    const SlurmJob& j = *sj.job;
+    MoveDecision d;
+    std::vector<DomainId> seen;
+    for (const auto& n : j.nodes) {
+        auto id = map.find_node(n);
+        if (!id || !snap.degraded(map.domain_of(*id))) continue;
+        d.out.push_back(*id);
+        const DomainId r = map.domain_of(*id);
+        if (std::find(seen.begin(), seen.end(), r) != seen.end()) continue;
+        seen.push_back(r);
+        d.racks += (d.racks.empty() ? "" : ", ") + map.domain(r).name;
+    }
+    if (!j.requeue || !j.batch) {
+        d.kind = MoveCase::NotMovable;
+        return d;
+    }
+    d.plan = plan_repair(snap, placement_of(map, sj, j.nodes), d.out);
+    d.kind = d.plan.feasible ? MoveCase::Move : MoveCase::MoveWaits;
+    d.retried = d.plan.feasible && sj.rec && sj.rec->state == RecordState::Repairing;
+    return d;
+}
+
+} // namespace nvl

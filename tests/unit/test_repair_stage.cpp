@@ -1,0 +1,215 @@
+// The repair stage alone (repair_stage.hpp): the decision about each running
+// slice job, from an observation and a working snapshot, with no cycle
+// around it.
+#include "fixtures.hpp"
+#include "observe.hpp"
+#include "rack_health.hpp"
+#include "repair_stage.hpp"
+
+#include "catch.hpp"
+
+using namespace nvl;
+using namespace nvl::test;
+
+namespace {
+
+// 3 racks of 18 (r1 n001-018, r2 n019-036, r3 n037-054), their last two
+// nodes in the spare reservation, every node idle unless a job runs there.
+struct World {
+    RackMap map = make_map(3, 18);
+    std::vector<SlurmNode> nodes;
+    std::vector<SlurmJob> jobs;
+    std::optional<Reservation> spares = Reservation{"nvlslice_spares", "n[017-018,035-036,053-054]"};
+    std::optional<Reservation> none;
+    std::optional<std::regex> rack_scope = reason_regex("contained", "rack_failure_reasons");
+
+    World() {
+        for (NodeId i = 0; i < map.node_count(); ++i) {
+            SlurmNode n;
+            n.name = map.node_name(i);
+            n.state = NodeState::Idle;
+            nodes.push_back(n);
+        }
+        jobs.reserve(16); // SliceJob keeps pointers into it
+    }
+    void drain(const std::string& node, const std::string& reason = "Xid 79") {
+        nodes[id(map, node)].state = NodeState::Drained;
+        nodes[id(map, node)].reason = reason;
+    }
+    const SlurmJob& run(JobId id, const std::string& hostlist, bool requeue = true, bool batch = true) {
+        SlurmJob j;
+        j.id = id;
+        j.state = JobState::Running;
+        j.nodes = hostlist_expand(hostlist);
+        j.num_nodes = int(j.nodes.size());
+        j.requeue = requeue;
+        j.batch = batch;
+        jobs.push_back(j);
+        return jobs.back();
+    }
+    Observation observe_now() const {
+        return observe(map, {nodes, jobs, spares, none, none}, LendScope::None, std::nullopt, rack_scope);
+    }
+};
+
+SliceJob slice_job_of(const SlurmJob& j, int slice, std::optional<PlacementRecord> rec = std::nullopt,
+                      bool native = false, bool ckpt = false) {
+    RequestTag t;
+    t.slice = slice;
+    t.count = j.num_nodes / slice;
+    t.nodes = j.num_nodes;
+    t.checkpointable = ckpt;
+    t.hand_off = native ? HandOff::Native : HandOff::Gate;
+    return SliceJob{&j, t, std::move(rec)};
+}
+
+PlacementRecord placed(JobId job, std::vector<std::string> slices, RecordState st = RecordState::Placed) {
+    PlacementRecord r;
+    r.job = job;
+    r.state = st;
+    r.slice = 16;
+    r.slices = std::move(slices);
+    return r;
+}
+
+} // namespace
+
+TEST_CASE("repair stage: a running job with no failed node", "[repair_stage][quick]") {
+    World w;
+    const SlurmJob& a = w.run(1, "n[001-016]");
+    const Observation o = w.observe_now();
+    // placed, nothing failed: nothing to do
+    auto d = decide_running(w.map, o, o.snap, slice_job_of(a, 16, placed(1, {"n[001-016]"})));
+    CHECK(d.kind == RunningCase::Healthy);
+    CHECK(d.failed.empty());
+    // the reason of a repair that waited, its node resumed since: stale
+    PlacementRecord waited = placed(1, {"n[001-016]"});
+    waited.set_reason(Why::RepairWaits, "repair waits: no room");
+    CHECK(decide_running(w.map, o, o.snap, slice_job_of(a, 16, waited)).kind == RunningCase::Recovered);
+    // no record that says placed: how it started is decide_started()'s
+    CHECK(decide_running(w.map, o, o.snap, slice_job_of(a, 16)).kind == RunningCase::Started);
+    CHECK(decide_running(w.map, o, o.snap, slice_job_of(a, 16, placed(1, {"n[001-016]"}, RecordState::Restarting)))
+              .kind == RunningCase::Started);
+    // its record says it yielded its nodes, yet it runs: the requeue follows
+    CHECK(decide_running(w.map, o, o.snap, slice_job_of(a, 16, placed(1, {}, RecordState::Yielded))).kind ==
+          RunningCase::Yielding);
+}
+
+TEST_CASE("repair stage: a failed node is repaired from its rack's spare, or waits, or cannot be",
+          "[repair_stage][quick]") {
+    World w;
+    const SlurmJob& a = w.run(1, "n[001-016]");
+    const SlurmJob& interactive = w.run(2, "n[019-034]", true, false);
+    const SlurmJob& no_requeue = w.run(3, "n[037-052]", false, true);
+    w.drain("n003");
+    w.drain("n020");
+    w.drain("n040");
+    const Observation o = w.observe_now();
+    auto d = decide_running(w.map, o, o.snap, slice_job_of(a, 16, placed(1, {"n[001-016]"})));
+    REQUIRE(d.kind == RunningCase::Repair);
+    CHECK(names(w.map, d.failed) == "n003");
+    CHECK(d.plan.replaced_in_domain == 1);
+    CHECK(d.plan.moved == 0);
+    CHECK(names(w.map, d.plan.placement.nodes()) == "n[001-002,004-017]"); // its rack's first spare
+    CHECK_FALSE(d.retried);
+    // its record names a repair already (the requeue failed part way): retried, not counted again
+    auto again = decide_running(w.map, o, o.snap,
+                                slice_job_of(a, 16, placed(1, {"n[001-002,004-017]"}, RecordState::Repairing)));
+    CHECK(again.kind == RunningCase::Repair);
+    CHECK(again.retried);
+    // Slurm requeues only batch jobs that allow it
+    CHECK(decide_running(w.map, o, o.snap, slice_job_of(interactive, 16, placed(2, {"n[019-034]"}))).kind ==
+          RunningCase::NotRepairable);
+    CHECK(decide_running(w.map, o, o.snap, slice_job_of(no_requeue, 16, placed(3, {"n[037-052]"}))).kind ==
+          RunningCase::NotRepairable);
+    // the working snapshot as earlier decisions leave it: r1's spares taken,
+    // every other rack full: the repair waits, and says why
+    Snapshot taken = o.snap;
+    set_all(taken, "n[017-018]", NodeState::Allocated, 50);
+    set_all(taken, "n[035-036,053-054]", NodeState::Allocated, 51);
+    auto waits = decide_running(w.map, o, taken, slice_job_of(a, 16, placed(1, {"n[001-016]"})));
+    CHECK(waits.kind == RunningCase::RepairWaits);
+    CHECK_FALSE(waits.plan.reason.empty());
+}
+
+TEST_CASE("repair stage: a job on a degraded rack is an evacuee, a native job is recorded where it runs",
+          "[repair_stage][quick]") {
+    World w;
+    const SlurmJob& a = w.run(1, "n[019-034]");
+    const SlurmJob& b = w.run(2, "n[001-016]");
+    w.drain("n036", "NVLink contained error"); // r2 degraded, none of a's own nodes failed
+    w.drain("n005");
+    const Observation o = w.observe_now();
+    REQUIRE(o.snap.degraded(1));
+    auto d = decide_running(w.map, o, o.snap, slice_job_of(a, 16, placed(1, {"n[019-034]"})));
+    CHECK(d.kind == RunningCase::Evacuee);
+    CHECK(d.failed.size() == 16);
+    // native: Slurm started it, and a node failed before a cycle recorded where
+    auto n = decide_running(w.map, o, o.snap, slice_job_of(b, 16, std::nullopt, true));
+    REQUIRE(n.recorded);
+    CHECK(n.recorded->state == RecordState::Placed);
+    CHECK(n.recorded->slices == std::vector<std::string>{"n[001-016]"});
+    CHECK(n.kind == RunningCase::Repair);
+    CHECK(names(w.map, n.plan.placement.nodes()) == "n[001-004,006-017]");
+}
+
+TEST_CASE("repair stage: how a job started without a record of ours", "[repair_stage][quick]") {
+    World w;
+    const SlurmJob& whole = w.run(1, "n[001-016]");
+    const SlurmJob& across = w.run(2, "n[009-024]");
+    const SlurmJob& stuck = w.run(3, "n[009-024]", false, true);
+    auto native = decide_started(w.map, slice_job_of(whole, 16, std::nullopt, true));
+    CHECK(native.kind == StartCase::Native);
+    CHECK(native.rec.why == Why::None);
+    CHECK(native.rec.slices == std::vector<std::string>{"n[001-016]"});
+    auto native_across = decide_started(w.map, slice_job_of(across, 16, std::nullopt, true));
+    CHECK(native_across.kind == StartCase::Native);
+    CHECK(native_across.rec.why == Why::AcrossRacks);
+    CHECK(native_across.rec.split);
+    // started where the helper pinned it: the record catches up, even across racks
+    auto ours = decide_started(w.map, slice_job_of(across, 16, placed(2, {"n[009-024]"}, RecordState::Restarting)));
+    CHECK(ours.kind == StartCase::Ours);
+    CHECK(ours.rec.state == RecordState::Placed);
+    CHECK_FALSE(ours.rec.hold);
+    SliceJob task = slice_job_of(whole, 16);
+    task.copied_from = 9;
+    CHECK(decide_started(w.map, task).kind == StartCase::ArrayTask);
+    CHECK(decide_started(w.map, slice_job_of(whole, 16)).kind == StartCase::GateOff);
+    // rack-blind: requeued to be placed, or said once when it cannot be
+    auto escaped = decide_started(w.map, slice_job_of(across, 16));
+    CHECK(escaped.kind == StartCase::Escaped);
+    CHECK(escaped.rec.state == RecordState::Waiting);
+    CHECK(escaped.rec.slices.empty());
+    CHECK(escaped.rec.why == Why::Escaped);
+    auto blind = decide_started(w.map, slice_job_of(stuck, 16));
+    CHECK(blind.kind == StartCase::RanRackBlind);
+    CHECK(blind.rec.why == Why::RanRackBlind);
+    CHECK(decide_started(w.map, slice_job_of(stuck, 16, blind.rec)).kind == StartCase::Said);
+}
+
+TEST_CASE("repair stage: evacuees move to a healthy rack, checkpointable first", "[repair_stage][quick]") {
+    World w;
+    const SlurmJob& a = w.run(1, "n[019-034]");
+    const SlurmJob& b = w.run(2, "n[001-016]");
+    const SlurmJob& interactive = w.run(3, "n[019-034]", true, false);
+    w.drain("n036", "NVLink contained error");
+    const Observation o = w.observe_now();
+    std::vector<SliceJob> ev = {slice_job_of(a, 16, placed(1, {"n[019-034]"})),
+                                slice_job_of(b, 16, placed(2, {"n[001-016]"}), false, true)};
+    order_evacuees(ev);
+    CHECK(ev[0].job->id == 2); // checkpointable first
+    auto d = decide_move(w.map, o.snap, slice_job_of(a, 16, placed(1, {"n[019-034]"})));
+    REQUIRE(d.kind == MoveCase::Move);
+    CHECK(d.racks == "r2");
+    CHECK(d.out.size() == 16);
+    CHECK(d.plan.moved == 1);
+    for (NodeId n : d.plan.placement.nodes()) CHECK_FALSE(o.snap.degraded(w.map.domain_of(n)));
+    CHECK(decide_move(w.map, o.snap, slice_job_of(interactive, 16, placed(3, {"n[019-034]"}))).kind ==
+          MoveCase::NotMovable);
+    // no healthy rack with room (r1 and r3 taken by earlier decisions): it waits where it runs
+    Snapshot full = o.snap;
+    set_all(full, "n[001-016,037-052]", NodeState::Allocated, 60);
+    auto waits = decide_move(w.map, full, slice_job_of(a, 16, placed(1, {"n[019-034]"})));
+    CHECK(waits.kind == MoveCase::MoveWaits);
+    CHECK_FALSE(waits.plan.reason.empty());
+}
