@@ -229,7 +229,7 @@ bool Cycle::took_its_placement(JobId other, JobId id) const {
 }
 
 void Cycle::take(const std::vector<NodeId>& ids, JobId job) {
-    failed_shapes_.clear(); // the snapshot changes: what did not fit may fit now
+    shapes_.clear(); // the snapshot changes: what did not fit may fit now
     for (NodeId id : ids) {
         NodeStatus st = snap_.node(id);
         if (is_free(st.state)) st.state = NodeState::Allocated;

@@ -2,9 +2,10 @@
 // reconcile() (reconcile.hpp has the contract). Its stages read one
 // immutable Observation (observe.hpp: what Slurm reports, read once); rack
 // health (rack_health.hpp, judge_racks()), the repair stage's decisions
-// about running jobs (repair_stage.hpp) and upkeep (upkeep.hpp) are pure
-// functions of it and of the working snapshot, which the cycle applies;
-// the others are still methods. Split by what it decides:
+// about running jobs (repair_stage.hpp), placement and protection
+// (place_stage.hpp) and upkeep (upkeep.hpp) are pure functions of it and of
+// the working snapshot, which the cycle applies; pending jobs that have a
+// placement are still judged by a method. Split by what it decides:
 //   cycle.cpp          the driver: which jobs are slice jobs and in what
 //                      order, backoff, records
 //   cycle_repair.cpp   running jobs (the repair stage's decisions applied)
@@ -21,12 +22,14 @@
 #include "defrag.hpp"
 #include "hostlist.hpp"
 #include "observe.hpp"
+#include "place_stage.hpp"
 #include "placement.hpp"
 #include "rack_health.hpp"
 #include "repair.hpp"
 #include "repair_stage.hpp"
 #include "report.hpp"
 #include "slice_job.hpp"
+#include "text.hpp"
 
 #include <fmt/format.h>
 
@@ -331,30 +334,13 @@ class Cycle {
     std::unordered_map<JobId, uint32_t> acted_;   // per job: a bit per ActionKind asked for
     std::vector<Phase> phases_;                   // per action of out_: when it is sent (plan())
     std::unordered_map<JobId, Phase> last_phase_; // per job: the phase of its latest action
-    struct FailedShape {
-        int slice, count;
-        PlacementMode mode;
-        bool split, lend, restricted, kept_off;
-        bool operator==(const FailedShape& o) const {
-            return slice == o.slice && count == o.count && mode == o.mode && split == o.split && lend == o.lend &&
-                   restricted == o.restricted && kept_off == o.kept_off;
-        }
-    };
-    std::vector<std::pair<FailedShape, PlacementResult>> failed_shapes_; // valid until the next take()
+    ShapeMemo shapes_;                            // the shapes that did not fit: valid until the next take()
     bool defrag_done_ = false;
     std::unordered_map<JobId, Reason> waits_; // why each job placed this cycle could not be
     NodeSet off_defrag_target_;               // outside the rack defragmentation freed (unsized: none)
     JobId top_ = 0;                           // the first job placement was tried for: the top priority
     CycleOutput out_;
 };
-
-// "2026-11-30T00:20:08" (local time), for logs and records.
-inline std::string iso_time(int64_t t) {
-    char buf[32] = {};
-    std::time_t tt = std::time_t(t);
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", std::localtime(&tt));
-    return buf;
-}
 
 // Why a tag does not describe its job (nullopt when it does).
 std::optional<std::string> tag_mismatch(const RequestTag& t, const SlurmJob& j);

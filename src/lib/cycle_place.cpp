@@ -185,54 +185,22 @@ void Cycle::say_escape(const SliceJob& sj) {
 
 bool Cycle::place_job(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
-    SliceRequest req;
-    req.job_id = j.id;
-    req.slice_size = sj.tag.slice;
-    req.slice_count = sj.tag.count;
-    req.mode = sj.tag.mode;
-    req.allow_split = sj.tag.mode == PlacementMode::Prefer && now_ - j.submit_time >= cfg_.prefer_wait_s;
-    const bool may_lend = may_borrow_spares({sj.tag.checkpointable, j.requeue, j.batch, sj.tag.nodes}, cfg_.lend);
+    if (!top_) top_ = j.id; // the first job placement is tried for: the top priority
+    PlaceLimits limits;
+    limits.may_lend = may_borrow_spares({sj.tag.checkpointable, j.requeue, j.batch, sj.tag.nodes}, cfg_.lend);
     // Racks protected for the top-priority job: others may use them only
     // if they end before its expected start (as Slurm's backfill allows).
-    if (!top_) top_ = j.id;
-    const bool restricted = !obs_.unprotected.unsized() && top_ != j.id &&
-                            !(j.time_limit > 0 && protection_ && now_ + j.time_limit <= protection_->start_time);
-    PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
-    rec.lent = false;
-    // Thousands of waiting jobs share a few shapes: while the snapshot does
-    // not change, a shape that did not fit does not fit again.
+    if (kept_from_protection(j, top_ == j.id, obs_.unprotected, protection_, now_)) {
+        limits.unprotected = &obs_.unprotected;
+        limits.protection_start = protection_ ? protection_->start_time : 0;
+    }
     // the rack defragmentation freed for another job stays its own
-    const bool kept_off = !off_defrag_target_.unsized() && mem_.defrag_target && mem_.defrag_target->job != j.id;
-    const FailedShape key{sj.tag.slice, sj.tag.count, req.mode, req.allow_split, may_lend, restricted, kept_off};
-    auto memo =
-        std::find_if(failed_shapes_.begin(), failed_shapes_.end(), [&](const auto& f) { return f.first == key; });
-    if (restricted && memo == failed_shapes_.end()) req.allowed = obs_.unprotected;
-    if (kept_off && memo == failed_shapes_.end()) {
-        if (req.allowed.unsized())
-            req.allowed = off_defrag_target_;
-        else
-            req.allowed &= off_defrag_target_;
-    }
-    // Spares are not left idle: preemptible work may borrow them until a
-    // repair needs them back (defrag.hpp, the simulator's policy too).
-    PlacementResult r = memo != failed_shapes_.end() ? memo->second : place_or_borrow(snap_, req, may_lend, rec.lent);
-    if (!r.ok && restricted && memo == failed_shapes_.end()) {
-        // Say why as if nothing were kept: the kept racks are not failed
-        // nodes, and the job is busy only because a higher-priority one
-        // comes first.
-        SliceRequest open = req;
-        open.allowed = NodeSet();
-        PlacementResult free_view = place(snap_, open);
-        if (free_view.ok) {
-            r.reason = Reason::Busy;
-            r.detail = fmt::format("busy: the racks with room are kept for a higher-priority slice job from {}; "
-                                   "this job would run past that",
-                                   iso_time(protection_->start_time));
-        } else {
-            r = free_view;
-        }
-    }
-    if (!r.ok && memo == failed_shapes_.end()) failed_shapes_.emplace_back(key, r);
+    if (!off_defrag_target_.unsized() && mem_.defrag_target && mem_.defrag_target->job != j.id)
+        limits.off_target = &off_defrag_target_;
+    const PlaceDecision d = decide_place(snap_, slice_request(sj, now_, cfg_.prefer_wait_s), limits, shapes_);
+    const PlacementResult& r = d.result;
+    PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
+    rec.lent = d.lent;
     if (!r.ok) {
         ++out_.stats.pending_by_reason[to_string(r.reason)];
         waits_[j.id] = r.reason;
@@ -374,83 +342,27 @@ void Cycle::protect_top() {
         top = &sj;
         break;
     }
-    std::string want;
-    int64_t start = 0, end = 0;
-    auto w = top ? waits_.find(top->job->id) : waits_.end();
-    if (top && w != waits_.end() &&
-        (w->second == Reason::Busy || w->second == Reason::Fragmented || w->second == Reason::WouldConsumeSpares)) {
-        const int k = top->tag.slice, c = top->tag.count;
-        std::unordered_map<JobId, int64_t> ends;
-        for (const auto& j : jobs_)
-            // a job without a time limit ends "in a year" for Slurm: unknown
-            if (j.state == JobState::Running)
-                ends[j.id] = j.end_time > 0 && j.end_time - now_ < 30 * 86400 ? j.end_time : INT64_MAX;
-        // per rack: when it has room for one slice, and the nodes it would take
-        struct RackTime {
-            int64_t when;
-            DomainId d;
-            std::vector<NodeId> nodes;
-        };
-        std::vector<RackTime> racks;
-        std::vector<std::pair<int64_t, NodeId>> avail;
-        for (DomainId d = 0; d < map_.domains().size(); ++d) {
-            const Domain& dom = map_.domain(d);
-            const DomainCounts& dc = snap_.counts(d);
-            const int kept = kept_spares(dom, dc);
-            // a degraded rack takes no new slice: never kept for one
-            if (snap_.degraded(d) || !dom.allows_slice(k) || dc.healthy - kept < k) continue;
-            avail.clear();
-            for (NodeId id : dom.nodes) {
-                const NodeStatus& st = snap_.node(id);
-                if (st.state == NodeState::Idle) {
-                    avail.emplace_back(now_, id);
-                } else if (is_healthy(st.state) && !is_free(st.state) && st.job_id) {
-                    auto e = ends.find(st.job_id);
-                    avail.emplace_back(e == ends.end() ? INT64_MAX : e->second, id);
-                }
-            }
-            // the slice's nodes, earliest free first; the reserved spares stay out
-            if (int(avail.size()) < k) continue;
-            std::sort(avail.begin(), avail.end());
-            const int64_t when = avail[size_t(k - 1)].first;
-            if (when == INT64_MAX) continue;
-            RackTime rt{when, d, {}};
-            for (int i = 0; i < k; ++i) rt.nodes.push_back(avail[size_t(i)].second);
-            racks.push_back(std::move(rt));
-        }
-        if (int(racks.size()) >= c) {
-            std::sort(racks.begin(), racks.end(), [](const RackTime& a, const RackTime& b) {
-                return a.when != b.when ? a.when < b.when : a.d < b.d;
-            });
-            std::vector<NodeId> nodes;
-            for (int i = 0; i < c; ++i) {
-                start = std::max(start, racks[size_t(i)].when);
-                nodes.insert(nodes.end(), racks[size_t(i)].nodes.begin(), racks[size_t(i)].nodes.end());
-            }
-            std::sort(nodes.begin(), nodes.end());
-            start = std::max(start, now_ + 1);
-            end = top->job->time_limit > 0 ? start + top->job->time_limit : 0;
-            want = hl(nodes);
-        }
-    }
-    const bool have = protection_ && !protection_->nodes.empty();
-    if (want.empty()) {
-        if (have) {
-            act({0, action::Protect{}}); // first (Phase::Unprotect)
-            log("protect: dropped (no slice job waits for racks)");
-        }
+    // only while it waits for room: not for a reason of Slurm's
+    std::optional<Protection> want;
+    if (auto w = top ? waits_.find(top->job->id) : waits_.end();
+        w != waits_.end() &&
+        (w->second == Reason::Busy || w->second == Reason::Fragmented || w->second == Reason::WouldConsumeSpares))
+        want = plan_protection(snap_, jobs_, top->tag.slice, top->tag.count, top->job->time_limit, now_);
+    const std::string nodes = want ? hl(want->nodes) : std::string();
+    switch (protection_change(nodes, want ? want->start : 0, protection_, now_)) {
+    case ProtectChange::Keep: return;
+    case ProtectChange::Drop:
+        act({0, action::Protect{}}); // first (Phase::Unprotect)
+        log("protect: dropped (no slice job waits for racks)");
+        return;
+    case ProtectChange::Set:
+        act({0, action::Protect{nodes, want->start, want->end}});
+        log(top->job->id,
+            fmt::format("top priority, waits: racks kept for it, {} from {} (in {} s); shorter jobs may still "
+                        "run there",
+                        nodes, iso_time(want->start), want->start - now_));
         return;
     }
-    // a start that moved less than a minute is not worth a new reservation
-    if (have && protection_->nodes == want &&
-        (protection_->start_time <= now_ || std::llabs(protection_->start_time - start) < 60))
-        return;
-    act({0, action::Protect{want, start, end}});
-    const std::string when = iso_time(start);
-    log(top->job->id,
-        fmt::format("top priority, waits: racks kept for it, {} from {} (in {} s); shorter jobs may still "
-                    "run there",
-                    want, when, start - now_));
 }
 
 } // namespace nvl::detail

@@ -2,15 +2,21 @@
 // print: one line, no terminal or log control characters.
 #pragma once
 
+#include <cstdint>
+#include <ctime>
 #include <string>
 #include <string_view>
 
 namespace nvl {
 
-// Control characters (below 0x20, and 0x7f) as C escapes: "\n", "\r",
-// "\t", "\x1b". A log line built from it stays one line: a user's comment
-// cannot forge a second entry (journald reads "<0>" at a line's start as
-// its level) nor move a terminal's cursor.
+// "2026-11-30T00:20:08" (local time), for logs and records.
+inline std::string iso_time(int64_t t) {
+    char buf[32] = {};
+    std::time_t tt = std::time_t(t);
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", std::localtime(&tt));
+    return buf;
+}
+
 // Whether a comma-separated list (Slurm's node features) names `f`.
 inline bool names_feature(std::string_view list, std::string_view f) {
     size_t a = 0;
@@ -23,6 +29,10 @@ inline bool names_feature(std::string_view list, std::string_view f) {
     return false;
 }
 
+// Control characters (below 0x20, and 0x7f) as C escapes: "\n", "\r",
+// "\t", "\x1b". A log line built from it stays one line: a user's comment
+// cannot forge a second entry (journald reads "<0>" at a line's start as
+// its level) nor move a terminal's cursor.
 inline std::string escape_control(std::string_view s) {
     static const char hex[] = "0123456789abcdef";
     std::string out;

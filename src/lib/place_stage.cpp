@@ -1,0 +1,139 @@
+// The placement and protection stage (place_stage.hpp).
+#include "place_stage.hpp"
+
+#include "defrag.hpp"
+#include "text.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace nvl {
+
+SliceRequest slice_request(const SliceJob& sj, int64_t now, int64_t prefer_wait_s) {
+    SliceRequest req;
+    req.job_id = sj.job->id;
+    req.slice_size = sj.tag.slice;
+    req.slice_count = sj.tag.count;
+    req.mode = sj.tag.mode;
+    req.allow_split = sj.tag.mode == PlacementMode::Prefer && now - sj.job->submit_time >= prefer_wait_s;
+    return req;
+}
+
+bool kept_from_protection(const SlurmJob& j, bool is_top, const NodeSet& unprotected,
+                          const std::optional<Reservation>& protection, int64_t now) {
+    if (unprotected.unsized() || is_top) return false;
+    return !(j.time_limit > 0 && protection && now + j.time_limit <= protection->start_time);
+}
+
+PlaceDecision decide_place(const Snapshot& snap, const SliceRequest& request, const PlaceLimits& limits,
+                           ShapeMemo& memo) {
+    PlaceDecision d;
+    const bool restricted = limits.unprotected, kept_off = limits.off_target;
+    const ShapeMemo::Shape key{request.slice_size, request.slice_count, request.mode, request.allow_split,
+                               limits.may_lend,    restricted,          kept_off};
+    auto seen = std::find_if(memo.failed.begin(), memo.failed.end(), [&](const auto& f) { return f.first == key; });
+    if (seen != memo.failed.end()) {
+        d.result = seen->second;
+        d.remembered = true;
+        return d;
+    }
+    SliceRequest req = request;
+    if (restricted) req.allowed = *limits.unprotected;
+    if (kept_off) {
+        if (req.allowed.unsized())
+            req.allowed = *limits.off_target;
+        else
+            req.allowed &= *limits.off_target;
+    }
+    // Spares are not left idle: preemptible work may borrow them until a
+    // repair needs them back (defrag.hpp, the simulator's policy too).
+    d.result = place_or_borrow(snap, req, limits.may_lend, d.lent);
+    if (!d.result.ok && restricted) {
+        // Say why as if nothing were kept: the kept racks are not failed
+        // nodes, and the job is busy only because a higher-priority one
+        // comes first.
+        SliceRequest open = req;
+        open.allowed = NodeSet();
+        PlacementResult free_view = place(snap, open);
+        if (free_view.ok) {
+            d.result.reason = Reason::Busy;
+            d.result.detail = fmt::format("busy: the racks with room are kept for a higher-priority slice job from "
+                                          "{}; this job would run past that",
+                                          iso_time(limits.protection_start));
+        } else {
+            d.result = std::move(free_view);
+        }
+    }
+    if (!d.result.ok) memo.failed.emplace_back(key, d.result);
+    return d;
+}
+
+std::optional<Protection> plan_protection(const Snapshot& snap, const std::vector<SlurmJob>& jobs, int slice, int count,
+                                          int64_t time_limit, int64_t now) {
+    const RackMap& map = snap.map();
+    const int k = slice;
+    std::unordered_map<JobId, int64_t> ends;
+    for (const auto& j : jobs)
+        // a job without a time limit ends "in a year" for Slurm: unknown
+        if (j.state == JobState::Running)
+            ends[j.id] = j.end_time > 0 && j.end_time - now < 30 * 86400 ? j.end_time : INT64_MAX;
+    // per rack: when it has room for one slice, and the nodes it would take
+    struct RackTime {
+        int64_t when;
+        DomainId d;
+        std::vector<NodeId> nodes;
+    };
+    std::vector<RackTime> racks;
+    std::vector<std::pair<int64_t, NodeId>> avail;
+    for (DomainId d = 0; d < map.domains().size(); ++d) {
+        const Domain& dom = map.domain(d);
+        const DomainCounts& dc = snap.counts(d);
+        const int kept = kept_spares(dom, dc);
+        // a degraded rack takes no new slice: never kept for one
+        if (snap.degraded(d) || !dom.allows_slice(k) || dc.healthy - kept < k) continue;
+        avail.clear();
+        for (NodeId id : dom.nodes) {
+            const NodeStatus& st = snap.node(id);
+            if (st.state == NodeState::Idle) {
+                avail.emplace_back(now, id);
+            } else if (is_healthy(st.state) && !is_free(st.state) && st.job_id) {
+                auto e = ends.find(st.job_id);
+                avail.emplace_back(e == ends.end() ? INT64_MAX : e->second, id);
+            }
+        }
+        // the slice's nodes, earliest free first; the reserved spares stay out
+        if (int(avail.size()) < k) continue;
+        std::sort(avail.begin(), avail.end());
+        const int64_t when = avail[size_t(k - 1)].first;
+        if (when == INT64_MAX) continue;
+        RackTime rt{when, d, {}};
+        for (int i = 0; i < k; ++i) rt.nodes.push_back(avail[size_t(i)].second);
+        racks.push_back(std::move(rt));
+    }
+    if (int(racks.size()) < count) return std::nullopt;
+    std::sort(racks.begin(), racks.end(),
+              [](const RackTime& a, const RackTime& b) { return a.when != b.when ? a.when < b.when : a.d < b.d; });
+    Protection p;
+    for (int i = 0; i < count; ++i) {
+        p.start = std::max(p.start, racks[size_t(i)].when);
+        p.nodes.insert(p.nodes.end(), racks[size_t(i)].nodes.begin(), racks[size_t(i)].nodes.end());
+    }
+    std::sort(p.nodes.begin(), p.nodes.end());
+    p.start = std::max(p.start, now + 1);
+    p.end = time_limit > 0 ? p.start + time_limit : 0;
+    return p;
+}
+
+ProtectChange protection_change(const std::string& want_nodes, int64_t want_start,
+                                const std::optional<Reservation>& have, int64_t now) {
+    const bool exists = have && !have->nodes.empty();
+    if (want_nodes.empty()) return exists ? ProtectChange::Drop : ProtectChange::Keep;
+    if (exists && have->nodes == want_nodes &&
+        (have->start_time <= now || std::llabs(have->start_time - want_start) < 60))
+        return ProtectChange::Keep;
+    return ProtectChange::Set;
+}
+
+} // namespace nvl

@@ -1,0 +1,95 @@
+// nvlslice — the cycle's placement and protection stage: where a waiting
+// slice job goes, and which racks are kept for the top-priority one. Pure
+// functions of the working snapshot (the nodes this cycle's earlier repairs
+// and placements took marked) and the job; they return typed decisions and
+// change nothing. The cycle (cycle_place.cpp) turns them into records,
+// actions and log lines, and takes a placement's nodes before the next job.
+//   decide_place()     a placement, or why the job waits (the lending rule,
+//                      place_or_borrow(), is the simulator's too);
+//   plan_protection()  the racks that free up soonest for the top job that
+//                      waits, from the running jobs' end times, as Slurm's
+//                      backfill keeps nodes for a blocked plain job;
+//   protection_change() whether Slurm's protection reservation must change.
+#pragma once
+
+#include "cluster_api.hpp"
+#include "model.hpp"
+#include "node_set.hpp"
+#include "placement.hpp"
+#include "repair_stage.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace nvl {
+
+// The placement request of a waiting slice job: its shape and mode; a
+// prefer-mode job may be split once it waited `prefer_wait_s`.
+SliceRequest slice_request(const SliceJob& sj, int64_t now, int64_t prefer_wait_s);
+
+// Whether the racks kept for the top-priority job (`protection`, its nodes
+// outside `unprotected`) are closed to job `j`: they are, unless it is the
+// top job, or it has a time limit that ends it before their start (as
+// Slurm's backfill lets shorter jobs in). No protection: never.
+bool kept_from_protection(const SlurmJob& j, bool is_top, const NodeSet& unprotected,
+                          const std::optional<Reservation>& protection, int64_t now);
+
+// What the placement of one job may use beyond its request.
+// The sets are borrowed (the observation's, the cycle's): nothing is copied
+// for a job whose shape failed already.
+struct PlaceLimits {
+    bool may_lend = false; // may borrow spares (may_borrow_spares())
+    const NodeSet* unprotected =
+        nullptr;                  // kept from the protected racks (kept_from_protection()): the nodes it may use
+    int64_t protection_start = 0; // with unprotected: when the protection starts (the reason given)
+    const NodeSet* off_target =
+        nullptr; // kept off the rack defragmentation freed for another job: the nodes it may use
+};
+
+// Thousands of waiting jobs share a few shapes: while the snapshot does not
+// change, a shape that did not fit does not fit again. The cycle forgets
+// them (clear()) whenever it takes nodes.
+struct ShapeMemo {
+    struct Shape {
+        int slice, count;
+        PlacementMode mode;
+        bool split, lend, restricted, kept_off;
+        bool operator==(const Shape& o) const {
+            return slice == o.slice && count == o.count && mode == o.mode && split == o.split && lend == o.lend &&
+                   restricted == o.restricted && kept_off == o.kept_off;
+        }
+    };
+    std::vector<std::pair<Shape, PlacementResult>> failed;
+    void clear() { failed.clear(); }
+};
+
+struct PlaceDecision {
+    PlacementResult result;  // ok: the placement; else why it waits (reason, detail)
+    bool lent = false;       // ok: it runs on lent spares
+    bool remembered = false; // not ok: the answer of a shape that did not fit this cycle already
+};
+PlaceDecision decide_place(const Snapshot& snap, const SliceRequest& req, const PlaceLimits& limits, ShapeMemo& memo);
+
+// Racks kept for the top-priority slice job that waits for room: the
+// soonest-free `count` racks with room for one slice each, the slice's nodes
+// there (earliest free first; the spares a rack keeps stay out), from when
+// the last of them is free (at least now + 1) until its time limit ends
+// (0: no limit). Running jobs end at their end time; one without a limit
+// (or ending past 30 days) never, for this. A degraded rack is never kept.
+struct Protection {
+    std::vector<NodeId> nodes; // map order
+    int64_t start = 0, end = 0;
+};
+std::optional<Protection> plan_protection(const Snapshot& snap, const std::vector<SlurmJob>& jobs, int slice, int count,
+                                          int64_t time_limit, int64_t now);
+
+// What the protection reservation needs: nothing, dropped, or set to `want`.
+// A start that moved less than a minute is not worth a new reservation.
+enum class ProtectChange : uint8_t { Keep, Drop, Set };
+ProtectChange protection_change(const std::string& want_nodes, int64_t want_start,
+                                const std::optional<Reservation>& have, int64_t now);
+
+} // namespace nvl

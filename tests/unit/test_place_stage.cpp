@@ -1,0 +1,155 @@
+// The placement and protection stage alone (place_stage.hpp): where a
+// waiting job goes or why it waits, and which racks are kept for the top
+// job, from a snapshot, with no cycle around it.
+#include "fixtures.hpp"
+#include "place_stage.hpp"
+
+#include "catch.hpp"
+
+using namespace nvl;
+using namespace nvl::test;
+
+namespace {
+SliceJob waiting(const SlurmJob& j, int slice, PlacementMode mode = PlacementMode::Strict) {
+    RequestTag t;
+    t.slice = slice;
+    t.count = j.num_nodes / slice;
+    t.nodes = j.num_nodes;
+    t.mode = mode;
+    return SliceJob{&j, t, std::nullopt};
+}
+
+SlurmJob running(JobId id, int64_t end_time) {
+    SlurmJob j;
+    j.id = id;
+    j.state = JobState::Running;
+    j.end_time = end_time;
+    return j;
+}
+} // namespace
+
+TEST_CASE("place stage: the request, and who the protected racks are closed to", "[place_stage][quick]") {
+    const int64_t now = 1'000'000;
+    SlurmJob j = slice_job(1, 16, 2, false, now, true, 100);
+    CHECK_FALSE(slice_request(waiting(j, 16, PlacementMode::Prefer), now, 300).allow_split);
+    CHECK(slice_request(waiting(j, 16, PlacementMode::Prefer), now, 60).allow_split); // waited long enough
+    CHECK_FALSE(slice_request(waiting(j, 16), now, 60).allow_split);                  // strict: never split
+    const SliceRequest r = slice_request(waiting(j, 16), now, 60);
+    CHECK(r.slice_size == 16);
+    CHECK(r.slice_count == 2);
+
+    const RackMap m = make_map(2, 18);
+    NodeSet unprotected(m.node_count(), true);
+    const std::optional<Reservation> protection = Reservation{"nvlslice_protect", "n[019-036]", now + 600};
+    CHECK_FALSE(kept_from_protection(j, false, NodeSet(), protection, now));  // no protection: open
+    CHECK_FALSE(kept_from_protection(j, true, unprotected, protection, now)); // the top job itself
+    CHECK(kept_from_protection(j, false, unprotected, protection, now));      // no time limit: runs past it
+    j.time_limit = 600;
+    CHECK_FALSE(kept_from_protection(j, false, unprotected, protection, now)); // ends by its start: backfilled
+    j.time_limit = 601;
+    CHECK(kept_from_protection(j, false, unprotected, protection, now));
+}
+
+TEST_CASE("place stage: a placement, a reason, and a shape that failed is not tried again", "[place_stage][quick]") {
+    const RackMap m = make_map(2, 18);
+    Snapshot s(m);
+    occupy(s, 0, 8); // r1: 8 busy, 10 free with its 2 spares
+    ShapeMemo memo;
+    SliceRequest one;
+    one.job_id = 1;
+    one.slice_size = 16;
+    one.slice_count = 1;
+    auto d = decide_place(s, one, {}, memo);
+    REQUIRE(d.result.ok);
+    CHECK(names(m, d.result.placement.nodes()) == "n[019-034]"); // the rack with room, its spares kept
+    CHECK_FALSE(d.lent);
+    SliceRequest two = one;
+    two.slice_count = 2;
+    auto busy = decide_place(s, two, {}, memo);
+    CHECK_FALSE(busy.result.ok);
+    CHECK_FALSE(busy.remembered);
+    CHECK(memo.failed.size() == 1);
+    auto again = decide_place(s, two, {}, memo);
+    CHECK(again.remembered);
+    CHECK(again.result.reason == busy.result.reason);
+    memo.clear(); // the cycle took nodes: tried afresh
+    CHECK_FALSE(decide_place(s, two, {}, memo).remembered);
+}
+
+TEST_CASE("place stage: protected racks, the freed rack, and lent spares", "[place_stage][quick]") {
+    const RackMap m = make_map(2, 18);
+    Snapshot s(m);
+    occupy(s, 0, 2); // r1: 16 free with its 2 spares
+    SliceRequest one;
+    one.job_id = 1;
+    one.slice_size = 16;
+    one.slice_count = 1;
+    // r2 is kept for the top job: r1 has no room without its spares; the
+    // reason is the kept racks, not fragmentation
+    NodeSet unprotected(m.node_count(), true);
+    for (NodeId id : m.domain(1).nodes) unprotected.erase(id);
+    PlaceLimits kept;
+    kept.unprotected = &unprotected;
+    kept.protection_start = 2'000'000;
+    ShapeMemo memo;
+    auto d = decide_place(s, one, kept, memo);
+    CHECK_FALSE(d.result.ok);
+    CHECK(d.result.reason == Reason::Busy);
+    CHECK(d.result.detail.find("kept for a higher-priority slice job") != std::string::npos);
+    // off the rack defragmentation freed for another job: the same
+    PlaceLimits off;
+    off.off_target = &unprotected;
+    CHECK_FALSE(decide_place(s, one, off, memo).result.ok);
+    // a checkpointable job may borrow r1's spares
+    PlaceLimits lend = kept;
+    lend.may_lend = true;
+    auto lent = decide_place(s, one, lend, memo);
+    REQUIRE(lent.result.ok);
+    CHECK(lent.lent);
+    CHECK(names(m, lent.result.placement.nodes()) == "n[003-018]");
+}
+
+TEST_CASE("place stage: the racks that free up soonest are kept for the top job", "[place_stage][quick]") {
+    const int64_t now = 1'000'000;
+    const RackMap m = make_map(3, 18);
+    Snapshot s(m);
+    set_all(s, "n[001-016]", NodeState::Allocated, 10);                 // r1 frees in 300 s
+    set_all(s, "n[019-034]", NodeState::Allocated, 11);                 // r2 in 100 s
+    set_all(s, "n[037-052]", NodeState::Allocated, 12);                 // r3: no time limit
+    set_all(s, "n[017-018,035-036,053-054]", NodeState::SpareReserved); // the spares stay out
+    std::vector<SlurmJob> jobs = {running(10, now + 300), running(11, now + 100), running(12, 0)};
+    auto p = plan_protection(s, jobs, 16, 1, 3600, now);
+    REQUIRE(p);
+    CHECK(names(m, p->nodes) == "n[019-034]");
+    CHECK(p->start == now + 100);
+    CHECK(p->end == now + 100 + 3600);
+    auto two = plan_protection(s, jobs, 16, 2, 0, now);
+    REQUIRE(two);
+    CHECK(names(m, two->nodes) == "n[001-016,019-034]");
+    CHECK(two->start == now + 300); // when the later of the two is free
+    CHECK(two->end == 0);           // no time limit
+    // r3's job never ends for this: three racks cannot be kept
+    CHECK_FALSE(plan_protection(s, jobs, 16, 3, 0, now));
+    // a degraded rack is never kept
+    s.set_degraded(1, "NVLink contained error");
+    auto off = plan_protection(s, jobs, 16, 1, 0, now);
+    REQUIRE(off);
+    CHECK(names(m, off->nodes) == "n[001-016]");
+    // idle racks: from the next second
+    Snapshot idle(m);
+    CHECK(plan_protection(idle, {}, 16, 1, 0, now)->start == now + 1);
+}
+
+TEST_CASE("place stage: the protection reservation changes only when it must", "[place_stage][quick]") {
+    const int64_t now = 1'000'000;
+    const std::optional<Reservation> none;
+    const std::optional<Reservation> have = Reservation{"nvlslice_protect", "n[019-034]", now + 100};
+    CHECK(protection_change("", 0, none, now) == ProtectChange::Keep);
+    CHECK(protection_change("", 0, have, now) == ProtectChange::Drop);
+    CHECK(protection_change("n[019-034]", now + 100, none, now) == ProtectChange::Set);
+    CHECK(protection_change("n[019-034]", now + 159, have, now) == ProtectChange::Keep); // moved < 1 min
+    CHECK(protection_change("n[019-034]", now + 160, have, now) == ProtectChange::Set);
+    CHECK(protection_change("n[001-016]", now + 100, have, now) == ProtectChange::Set);
+    // started already: kept while the nodes are the same
+    CHECK(protection_change("n[019-034]", now + 900, have, now + 200) == ProtectChange::Keep);
+}
