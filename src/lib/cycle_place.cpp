@@ -268,16 +268,17 @@ void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
     if (defrag_done_ || !(for_repair ? cfg_.defrag_repairs : cfg_.defrag)) return;
     const SlurmJob& blocked = *sj.job;
     if (for_repair && mem_.defrag_target && mem_.defrag_target->job == blocked.id) return; // freed already
-    if (!defrag_due(for_repair, double(now_ - blocked.submit_time),
-                    mem_.last_defrag ? double(mono_ - mem_.last_defrag) : -1.0, cfg_.defrag_after_s,
-                    cfg_.defrag_interval_s))
-        return;
     std::unordered_map<JobId, const SlurmJob*> by_id;
     std::unordered_map<JobId, bool> ckpt;
-    for (const auto& j : jobs_) by_id[j.id] = &j;
-    for (const auto& s : slice_jobs_) ckpt[s.job->id] = s.tag.checkpointable;
+    const DefragPace pace{for_repair, double(now_ - blocked.submit_time),
+                          mem_.last_defrag ? double(mono_ - mem_.last_defrag) : -1.0, double(cfg_.defrag_after_s),
+                          double(cfg_.defrag_interval_s)};
     const int k = sj.tag.slice;
-    DefragPlan plan = plan_defrag(snap_, k, [&](JobId id) {
+    const auto due = decide_defrag(snap_, k, pace, [&](JobId id) {
+        if (by_id.empty()) {
+            for (const auto& j : jobs_) by_id[j.id] = &j;
+            for (const auto& s : slice_jobs_) ckpt[s.job->id] = s.tag.checkpointable;
+        }
         VictimInfo v;
         auto it = by_id.find(id);
         if (id == blocked.id || it == by_id.end() || it->second->state != JobState::Running) return v;
@@ -287,6 +288,8 @@ void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
         v = victim_info(t, double(now_ - j.start_time));
         return v;
     });
+    if (!due) return;
+    const DefragPlan& plan = *due;
     const DomainId best = plan.domain;
     const double best_cost = plan.cost;
     const std::vector<JobId>& best_victims = plan.victims;

@@ -29,6 +29,13 @@ bool defrag_due(bool for_repair, double waited_s, double since_last_s, double af
     return waited_s >= after_s && (since_last_s < 0 || since_last_s >= interval_s);
 }
 
+std::optional<DefragPlan> decide_defrag(const Snapshot& snap, int slice, const DefragPace& pace,
+                                        const std::function<VictimInfo(JobId)>& victim) {
+    if (!defrag_due(pace.for_repair, pace.waited_s, pace.since_last_s, pace.after_s, pace.interval_s))
+        return std::nullopt;
+    return plan_defrag(snap, slice, victim);
+}
+
 DefragPlan plan_defrag(const Snapshot& snap, int slice, const std::function<VictimInfo(JobId)>& victim) {
     const RackMap& map = snap.map();
     DefragPlan best;

@@ -20,6 +20,7 @@
 #include "placement.hpp"
 
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -94,5 +95,18 @@ bool defrag_due(bool for_repair, double waited_s, double since_last_s, double af
 // asked once per (rack, job) pair for jobs seen on the rack's healthy busy
 // nodes. A rack too degraded to ever hold the slice is skipped.
 DefragPlan plan_defrag(const Snapshot& snap, int slice, const std::function<VictimInfo(JobId)>& victim);
+
+// The defragmentation stage, as the helper (try_defrag) and the simulator
+// (maybe_defrag) both run it: nullopt while it is not due (defrag_due()),
+// else plan_defrag()'s plan (without a rack: none can be freed from
+// eligible jobs alone).
+struct DefragPace {
+    bool for_repair = false;
+    double waited_s = 0;      // how long the blocked job has waited
+    double since_last_s = -1; // since the last paced defragmentation (< 0: none yet)
+    double after_s = 0, interval_s = 0;
+};
+std::optional<DefragPlan> decide_defrag(const Snapshot& snap, int slice, const DefragPace& pace,
+                                        const std::function<VictimInfo(JobId)>& victim);
 
 } // namespace nvl

@@ -326,15 +326,15 @@ bool Sim::maybe_defrag(int j, double now, int repair_slice) {
     if (repair ? !p_.defrag_repairs : (!p_.defrag || tj.nodes < p_.slice)) return false;
     const double after = p_.defrag_after_s >= 0 ? p_.defrag_after_s : helper_.defrag_after_s;
     const double interval = p_.defrag_interval_s >= 0 ? p_.defrag_interval_s : helper_.defrag_interval_s;
-    if (!defrag_due(repair, (now - tj.arrival) * 3600, last_defrag_ >= 0 ? (now - last_defrag_) * 3600 : -1.0, after,
-                    interval))
-        return false;
-    DefragPlan plan = plan_defrag(snap_, repair ? repair_slice : p_.slice, [&](JobId id) {
+    const DefragPace pace{repair, (now - tj.arrival) * 3600, last_defrag_ >= 0 ? (now - last_defrag_) * 3600 : -1.0,
+                          after, interval};
+    const auto due = decide_defrag(snap_, repair ? repair_slice : p_.slice, pace, [&](JobId id) {
         const int v = int(id) - 1;
         if (v < 0 || v == j || !jobs_[size_t(v)].running) return VictimInfo{};
         return victim_info(traits(v), (now - jobs_[size_t(v)].run_start) * 3600); // the helper's rule
     });
-    if (!plan) return false;
+    if (!due || !*due) return false;
+    const DefragPlan& plan = *due;
     if (p_.on_decision) {
         SimDecision d;
         d.kind = SimDecision::Defrag;

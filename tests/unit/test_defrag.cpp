@@ -57,6 +57,33 @@ TEST_CASE("defragmentation: the cheapest rack from eligible jobs alone", "[defra
     CHECK_FALSE(plan_defrag(s, 16, victim));
 }
 
+TEST_CASE("defragmentation stage: paced for a blocked job, at once for a repair", "[defrag][quick]") {
+    RackMap m = make_map(2, 18);
+    Snapshot s(m);
+    set_all(s, "n[001-003]", NodeState::Allocated, 1);
+    set_all(s, "n[019-021]", NodeState::Allocated, 2);
+    auto victim = [](JobId id) { return VictimInfo{true, double(id)}; };
+    DefragPace pace;
+    pace.after_s = 600;
+    pace.interval_s = 300;
+    pace.waited_s = 599;
+    CHECK_FALSE(decide_defrag(s, 16, pace, victim)); // blocked for less than after_s
+    pace.waited_s = 600;
+    auto plan = decide_defrag(s, 16, pace, victim);
+    REQUIRE(plan);
+    REQUIRE(*plan);
+    CHECK(plan->victims == std::vector<JobId>{1}); // the cheaper rack
+    pace.since_last_s = 299;
+    CHECK_FALSE(decide_defrag(s, 16, pace, victim)); // one ran less than interval_s ago
+    pace.for_repair = true;
+    pace.waited_s = 0;
+    CHECK(decide_defrag(s, 16, pace, victim)); // a repair: at once, unpaced
+    // due, but no rack can be freed from eligible jobs alone: a plan without a rack
+    auto none = decide_defrag(s, 16, pace, [](JobId) { return VictimInfo{}; });
+    REQUIRE(none);
+    CHECK_FALSE(*none);
+}
+
 TEST_CASE("defragmentation: lent nodes already count as spares", "[defrag][quick]") {
     RackMap m = make_map(1, 18);
     Snapshot s(m);
