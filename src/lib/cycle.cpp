@@ -190,7 +190,7 @@ void Cycle::collect_slice_jobs() {
         // a repair's or restart's target is its record, written before the
         // pin (which may not have followed)
         const bool target_in_record = sj.rec->state != RecordState::Placed && !sj.rec->slices.empty();
-        for (NodeId id : target_in_record ? recorded_nodes(sj) : pinned_nodes(sj))
+        for (NodeId id : target_in_record ? recorded_nodes(*sj.rec) : pinned_nodes(map_, sj))
             if (is_free(snap_.node(id).state)) snap_.set(id, {NodeState::Allocated, j.id, -1, false});
     }
 }
@@ -220,12 +220,6 @@ std::string Cycle::all_but(const std::vector<NodeId>& ids) const {
         if (!keep.count(n.name)) names.push_back(n.name);
     std::sort(names.begin(), names.end());
     return hostlist_compress(names);
-}
-
-bool Cycle::took_its_placement(JobId other, JobId id) const {
-    for (const auto& p : obs_.jobs)
-        if (p.job->id == other) return p.job->state == JobState::Running && p.copied_from == id;
-    return false;
 }
 
 void Cycle::take(const std::vector<NodeId>& ids, JobId job) {

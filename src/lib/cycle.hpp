@@ -2,10 +2,11 @@
 // reconcile() (reconcile.hpp has the contract). Its stages read one
 // immutable Observation (observe.hpp: what Slurm reports, read once); rack
 // health (rack_health.hpp, judge_racks()), the repair stage's decisions
-// about running jobs (repair_stage.hpp), placement and protection
-// (place_stage.hpp) and upkeep (upkeep.hpp) are pure functions of it and of
-// the working snapshot, which the cycle applies; pending jobs that have a
-// placement are still judged by a method. Split by what it decides:
+// about running jobs and placed pending ones (repair_stage.hpp), placement and protection
+// (place_stage.hpp), defragmentation (defrag.hpp, the simulator's too) and
+// upkeep (upkeep.hpp) are pure functions of it and of the working snapshot
+// that return typed decisions; the cycle applies them (records, actions,
+// log lines, the helper's memory). Split by what it applies:
 //   cycle.cpp          the driver: which jobs are slice jobs and in what
 //                      order, backoff, records
 //   cycle_repair.cpp   running jobs (the repair stage's decisions applied)
@@ -82,15 +83,17 @@ class Cycle {
     void evacuate();
     void collect_slice_jobs();
     bool needs_repair(NodeId id) const { return nvl::needs_repair(obs_, snap_, id); }
-    // Job `other` runs with a copy of job `id`'s record: a task of id's
-    // array that Slurm split off when it started it on id's placement.
-    bool took_its_placement(JobId other, JobId id) const;
     // A running job: the repair stage's decide_running(), applied.
     void handle_running(const SliceJob& sj);
     // Running without a placement of ours: decide_started(), applied.
     void apply_started(const SliceJob& sj);
-    // Pass 1: pending jobs that have a placement: keep, finish, or repair it.
+    // Pass 1: pending jobs that have a placement: keep, finish, or repair it
+    // (the repair stage's decide_placed(), applied).
     void finish_placed(const SliceJob& sj);
+    // Released and pinned, not started yet: decide_released(), applied.
+    void keep_released(const SliceJob& sj, const PlacedDecision& d);
+    // Its target free: decide_start_step(), applied.
+    void start_pinned(const SliceJob& sj, const PlacedDecision& d);
     // Pass 2: pending jobs without a usable placement: place them.
     void place_waiting(const SliceJob& sj);
     void say_escape(const SliceJob& sj);
@@ -107,17 +110,8 @@ class Cycle {
     void protect_top();
     void keep_gate();
     bool gated(const SlurmJob& j) const { return has_license(j.licenses, cfg_.gate_license); }
-    // The nodes its record lists (a native job's placement, which Slurm
-    // chose and no ReqNodeList holds).
-    std::vector<NodeId> recorded_nodes(const SliceJob& sj) const {
-        return sj.rec ? recorded_nodes(*sj.rec) : std::vector<NodeId>{};
-    }
     // Every node of a record's slices, in map order.
-    std::vector<NodeId> recorded_nodes(const PlacementRecord& r) const {
-        NodeSet s(map_.node_count());
-        for (const auto& h : r.slices) s.add(map_, h);
-        return s.ids();
-    }
+    std::vector<NodeId> recorded_nodes(const PlacementRecord& r) const { return nvl::recorded_nodes(map_, r); }
     bool held_by_us(const SliceJob& sj) const { return sj.job->held && sj.rec && sj.rec->hold; }
     void gate(const SliceJob& sj) {
         act({sj.job->id, action::SetLicenses{with_license(sj.job->licenses, cfg_.gate_license)}});
@@ -174,19 +168,6 @@ class Cycle {
     }
     // Every node Slurm reports but `ids`, as a hostlist.
     std::string all_but(const std::vector<NodeId>& ids) const;
-    // The nodes a placed job is held to: its ReqNodeList, or for a native
-    // job its record's slices.
-    std::vector<NodeId> pinned_nodes(const SliceJob& sj) const {
-        if (native(sj)) return has_placement(sj) ? recorded_nodes(sj) : std::vector<NodeId>{};
-        return pinned_nodes(*sj.job);
-    }
-    std::vector<NodeId> pinned_nodes(const SlurmJob& j) const {
-        std::vector<NodeId> pinned;
-        if (!j.req_nodes.empty())
-            for (const auto& n : hostlist_expand(j.req_nodes))
-                if (auto id = map_.find_node(n)) pinned.push_back(*id);
-        return pinned;
-    }
     // for_repair: a failed slice with no room anywhere (defrag_repairs),
     // unpaced; else a strict job blocked by fragmentation (defrag)
     void try_defrag(const SliceJob& sj, bool for_repair = false);

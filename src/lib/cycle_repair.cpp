@@ -141,216 +141,179 @@ void Cycle::apply_started(const SliceJob& sj) {
 
 void Cycle::finish_placed(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
-    const bool placed = has_placement(sj);
-    if (j.held && !held_by_us(sj)) {
-        settled_.insert(j.id); // a user's or an admin's hold: theirs to release
-        return;
-    }
-    // A native job that Slurm placed, ran and requeued (a node went DOWN)
-    // is held to nothing: its record says where it ran.
-    std::vector<NodeId> pinned = pinned_nodes(sj);
-    // A repair's or restart's target is its record, written first: the pin
-    // may not have followed (the helper died in between), and is asked
-    // for again.
-    bool repin = false;
-    if (!native(sj) && placed && sj.rec->state != RecordState::Placed && !sj.rec->slices.empty()) {
-        std::vector<NodeId> want = recorded_nodes(sj), have = pinned;
-        std::sort(have.begin(), have.end());
-        if (want != have) {
-            pinned = std::move(want);
-            repin = true;
-        }
-    }
-    if (!placed || pinned.empty()) return;
-    bool pinned_failed = false;
-    for (NodeId id : pinned) pinned_failed = pinned_failed || needs_repair(id);
-    if (!j.held && !gated(j) && !pinned_failed) {
-        // released, but pinned elsewhere than its record says (the pin did
-        // not follow the record): pinned where the record says
-        if (repin) pin(sj, pinned, start_time(j));
-        if (sj.rec->hold) {
-            // released, and the helper died before its record said so: the
-            // hold flag goes, so that a later hold by an admin is theirs
-            PlacementRecord rec = *sj.rec;
-            rec.hold = false;
-            if (rec.state == RecordState::Repairing || rec.state == RecordState::Restarting)
-                rec.state = RecordState::Placed;
-            record(sj, rec);
-        }
-        // Placed and waiting for Slurm. Nodes taken by another job for too
-        // long: gate it again and place it afresh.
-        bool taken = false;
-        JobId split_task = 0; // a task of its array that started on its placement
-        for (NodeId id : pinned) {
-            const NodeStatus& st = snap_.node(id);
-            if (st.job_id == 0 || st.job_id == j.id || is_free(st.state)) continue;
-            taken = true;
-            if (!split_task && took_its_placement(st.job_id, j.id)) split_task = st.job_id;
-        }
-        if (split_task) {
-            // A job array: Slurm started one task on the placement and split
-            // it off under a new job id (job_array_split, which copies the
-            // record, the node list and the licenses); the job id placed is
-            // the rest of the array, still pending. Its next task needs a
-            // placement of its own, now: gated again and placed afresh.
-            PlacementRecord rec = *sj.rec;
-            rec.state = RecordState::Waiting;
-            rec.slices.clear();
-            rec.set_reason(
-                Why::ArraySplit,
-                fmt::format("task job {} of its array started on its placement; placing the rest", split_task));
-            if (native(sj)) {
-                unpin_native(j);
-            } else {
-                gate(sj);
-            }
-            record(sj, rec);
-            log(j.id, fmt::format("its array's task job {} started on its placement {}; the rest of the array is "
-                                  "placed afresh",
-                                  split_task, hl(pinned)));
-            settled_.insert(j.id);
-            out_.follow_up = true; // placed by the next cycle, 100 ms on
-            return;
-        }
-        // Not started within replace_after, whatever kept it (a limit Slurm
-        // tests only once it places, a reservation, a slow scheduler), or
-        // held back by Slurm for a reason of its own since it was placed:
-        // its racks are freed, it waits behind the gate again.
-        const auto holds = held_back(sj);
-        const int64_t since = mem_.placed_since.emplace(j.id, mono_).first->second;
-        const bool overdue =
-            sj.rec->state == RecordState::Placed && j.restarts == 0 && mono_ - since > cfg_.replace_after_s;
-        if (!native(sj) && (holds || (overdue && !taken))) {
-            PlacementRecord rec = *sj.rec;
-            rec.state = RecordState::Waiting;
-            rec.slices.clear();
-            if (holds)
-                rec.set_reason(Why::HeldBack, std::string(kHeldBack) + *holds);
-            else
-                rec.set_reason(Why::NotStarted,
-                               fmt::format("placed {} s ago and not started (Slurm: {}); placed again in {} s",
-                                           mono_ - since, j.reason.empty() ? "no reason given" : j.reason,
-                                           cfg_.replace_after_s));
-            gate(sj);
-            record(sj, rec);
-            mem_.placed_since.erase(j.id);
-            if (!holds) mem_.retry_at[j.id] = mono_ + cfg_.replace_after_s;
-            log(j.id,
-                fmt::format("pinned to {} but {}: gated again, its racks freed", hl(pinned),
-                            holds ? "held back by Slurm (" + *holds + ")"
-                                  : fmt::format("not started within replace_after ({} s)", cfg_.replace_after_s)));
-            settled_.insert(j.id);
-            return;
-        }
-        if (taken && (overdue || now_ - std::max(j.submit_time, j.start_time) > cfg_.replace_after_s)) {
-            mem_.placed_since.erase(j.id);
-            PlacementRecord rec = *sj.rec;
-            rec.state = RecordState::Waiting;
-            if (native(sj)) {
-                // back to Slurm's own placement
-                unpin_native(j);
-                rec.set_reason(Why::NodesTaken, "its nodes were taken by another job; left to Slurm's placement");
-                record(sj, rec);
-                log(j.id, fmt::format("nodes {} taken by other jobs; unpinned, Slurm places it", hl(pinned)));
-            } else {
-                gate(sj);
-                rec.set_reason(Why::NodesTaken, "its nodes were taken by another job; placing again");
-                record(sj, rec);
-                log(j.id, fmt::format("nodes {} taken by other jobs; gated to be placed again", hl(pinned)));
+    const PlacedDecision d = decide_placed(map_, obs_, snap_, sj, gated(j), held_by_us(sj));
+    const std::vector<NodeId>& pinned = d.pinned;
+    switch (d.kind) {
+    case PlacedCase::OthersHold: settled_.insert(j.id); return; // theirs to release
+    case PlacedCase::NoPlacement: return;                       // placed in pass 2
+    case PlacedCase::Released: keep_released(sj, d); return;
+    case PlacedCase::TargetBusy:
+        // A repair's target still busy: the borrower of a lent spare being
+        // requeued, or an allocation still completing (seconds on 24.11).
+        // Kept for it up to replace_after, then placed afresh.
+        if (sj.rec->state == RecordState::Repairing) {
+            for (JobId b : d.borrowers)
+                yield_job(b, fmt::format("its lent spare was taken back to repair job {}", j.id));
+            auto it = mem_.blocked_since.emplace(j.id, mono_).first;
+            if (mono_ - it->second < cfg_.replace_after_s) {
+                out_.follow_up = true;
+                take(pinned, j.id);
+                settled_.insert(j.id);
+                say_once(j.id, fmt::format("repair waits for its nodes {} to be free", hl(pinned)));
             }
         }
-        settled_.insert(j.id);
-        return;
+        return; // else placed afresh in pass 2
+    case PlacedCase::Start: start_pinned(sj, d); return;
+    case PlacedCase::NotRequeueable:
+    case PlacedCase::RepairWaits:
+    case PlacedCase::RepairPinned: break;
     }
-    // Requeued by Slurm (a node went DOWN): gate it, so that the repair
-    // decides where it runs.
-    if (!j.held && !gated(j) && !native(sj)) gate(sj);
-    if (!pinned_failed) {
-        // The second half of a repair (pending again after its requeue), or
-        // a crash between pin and gate-off: start it on its pinned nodes.
-        bool usable = true;
-        for (NodeId id : pinned) {
-            const NodeStatus& st = snap_.node(id);
-            usable = usable && is_healthy(st.state) && (is_free(st.state) || st.job_id == j.id || st.job_id == 0);
-        }
-        if (!usable) {
-            // A repair's target still busy: the borrower of a lent spare
-            // being requeued, or an allocation still completing (seconds on
-            // 24.11). Kept for it up to replace_after, then placed afresh.
-            if (sj.rec->state == RecordState::Repairing) {
-                // A borrower still running there (its requeue failed, or
-                // the helper died before it) is asked to yield again.
-                for (NodeId id : pinned) {
-                    const NodeStatus& st = snap_.node(id);
-                    if (st.preemptible && st.job_id != 0 && st.job_id != j.id && !is_free(st.state))
-                        yield_job(st.job_id, fmt::format("its lent spare was taken back to repair job {}", j.id));
-                }
-                auto it = mem_.blocked_since.emplace(j.id, mono_).first;
-                if (mono_ - it->second < cfg_.replace_after_s) {
-                    out_.follow_up = true;
-                    take(pinned, j.id);
-                    settled_.insert(j.id);
-                    say_once(j.id, fmt::format("repair waits for its nodes {} to be free", hl(pinned)));
-                    return;
-                }
-            }
-            return; // placed afresh in pass 2
-        }
-        mem_.blocked_since.erase(j.id);
-        take(pinned, j.id);
-        settled_.insert(j.id);
-        // A requeued job may start only from the second after its requeue
-        // (start_time()), where Slurm would wait cred_expire: its StartTime
-        // is brought forward to that second (Slurm shows the job pending
-        // only once its old allocation has completed, after it set the
-        // begin time this overrides), and it is released once that second
-        // has come (a cycle follows 100 ms later), so that the release's
-        // own scheduling pass starts it: released earlier, the pass the
-        // release asks for comes before the job may start (Slurm 22.05
-        // runs it within 0.1 s), and the job waits for a periodic one.
-        const int64_t start = start_time(j);
-        if (j.restarts > 0 && (j.begin_time > start || repin)) {
-            pin(sj, pinned, start);
-            out_.follow_up = true;
-            return;
-        }
-        if (j.restarts > 0 && j.begin_time > now_) {
-            out_.follow_up = true; // its second has not come yet: released as soon as it has
-            return;
-        }
-        if (j.restarts == 0) pin(sj, pinned, now_);
-        PlacementRecord rec = *sj.rec;
-        rec.state = RecordState::Placed;
-        rec.hold = false;
-        // The release before the record: the record's hold=1 is what lets
-        // the helper release the job, so it may say hold=0 only once the
-        // release is done. Dead in between, the next cycle sees the job
-        // released (or running) with hold=1 and only writes the record.
-        start_now(sj);
-        record(sj, rec);
-        log(j.id, fmt::format("started on its pinned nodes {}{}", hl(pinned),
-                              sj.rec->state == RecordState::Repairing    ? " (repair complete)"
-                              : sj.rec->state == RecordState::Restarting ? " (restarted)"
-                                                                         : ""));
-        return;
-    }
-    // Pinned to a node that failed since (or requeued by Slurm after a node
-    // went down): repair the placement before it runs again.
-    if (!j.requeue) return;
-    Placement p = placement_of(map_, sj, map_.node_names(pinned));
-    std::vector<NodeId> failed;
-    for (NodeId id : pinned)
-        if (needs_repair(id)) failed.push_back(id);
-    RepairPlan plan = plan_repair(snap_, p, failed);
-    if (!plan.feasible) {
-        say_once(j.id, fmt::format("pinned node(s) {} failed; {}", hl(failed), plan.reason));
+    // A pinned node failed since (or Slurm requeued it after a node went
+    // down): the repair decides where it runs.
+    if (d.gate_first) gate(sj);
+    if (d.kind == PlacedCase::NotRequeueable) return;
+    if (d.kind == PlacedCase::RepairWaits) {
+        say_once(j.id, fmt::format("pinned node(s) {} failed; {}", hl(d.failed), d.plan.reason));
         try_defrag(sj, true);
         return; // pass 2 places it afresh or records why it waits
     }
     PlacementRecord rec = *sj.rec;
-    const bool resumed = rec.state == RecordState::Repairing; // a repair we started was counted then
-    begin_repair(sj, plan, rec, !resumed, resumed ? " (resumed)" : " (requeued by Slurm)");
-    pin_and_release(sj, plan.placement, rec, false);
+    begin_repair(sj, d.plan, rec, !d.resumed, d.resumed ? " (resumed)" : " (requeued by Slurm)");
+    pin_and_release(sj, d.plan.placement, rec, false);
+}
+
+void Cycle::keep_released(const SliceJob& sj, const PlacedDecision& d) {
+    const SlurmJob& j = *sj.job;
+    const std::vector<NodeId>& pinned = d.pinned;
+    // released, but pinned elsewhere than its record says (the pin did not
+    // follow the record): pinned where the record says
+    if (d.repin) pin(sj, pinned, start_time(j));
+    if (sj.rec->hold) {
+        // released, and the helper died before its record said so: the
+        // hold flag goes, so that a later hold by an admin is theirs
+        PlacementRecord rec = *sj.rec;
+        rec.hold = false;
+        if (rec.state == RecordState::Repairing || rec.state == RecordState::Restarting)
+            rec.state = RecordState::Placed;
+        record(sj, rec);
+    }
+    // Not started within replace_after, whatever kept it (a limit Slurm
+    // tests only once it places, a reservation, a slow scheduler), or held
+    // back by Slurm for a reason of its own since it was placed: its racks
+    // are freed, it waits behind the gate again.
+    std::optional<std::string> holds;
+    int64_t since = 0;
+    bool overdue = false;
+    if (!d.split_task) {
+        holds = held_back(sj);
+        since = mem_.placed_since.emplace(j.id, mono_).first->second;
+        overdue = sj.rec->state == RecordState::Placed && j.restarts == 0 && mono_ - since > cfg_.replace_after_s;
+    }
+    const bool waited_past = now_ - std::max(j.submit_time, j.start_time) > cfg_.replace_after_s;
+    PlacementRecord rec = *sj.rec;
+    switch (decide_released(sj, d, holds.has_value(), overdue, waited_past)) {
+    case ReleasedCase::Waits: break;
+    case ReleasedCase::ArraySplit:
+        // A job array: Slurm started one task on the placement and split it
+        // off under a new job id (job_array_split, which copies the record,
+        // the node list and the licenses); the job id placed is the rest of
+        // the array, still pending. Its next task needs a placement of its
+        // own, now: gated again and placed afresh.
+        rec.state = RecordState::Waiting;
+        rec.slices.clear();
+        rec.set_reason(
+            Why::ArraySplit,
+            fmt::format("task job {} of its array started on its placement; placing the rest", d.split_task));
+        if (native(sj)) {
+            unpin_native(j);
+        } else {
+            gate(sj);
+        }
+        record(sj, rec);
+        log(j.id, fmt::format("its array's task job {} started on its placement {}; the rest of the array is "
+                              "placed afresh",
+                              d.split_task, hl(pinned)));
+        out_.follow_up = true; // placed by the next cycle, 100 ms on
+        break;
+    case ReleasedCase::HeldBack:
+    case ReleasedCase::NotStarted:
+        rec.state = RecordState::Waiting;
+        rec.slices.clear();
+        if (holds)
+            rec.set_reason(Why::HeldBack, std::string(kHeldBack) + *holds);
+        else
+            rec.set_reason(Why::NotStarted,
+                           fmt::format("placed {} s ago and not started (Slurm: {}); placed again in {} s",
+                                       mono_ - since, j.reason.empty() ? "no reason given" : j.reason,
+                                       cfg_.replace_after_s));
+        gate(sj);
+        record(sj, rec);
+        mem_.placed_since.erase(j.id);
+        if (!holds) mem_.retry_at[j.id] = mono_ + cfg_.replace_after_s;
+        log(j.id, fmt::format("pinned to {} but {}: gated again, its racks freed", hl(pinned),
+                              holds ? "held back by Slurm (" + *holds + ")"
+                                    : fmt::format("not started within replace_after ({} s)", cfg_.replace_after_s)));
+        break;
+    case ReleasedCase::NodesTaken:
+        mem_.placed_since.erase(j.id);
+        rec.state = RecordState::Waiting;
+        if (native(sj)) {
+            // back to Slurm's own placement
+            unpin_native(j);
+            rec.set_reason(Why::NodesTaken, "its nodes were taken by another job; left to Slurm's placement");
+            record(sj, rec);
+            log(j.id, fmt::format("nodes {} taken by other jobs; unpinned, Slurm places it", hl(pinned)));
+        } else {
+            gate(sj);
+            rec.set_reason(Why::NodesTaken, "its nodes were taken by another job; placing again");
+            record(sj, rec);
+            log(j.id, fmt::format("nodes {} taken by other jobs; gated to be placed again", hl(pinned)));
+        }
+        break;
+    }
+    settled_.insert(j.id);
+}
+
+void Cycle::start_pinned(const SliceJob& sj, const PlacedDecision& d) {
+    const SlurmJob& j = *sj.job;
+    const std::vector<NodeId>& pinned = d.pinned;
+    mem_.blocked_since.erase(j.id);
+    take(pinned, j.id);
+    settled_.insert(j.id);
+    // A requeued job may start only from the second after its requeue
+    // (start_time()), where Slurm would wait cred_expire: its StartTime is
+    // brought forward to that second (Slurm shows the job pending only once
+    // its old allocation has completed, after it set the begin time this
+    // overrides), and it is released once that second has come (a cycle
+    // follows 100 ms later), so that the release's own scheduling pass
+    // starts it: released earlier, the pass the release asks for comes
+    // before the job may start (Slurm 22.05 runs it within 0.1 s), and the
+    // job waits for a periodic one.
+    const int64_t start = start_time(j);
+    switch (decide_start_step(j, start, now_, d.repin)) {
+    case StartStep::BringForward:
+        pin(sj, pinned, start);
+        out_.follow_up = true;
+        return;
+    case StartStep::WaitSecond:
+        out_.follow_up = true; // released as soon as its second has come
+        return;
+    case StartStep::Release: break;
+    }
+    if (j.restarts == 0) pin(sj, pinned, now_);
+    PlacementRecord rec = *sj.rec;
+    rec.state = RecordState::Placed;
+    rec.hold = false;
+    // The release before the record: the record's hold=1 is what lets the
+    // helper release the job, so it may say hold=0 only once the release is
+    // done. Dead in between, the next cycle sees the job released (or
+    // running) with hold=1 and only writes the record.
+    start_now(sj);
+    record(sj, rec);
+    log(j.id, fmt::format("started on its pinned nodes {}{}", hl(pinned),
+                          sj.rec->state == RecordState::Repairing    ? " (repair complete)"
+                          : sj.rec->state == RecordState::Restarting ? " (restarted)"
+                                                                     : ""));
 }
 
 void Cycle::begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count,

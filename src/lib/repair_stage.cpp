@@ -177,6 +177,126 @@ StartDecision decide_started(const RackMap& map, const SliceJob& sj) {
     return d;
 }
 
+const char* to_string(PlacedCase c) {
+    switch (c) {
+    case PlacedCase::OthersHold: return "others' hold";
+    case PlacedCase::NoPlacement: return "no placement";
+    case PlacedCase::Released: return "released";
+    case PlacedCase::TargetBusy: return "target busy";
+    case PlacedCase::Start: return "start";
+    case PlacedCase::RepairPinned: return "repair pinned";
+    case PlacedCase::RepairWaits: return "repair waits";
+    case PlacedCase::NotRequeueable: return "not requeueable";
+    }
+    return "?";
+}
+
+std::vector<NodeId> recorded_nodes(const RackMap& map, const PlacementRecord& r) {
+    NodeSet s(map.node_count());
+    for (const auto& h : r.slices) s.add(map, h);
+    return s.ids();
+}
+
+std::vector<NodeId> pinned_nodes(const RackMap& map, const SliceJob& sj) {
+    if (native(sj)) return has_placement(sj) ? recorded_nodes(map, *sj.rec) : std::vector<NodeId>{};
+    std::vector<NodeId> pinned;
+    if (!sj.job->req_nodes.empty())
+        for (const auto& n : hostlist_expand(sj.job->req_nodes))
+            if (auto id = map.find_node(n)) pinned.push_back(*id);
+    return pinned;
+}
+
+bool took_its_placement(const Observation& obs, JobId other, JobId id) {
+    for (const auto& p : obs.jobs)
+        if (p.job->id == other) return p.job->state == JobState::Running && p.copied_from == id;
+    return false;
+}
+
+PlacedDecision decide_placed(const RackMap& map, const Observation& obs, const Snapshot& snap, const SliceJob& sj,
+                             bool gated, bool held_by_us) {
+    const SlurmJob& j = *sj.job;
+    PlacedDecision d;
+    if (j.held && !held_by_us) {
+        d.kind = PlacedCase::OthersHold;
+        return d;
+    }
+    const bool placed = has_placement(sj);
+    // A native job that Slurm placed, ran and requeued (a node went DOWN)
+    // is held to nothing: its record says where it ran.
+    d.pinned = pinned_nodes(map, sj);
+    // A repair's or restart's target is its record, written first: the pin
+    // may not have followed (the helper died in between).
+    if (!native(sj) && placed && sj.rec->state != RecordState::Placed && !sj.rec->slices.empty()) {
+        std::vector<NodeId> want = recorded_nodes(map, *sj.rec), have = d.pinned;
+        std::sort(have.begin(), have.end());
+        if (want != have) {
+            d.pinned = std::move(want);
+            d.repin = true;
+        }
+    }
+    if (!placed || d.pinned.empty()) {
+        d.kind = PlacedCase::NoPlacement;
+        return d;
+    }
+    for (NodeId id : d.pinned)
+        if (needs_repair(obs, snap, id)) d.failed.push_back(id);
+    const bool open = !j.held && !gated;
+    if (open && d.failed.empty()) {
+        d.kind = PlacedCase::Released;
+        for (NodeId id : d.pinned) {
+            const NodeStatus& st = snap.node(id);
+            if (st.job_id == 0 || st.job_id == j.id || is_free(st.state)) continue;
+            d.taken = true;
+            if (!d.split_task && took_its_placement(obs, st.job_id, j.id)) d.split_task = st.job_id;
+        }
+        return d;
+    }
+    if (d.failed.empty()) {
+        // The second half of a repair (pending again after its requeue), or
+        // a crash between pin and gate-off: its target free, or not yet.
+        bool usable = true;
+        for (NodeId id : d.pinned) {
+            const NodeStatus& st = snap.node(id);
+            usable = usable && is_healthy(st.state) && (is_free(st.state) || st.job_id == j.id || st.job_id == 0);
+        }
+        d.kind = usable ? PlacedCase::Start : PlacedCase::TargetBusy;
+        if (!usable && sj.rec->state == RecordState::Repairing)
+            for (NodeId id : d.pinned) {
+                const NodeStatus& st = snap.node(id);
+                if (st.preemptible && st.job_id != 0 && st.job_id != j.id && !is_free(st.state) &&
+                    std::find(d.borrowers.begin(), d.borrowers.end(), st.job_id) == d.borrowers.end())
+                    d.borrowers.push_back(st.job_id);
+            }
+        return d;
+    }
+    // Pinned to a node that failed since (or requeued by Slurm after a node
+    // went down): the placement is repaired before it runs again; gated
+    // first in gate mode, so that the repair decides where it runs.
+    d.gate_first = open && !native(sj);
+    if (!j.requeue) {
+        d.kind = PlacedCase::NotRequeueable;
+        return d;
+    }
+    d.plan = plan_repair(snap, placement_of(map, sj, map.node_names(d.pinned)), d.failed);
+    d.kind = d.plan.feasible ? PlacedCase::RepairPinned : PlacedCase::RepairWaits;
+    d.resumed = sj.rec->state == RecordState::Repairing;
+    return d;
+}
+
+ReleasedCase decide_released(const SliceJob& sj, const PlacedDecision& d, bool holds, bool overdue, bool waited_past) {
+    if (d.split_task) return ReleasedCase::ArraySplit;
+    if (!native(sj) && (holds || (overdue && !d.taken)))
+        return holds ? ReleasedCase::HeldBack : ReleasedCase::NotStarted;
+    if (d.taken && (overdue || waited_past)) return ReleasedCase::NodesTaken;
+    return ReleasedCase::Waits;
+}
+
+StartStep decide_start_step(const SlurmJob& j, int64_t start, int64_t now, bool repin) {
+    if (j.restarts > 0 && (j.begin_time > start || repin)) return StartStep::BringForward;
+    if (j.restarts > 0 && j.begin_time > now) return StartStep::WaitSecond;
+    return StartStep::Release;
+}
+
 void order_evacuees(std::vector<SliceJob>& evacuees) {
     std::stable_partition(evacuees.begin(), evacuees.end(), [](const SliceJob& sj) { return sj.tag.checkpointable; });
 }

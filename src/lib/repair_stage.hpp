@@ -109,6 +109,77 @@ struct StartDecision {
 };
 StartDecision decide_started(const RackMap& map, const SliceJob& sj);
 
+// Every node of a record's slices, in map order.
+std::vector<NodeId> recorded_nodes(const RackMap& map, const PlacementRecord& r);
+// The nodes a placed job is held to: its ReqNodeList, or for a native job
+// (which Slurm placed, or the helper pinned by exclusion or node pool) its
+// record's slices.
+std::vector<NodeId> pinned_nodes(const RackMap& map, const SliceJob& sj);
+// Job `other` runs with a copy of job `id`'s record: a task of id's array
+// that Slurm split off when it started it on id's placement.
+bool took_its_placement(const Observation& obs, JobId other, JobId id);
+
+// A pending job that has a placement (pinned, released, or requeued for a
+// repair or by Slurm): the second half of a repair, or a placement kept.
+enum class PlacedCase : uint8_t {
+    OthersHold,    // held by a user or an admin: theirs to release, left alone
+    NoPlacement,   // no placement of ours, or pinned to nothing: placed afresh (pass 2)
+    Released,      // released and pinned to healthy nodes: waits for Slurm (decide_released())
+    TargetBusy,    // held or gated, its target not free yet (a borrower's requeue, an allocation completing)
+    Start,         // held or gated, its target free: started there (decide_start_step())
+    RepairPinned,  // a pinned node failed since: plan is the repair
+    RepairWaits,   // a pinned node failed, and nothing has room: plan.reason says why
+    NotRequeueable // a pinned node failed, and it cannot be requeued: left as it is
+};
+const char* to_string(PlacedCase c);
+
+struct PlacedDecision {
+    PlacedCase kind = PlacedCase::NoPlacement;
+    std::vector<NodeId> pinned; // what it is held to: its record's target where the pin did not follow
+    bool repin = false;         // the pin did not follow the record: asked for again
+    bool gate_first = false;    // requeued by Slurm (a node went DOWN), open, gate mode: gated before the repair
+    // Released: a node of its placement runs another job (`taken`), maybe a
+    // task of its own array that Slurm split off (`split_task`)
+    bool taken = false;
+    JobId split_task = 0;
+    // TargetBusy: preemptible jobs still on a repair's target (a borrower
+    // whose requeue failed, or the helper died before it): asked to yield
+    std::vector<JobId> borrowers;
+    // RepairPinned, RepairWaits
+    std::vector<NodeId> failed;
+    RepairPlan plan;
+    bool resumed = false; // RepairPinned: a repair the helper started (counted then)
+};
+// `gated`: it carries the gate license; `held_by_us`: held, and its record
+// says the helper holds it.
+PlacedDecision decide_placed(const RackMap& map, const Observation& obs, const Snapshot& snap, const SliceJob& sj,
+                             bool gated, bool held_by_us);
+
+// A released job, pinned, that Slurm has not started yet.
+enum class ReleasedCase : uint8_t {
+    Waits,      // left to Slurm
+    ArraySplit, // a task of its array started on its placement: the rest is placed afresh
+    HeldBack,   // gate mode: Slurm holds it back for a reason of its own: gated again, its racks freed
+    NotStarted, // gate mode: not started within replace_after, its nodes free: gated again
+    NodesTaken, // its nodes taken by another job for too long: placed again (native: left to Slurm)
+};
+// `holds`: Slurm holds it back for a reason of its own; `overdue`: placed
+// more than replace_after ago and never ran; `waited_past`: more than
+// replace_after since it was submitted or last started.
+ReleasedCase decide_released(const SliceJob& sj, const PlacedDecision& d, bool holds, bool overdue, bool waited_past);
+
+// How a held job whose target is free starts. A requeued job may start
+// only from `start` (the second after its requeue): its StartTime is
+// brought forward to it first (also when the pin is asked for again), and
+// it is released once that second has come, so that the release's own
+// scheduling pass starts it.
+enum class StartStep : uint8_t {
+    BringForward, // its begin time set to `start` (the pin from then); released in a later cycle
+    WaitSecond,   // its second has not come yet
+    Release,      // released now (a first start is pinned from now first)
+};
+StartStep decide_start_step(const SlurmJob& j, int64_t start, int64_t now, bool repin);
+
 // Checkpointable jobs first (they lose least), then the order given.
 void order_evacuees(std::vector<SliceJob>& evacuees);
 

@@ -213,3 +213,116 @@ TEST_CASE("repair stage: evacuees move to a healthy rack, checkpointable first",
     CHECK(waits.kind == MoveCase::MoveWaits);
     CHECK_FALSE(waits.plan.reason.empty());
 }
+
+namespace {
+// A pending job pinned to `req_nodes` (gate mode), its record `rec`.
+SlurmJob pending(JobId id, const std::string& req_nodes, bool held = false) {
+    SlurmJob j;
+    j.id = id;
+    j.state = JobState::Pending;
+    j.num_nodes = 16;
+    j.req_nodes = req_nodes;
+    j.held = held;
+    j.requeue = true;
+    j.batch = true;
+    return j;
+}
+} // namespace
+
+TEST_CASE("repair stage: a pending job that has a placement", "[repair_stage][quick]") {
+    World w;
+    // job 5 runs on n005 with a copy of job 1's record: a task of job 1's
+    // array that Slurm started on its placement
+    SlurmJob& task = w.jobs.emplace_back();
+    task.id = 5;
+    task.state = JobState::Running;
+    task.nodes = {"n005"};
+    task.num_nodes = 1;
+    task.admin_comment = placed(1, {"n[001-016]"}).str();
+    const SlurmJob& other = w.run(6, "n020");
+    (void)other;
+    const Observation o = w.observe_now();
+    const SlurmJob released = pending(1, "n[001-016]");
+    // a user's or an admin's hold: theirs
+    const SlurmJob theirs = pending(1, "n[001-016]", true);
+    CHECK(decide_placed(w.map, o, o.snap, slice_job_of(theirs, 16, placed(1, {"n[001-016]"})), false, false).kind ==
+          PlacedCase::OthersHold);
+    // no placement of ours
+    PlacementRecord waiting = placed(1, {}, RecordState::Waiting);
+    CHECK(decide_placed(w.map, o, o.snap, slice_job_of(released, 16, waiting), true, false).kind ==
+          PlacedCase::NoPlacement);
+    // released: its array's task took a node of its placement
+    auto d = decide_placed(w.map, o, o.snap, slice_job_of(released, 16, placed(1, {"n[001-016]"})), false, false);
+    REQUIRE(d.kind == PlacedCase::Released);
+    CHECK(d.taken);
+    CHECK(d.split_task == 5);
+    CHECK(decide_released(slice_job_of(released, 16), d, false, false, false) == ReleasedCase::ArraySplit);
+    // released on r2, another job on n020: taken, not a task of its array
+    const SlurmJob on_r2 = pending(2, "n[019-034]");
+    auto t = decide_placed(w.map, o, o.snap, slice_job_of(on_r2, 16, placed(2, {"n[019-034]"})), false, false);
+    CHECK(t.taken);
+    CHECK(t.split_task == 0);
+    const SliceJob gate_job = slice_job_of(on_r2, 16), native_job = slice_job_of(on_r2, 16, std::nullopt, true);
+    CHECK(decide_released(gate_job, t, false, false, false) == ReleasedCase::Waits);
+    CHECK(decide_released(gate_job, t, false, false, true) == ReleasedCase::NodesTaken);
+    CHECK(decide_released(gate_job, t, true, false, false) == ReleasedCase::HeldBack);
+    CHECK(decide_released(native_job, t, true, false, false) == ReleasedCase::Waits); // Slurm's own to hold
+    PlacedDecision free_nodes;
+    CHECK(decide_released(gate_job, free_nodes, false, true, false) == ReleasedCase::NotStarted);
+    CHECK(decide_released(native_job, free_nodes, false, true, false) == ReleasedCase::Waits);
+}
+
+TEST_CASE("repair stage: the second half of a repair, and a pinned node that failed", "[repair_stage][quick]") {
+    World w;
+    w.drain("n040");
+    const SlurmJob& borrower = w.run(9, "n[017-018]");
+    const Observation o = w.observe_now();
+    // held by the helper, its record the repair's target, the pin not
+    // followed (ReqNodeList still the old nodes): asked for again
+    SlurmJob held = pending(1, "n[001-015,019]", true);
+    PlacementRecord target = placed(1, {"n[001-016]"}, RecordState::Repairing);
+    target.hold = true;
+    auto d = decide_placed(w.map, o, o.snap, slice_job_of(held, 16, target), true, true);
+    CHECK(d.kind == PlacedCase::Start);
+    CHECK(d.repin);
+    CHECK(names(w.map, d.pinned) == "n[001-016]");
+    // its target still runs the borrower of a lent spare: it yields again
+    Snapshot lent = o.snap;
+    lent.set(id(w.map, "n017"), {NodeState::Allocated, borrower.id, -1, true});
+    PlacementRecord on_spare = placed(1, {"n[002-017]"}, RecordState::Repairing);
+    on_spare.hold = true;
+    held.req_nodes = "n[002-017]";
+    auto busy = decide_placed(w.map, o, lent, slice_job_of(held, 16, on_spare), true, true);
+    CHECK(busy.kind == PlacedCase::TargetBusy);
+    CHECK(busy.borrowers == std::vector<JobId>{9});
+    CHECK_FALSE(busy.repin);
+    // requeued by Slurm after its node n040 went down, open: gated first, then repaired
+    const SlurmJob requeued = pending(2, "n[037-052]");
+    auto r = decide_placed(w.map, o, o.snap, slice_job_of(requeued, 16, placed(2, {"n[037-052]"})), false, false);
+    REQUIRE(r.kind == PlacedCase::RepairPinned);
+    CHECK(r.gate_first);
+    CHECK_FALSE(r.resumed);
+    CHECK(names(w.map, r.failed) == "n040");
+    CHECK(names(w.map, r.plan.placement.nodes()) == "n[037-039,041-053]");
+    SlurmJob no_requeue = requeued;
+    no_requeue.requeue = false;
+    CHECK(decide_placed(w.map, o, o.snap, slice_job_of(no_requeue, 16, placed(2, {"n[037-052]"})), false, false).kind ==
+          PlacedCase::NotRequeueable);
+    Snapshot full = o.snap;
+    set_all(full, "n[001-036,053-054]", NodeState::Allocated, 70);
+    CHECK(decide_placed(w.map, o, full, slice_job_of(requeued, 16, placed(2, {"n[037-052]"})), true, false).kind ==
+          PlacedCase::RepairWaits);
+}
+
+TEST_CASE("repair stage: when a requeued job is released", "[repair_stage][quick]") {
+    const int64_t now = 1'000'000;
+    SlurmJob j;
+    CHECK(decide_start_step(j, now, now, false) == StartStep::Release); // a first start
+    j.restarts = 1;
+    j.begin_time = now + 120; // Slurm's cred_expire wait
+    CHECK(decide_start_step(j, now + 1, now, false) == StartStep::BringForward);
+    j.begin_time = now + 1;
+    CHECK(decide_start_step(j, now + 1, now, false) == StartStep::WaitSecond);
+    CHECK(decide_start_step(j, now + 1, now, true) == StartStep::BringForward); // the pin asked for again
+    CHECK(decide_start_step(j, now + 1, now + 1, false) == StartStep::Release);
+}
