@@ -1,8 +1,8 @@
 // nvlslice — the helper's reconcile cycle, inside: one Cycle per call of
 // reconcile() (reconcile.hpp has the contract). Its stages read one
-// immutable Observation (observe.hpp: what Slurm reports, read once); rack
-// health (rack_health.hpp, judge_racks()), the repair stage's decisions
-// about running jobs and placed pending ones (repair_stage.hpp), placement and protection
+// immutable Observation (observe.hpp: what Slurm reports, read once): rack
+// health (rack_health.hpp, judge_racks()), the repair stage (running jobs
+// and placed pending ones: repair_stage.hpp), placement and protection
 // (place_stage.hpp), defragmentation (defrag.hpp, the simulator's too) and
 // upkeep (upkeep.hpp) are pure functions of it and of the working snapshot
 // that return typed decisions; the cycle applies them (records, actions,
