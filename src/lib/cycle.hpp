@@ -297,7 +297,6 @@ class Cycle {
         if (limits_) return held_back_by_limits(j, *limits_);
         return std::nullopt;
     }
-    static constexpr std::string_view kHeldBack = "held back by Slurm: ";
     const HelperConfig& cfg_;
     const int64_t now_;  // wall clock: compared with Slurm's times
     const int64_t mono_; // monotonic: the durations kept in mem_

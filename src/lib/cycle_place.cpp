@@ -92,48 +92,14 @@ SliceJob Cycle::keep_off_degraded(const SliceJob& sj) {
 
 void Cycle::place_waiting(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
-    if (settled_.count(j.id) || pinned_now(j.id)) return;
-    if (j.held && !held_by_us(sj)) return; // a user's or an admin's hold: theirs to release
-    if (held_by_us(sj) && !has_placement(sj)) {
-        hand_back(sj);
-        return;
-    }
     const bool open = !j.held && !gated(j);
-    // placed, waiting for Slurm to start it
-    if (open && has_placement(sj) && (native(sj) ? native_pinned(j) : !j.req_nodes.empty())) return;
-    if (!native(sj) && !has_placement(sj)) {
-        // Slurm would not start it for a reason of its own: it stays behind
-        // the gate, untouched (no pin, no StartTime, no protection), and its
-        // record says why; Slurm's own reason stays the job's.
-        std::string why;
-        Why kind = Why::None;
-        if (auto h = held_back(sj)) {
-            why = std::string(kHeldBack) + *h;
-            kind = Why::HeldBack;
-        } else if (auto r = mem_.retry_at.find(j.id); r != mem_.retry_at.end() && r->second > mono_) {
-            const bool kept = sj.rec && !sj.rec->reason.empty();
-            why = kept ? sj.rec->reason : "placed again shortly";
-            kind = kept ? sj.rec->why : Why::Retry;
-            out_.follow_up = out_.follow_up || r->second - mono_ <= 1;
-        }
-        if (!why.empty()) {
-            if (open) {
-                gate(sj);
-                say_escape(sj);
-            }
-            PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
-            if (!sj.rec || rec.state != RecordState::Waiting || rec.reason != why) {
-                rec.state = RecordState::Waiting;
-                rec.slice = sj.tag.slice;
-                rec.slices.clear();
-                rec.set_reason(kind, why);
-                record(sj, rec);
-                say_once(j.id, fmt::format("not placed: {}", why));
-            }
-            return;
-        }
-    }
-    if (native(sj) && !has_placement(sj)) {
+    switch (decide_waiting(sj, settled_.count(j.id) || pinned_now(j.id), gated(j), held_by_us(sj),
+                           native(sj) ? native_pinned(j) : !j.req_nodes.empty())) {
+    case WaitingCase::Done:
+    case WaitingCase::OthersHold: // theirs to release
+    case WaitingCase::WaitsForSlurm: return;
+    case WaitingCase::HandBack: hand_back(sj); return;
+    case WaitingCase::Native: {
         const SliceJob kept = keep_off_degraded(sj);
         // a spare is lent only to a job Slurm would start now: the pin's
         // StartTime must never bring a begin time forward
@@ -141,6 +107,33 @@ void Cycle::place_waiting(const SliceJob& sj) {
         const bool flag_changed = (sj.rec && sj.rec->off_degraded) != (kept.rec && kept.rec->off_degraded);
         if (flag_changed && !did(j.id, ActionKind::SetRecord)) record(kept, *kept.rec);
         return;
+    }
+    case WaitingCase::Behind: {
+        // Slurm would not start it for a reason of its own: it stays behind
+        // the gate, untouched, and its record says why; Slurm's own reason
+        // stays the job's.
+        const auto r = mem_.retry_at.find(j.id);
+        const bool retry = r != mem_.retry_at.end() && r->second > mono_;
+        const auto holds = held_back(sj);
+        const auto why = stays_behind(sj, holds, retry);
+        if (!why) break; // placed
+        if (!holds && retry) out_.follow_up = out_.follow_up || r->second - mono_ <= 1;
+        if (open) {
+            gate(sj);
+            say_escape(sj);
+        }
+        PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
+        if (!sj.rec || rec.state != RecordState::Waiting || rec.reason != why->text) {
+            rec.state = RecordState::Waiting;
+            rec.slice = sj.tag.slice;
+            rec.slices.clear();
+            rec.set_reason(why->why, why->text);
+            record(sj, rec);
+            say_once(j.id, fmt::format("not placed: {}", why->text));
+        }
+        return;
+    }
+    case WaitingCase::Place: break;
     }
     if (place_job(sj) || !open || native(sj)) return;
     // Requeued (it yielded its nodes) or its owner took the gate off, and no

@@ -11,6 +11,37 @@
 
 namespace nvl {
 
+const char* to_string(WaitingCase c) {
+    switch (c) {
+    case WaitingCase::Done: return "done";
+    case WaitingCase::OthersHold: return "others' hold";
+    case WaitingCase::HandBack: return "hand back";
+    case WaitingCase::WaitsForSlurm: return "waits for Slurm";
+    case WaitingCase::Behind: return "behind the gate";
+    case WaitingCase::Native: return "native";
+    case WaitingCase::Place: return "place";
+    }
+    return "?";
+}
+
+WaitingCase decide_waiting(const SliceJob& sj, bool done, bool gated, bool held_by_us, bool pinned) {
+    const SlurmJob& j = *sj.job;
+    if (done) return WaitingCase::Done;
+    if (j.held && !held_by_us) return WaitingCase::OthersHold;
+    const bool placed = has_placement(sj);
+    if (held_by_us && !placed) return WaitingCase::HandBack;
+    if (!j.held && !gated && placed && pinned) return WaitingCase::WaitsForSlurm;
+    if (placed) return WaitingCase::Place;
+    return native(sj) ? WaitingCase::Native : WaitingCase::Behind;
+}
+
+std::optional<WaitReason> stays_behind(const SliceJob& sj, const std::optional<std::string>& holds, bool retry) {
+    if (holds) return WaitReason{Why::HeldBack, std::string(kHeldBack) + *holds};
+    if (!retry) return std::nullopt;
+    if (sj.rec && !sj.rec->reason.empty()) return WaitReason{sj.rec->why, sj.rec->reason};
+    return WaitReason{Why::Retry, "placed again shortly"};
+}
+
 SliceRequest slice_request(const SliceJob& sj, int64_t now, int64_t prefer_wait_s) {
     SliceRequest req;
     req.job_id = sj.job->id;

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,33 @@ SliceRequest slice_request(const SliceJob& sj, int64_t now, int64_t prefer_wait_
 // Slurm's backfill lets shorter jobs in). No protection: never.
 bool kept_from_protection(const SlurmJob& j, bool is_top, const NodeSet& unprotected,
                           const std::optional<Reservation>& protection, int64_t now);
+
+// What becomes of a pending slice job in the placement pass.
+enum class WaitingCase : uint8_t {
+    Done,          // dealt with by an earlier stage of this cycle (settled, or pinned)
+    OthersHold,    // a user's or an admin's hold: theirs to release
+    HandBack,      // held by the helper without a placement: released, to wait with its priority
+    WaitsForSlurm, // released and pinned: Slurm starts it
+    Behind,        // gate mode, no placement: placed, unless Slurm holds it back or it waits to be placed again
+    Native,        // native mode, no placement: kept off degraded racks, counted where it fits
+    Place,         // gate mode, its placement lost (requeued, or its gate taken off): placed, or gated again
+};
+const char* to_string(WaitingCase c);
+// `done`: an earlier stage dealt with it this cycle; `gated`: it carries the
+// gate license; `held_by_us`: the helper's hold; `pinned`: Slurm holds it
+// to nodes (gate mode: a ReqNodeList; native: its node pool or exclusion).
+WaitingCase decide_waiting(const SliceJob& sj, bool done, bool gated, bool held_by_us, bool pinned);
+
+// Why a job behind its gate stays there untouched (no pin, no StartTime, no
+// protection), or nullopt: it is placed. `holds`: Slurm's reason to hold it
+// back; `retry`: it waits out replace_after after a placement it did not
+// start on (its record's reason is kept).
+struct WaitReason {
+    Why why = Why::None;
+    std::string text;
+};
+std::optional<WaitReason> stays_behind(const SliceJob& sj, const std::optional<std::string>& holds, bool retry);
+inline constexpr std::string_view kHeldBack = "held back by Slurm: ";
 
 // What the placement of one job may use beyond its request.
 // The sets are borrowed (the observation's, the cycle's): nothing is copied

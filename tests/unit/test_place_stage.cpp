@@ -153,3 +153,40 @@ TEST_CASE("place stage: the protection reservation changes only when it must", "
     // started already: kept while the nodes are the same
     CHECK(protection_change("n[019-034]", now + 900, have, now + 200) == ProtectChange::Keep);
 }
+
+TEST_CASE("place stage: which pending jobs the placement pass places", "[place_stage][quick]") {
+    const int64_t now = 1'000'000;
+    SlurmJob j = slice_job(1, 16, 1, false, now);
+    PlacementRecord placed;
+    placed.job = 1;
+    placed.state = RecordState::Placed;
+    placed.slice = 16;
+    placed.slices = {"n[001-016]"};
+    const SliceJob fresh = waiting(j, 16);
+    SliceJob pinned = fresh;
+    pinned.rec = placed;
+    SliceJob native = fresh;
+    native.tag.hand_off = HandOff::Native;
+    CHECK(decide_waiting(fresh, true, true, false, false) == WaitingCase::Done);
+    CHECK(decide_waiting(fresh, false, true, false, false) == WaitingCase::Behind);
+    CHECK(decide_waiting(native, false, false, false, false) == WaitingCase::Native);
+    CHECK(decide_waiting(pinned, false, false, false, true) == WaitingCase::WaitsForSlurm);
+    CHECK(decide_waiting(pinned, false, true, false, true) == WaitingCase::Place); // its gate is on again
+    j.held = true;
+    CHECK(decide_waiting(fresh, false, true, false, false) == WaitingCase::OthersHold);
+    CHECK(decide_waiting(fresh, false, true, true, false) == WaitingCase::HandBack); // the helper's hold, no placement
+    CHECK(decide_waiting(pinned, false, true, true, true) == WaitingCase::Place);    // the helper's hold, placed
+    // why one behind its gate stays there
+    CHECK_FALSE(stays_behind(fresh, std::nullopt, false));
+    auto held = stays_behind(fresh, std::string("BeginTime"), true);
+    REQUIRE(held);
+    CHECK(held->why == Why::HeldBack);
+    CHECK(held->text == "held back by Slurm: BeginTime");
+    auto retry = stays_behind(fresh, std::nullopt, true);
+    REQUIRE(retry);
+    CHECK(retry->why == Why::Retry);
+    SliceJob said = fresh;
+    said.rec = PlacementRecord{};
+    said.rec->set_reason(Why::NotStarted, "placed 300 s ago and not started");
+    CHECK(stays_behind(said, std::nullopt, true)->why == Why::NotStarted); // its record's reason kept
+}
