@@ -45,33 +45,21 @@ void Cycle::apply_rack_verdicts(const RackVerdicts& v) {
 }
 
 void Cycle::not_responding() {
-    if (cfg_.repair_not_responding_after_s <= 0) {
-        mem_.not_responding_since.clear();
-        return;
-    }
-    std::unordered_map<std::string, int64_t> still;
-    for (const auto& n : nodes_) {
-        if (!n.not_responding || n.failed) continue; // answering, or Slurm has marked it DOWN already
-        auto id = map_.find_node(n.name);
-        if (!id) continue;
-        auto it = mem_.not_responding_since.find(n.name);
-        const int64_t since = it == mem_.not_responding_since.end() ? mono_ : it->second;
-        still.emplace(n.name, since);
-        const NodeStatus& st = snap_.node(*id);
-        if (mono_ - since < cfg_.repair_not_responding_after_s || st.job_id == 0) continue;
-        const bool slice_job_runs = std::any_of(slice_jobs_.begin(), slice_jobs_.end(), [&](const SliceJob& sj) {
-            return sj.job->id == st.job_id && sj.job->state == JobState::Running;
+    SilentNodes silent = judge_silent(
+        map_, nodes_, snap_, mem_.not_responding_since, mono_, cfg_.repair_not_responding_after_s, [&](JobId job) {
+            return std::any_of(slice_jobs_.begin(), slice_jobs_.end(), [&](const SliceJob& sj) {
+                return sj.job->id == job && sj.job->state == JobState::Running;
+            });
         });
-        if (!slice_job_runs) continue; // only slice jobs are the helper's to repair
-        // a node of a running slice job, silent long enough
+    for (const auto& d : silent.down) {
         const std::string reason =
             fmt::format("nvlsliced: not responding to slurmctld for {} s (repair_not_responding_after={}); slice job "
                         "{} repaired on a spare",
-                        mono_ - since, cfg_.repair_not_responding_after_s, st.job_id);
-        act({0, action::NodeDown{n.name, reason}});
-        warn(fmt::format("node {}: drained and marked DOWN: {}", n.name, reason));
+                        d.silent_s, cfg_.repair_not_responding_after_s, d.job);
+        act({0, action::NodeDown{d.node, reason}});
+        warn(fmt::format("node {}: drained and marked DOWN: {}", d.node, reason));
     }
-    mem_.not_responding_since.swap(still);
+    mem_.not_responding_since.swap(silent.since);
 }
 
 // Why a tag does not describe its job (nullopt when it does). The comment is

@@ -63,6 +63,26 @@ RackVerdicts judge_racks(const Snapshot& snap, const std::vector<std::string>& b
     return v;
 }
 
+SilentNodes judge_silent(const RackMap& map, const std::vector<SlurmNode>& nodes, const Snapshot& snap,
+                         const std::unordered_map<std::string, int64_t>& since, int64_t mono, int64_t after_s,
+                         const std::function<bool(JobId)>& runs_slice_job) {
+    SilentNodes out;
+    if (after_s <= 0) return out; // not asked for: nothing remembered
+    for (const auto& n : nodes) {
+        if (!n.not_responding || n.failed) continue; // answering, or Slurm has marked it DOWN already
+        auto id = map.find_node(n.name);
+        if (!id) continue;
+        auto it = since.find(n.name);
+        const int64_t first = it == since.end() ? mono : it->second;
+        out.since.emplace(n.name, first);
+        const NodeStatus& st = snap.node(*id);
+        if (mono - first < after_s || st.job_id == 0) continue;
+        if (!runs_slice_job(st.job_id)) continue; // only slice jobs are the helper's to repair
+        out.down.push_back({n.name, st.job_id, mono - first});
+    }
+    return out;
+}
+
 std::vector<std::string> node_reasons(const RackMap& map, const std::vector<SlurmNode>& nodes) {
     std::vector<std::string> out(map.node_count());
     for (const auto& n : nodes)

@@ -90,3 +90,33 @@ TEST_CASE("rack health stage: stats, the verdicts that changed, the nodes out of
     // the value it judged is not changed by judging
     CHECK(o.snap.degraded(0));
 }
+
+TEST_CASE("node health: silent nodes of running slice jobs are marked DOWN after a while", "[observe][quick]") {
+    const RackMap m = make_map(1, 18);
+    auto nodes = idle_nodes(m);
+    nodes[0].not_responding = true; // n001: a slice job's node
+    nodes[1].not_responding = true; // n002: another job's
+    nodes[2].not_responding = true; // n003: idle
+    nodes[3].not_responding = true; // n004: DOWN already
+    nodes[3].failed = true;
+    Snapshot s(m);
+    set_all(s, "n001", NodeState::Allocated, 7);
+    set_all(s, "n002", NodeState::Allocated, 8);
+    auto slice_job = [](JobId id) { return id == 7; };
+    // first seen now: remembered, nothing marked yet
+    auto first = judge_silent(m, nodes, s, {}, 1000, 30, slice_job);
+    CHECK(first.down.empty());
+    CHECK(first.since.size() == 3);
+    CHECK(first.since.at("n001") == 1000);
+    // 30 s later: the slice job's node only
+    auto later = judge_silent(m, nodes, s, first.since, 1030, 30, slice_job);
+    REQUIRE(later.down.size() == 1);
+    CHECK(later.down[0].node == "n001");
+    CHECK(later.down[0].job == 7);
+    CHECK(later.down[0].silent_s == 30);
+    // answering again: forgotten
+    nodes[0].not_responding = false;
+    CHECK_FALSE(judge_silent(m, nodes, s, later.since, 1031, 30, slice_job).since.count("n001"));
+    // not asked for (repair_not_responding_after=0): nothing kept
+    CHECK(judge_silent(m, nodes, s, later.since, 1031, 0, slice_job).since.empty());
+}
