@@ -62,87 +62,39 @@ void Cycle::not_responding() {
     mem_.not_responding_since.swap(silent.since);
 }
 
-// Why a tag does not describe its job (nullopt when it does). The comment is
-// user-writable: a tag typed by hand must not make the helper pin a job to
-// more nodes than it asked for, or count nodes it never takes.
-std::optional<std::string> tag_mismatch(const RequestTag& t, const SlurmJob& j) {
-    if (t.slice <= 0 || t.count <= 0 || int64_t(t.nodes) != int64_t(t.slice) * int64_t(t.count))
-        return fmt::format("its tag asks for {} nodes as {} slice(s) of {}", t.nodes, t.count, t.slice);
-    if (j.num_nodes != t.nodes) return fmt::format("its tag asks for {} nodes, the job for {}", t.nodes, j.num_nodes);
-    if (t.checkpointable && !j.requeue) return "its tag says checkpointable, but the job was submitted --no-requeue";
-    return {};
-}
-
 void Cycle::collect_slice_jobs() {
     for (const auto& p : obs_.jobs) {
-        const SlurmJob& j = *p.job;
-        if (j.state != JobState::Pending && j.state != JobState::Running) continue;
-        const std::optional<RequestTag>& tag = p.tag;
-        std::string wrong;
-        if (!p.tag_error.empty())
-            wrong = fmt::format("its nvlslice tag is unreadable: {}", p.tag_error);
-        else if (tag)
-            wrong = tag_mismatch(*tag, j).value_or("");
-        std::optional<PlacementRecord> rec = p.rec;
-        if (!p.rec_error.empty() && wrong.empty() && tag)
-            log(j.id, fmt::format("admin_comment is not an nvlslice record ({}); placing afresh", p.rec_error));
-        if (rec && !rec->belongs_to(j.id)) {
-            // Slurm copied another job's record here (a job array's task
-            // split off): this job has no placement of its own yet.
-            if (tag && wrong.empty())
-                log(j.id,
-                    fmt::format("its record is job {}'s (copied by a job array split); placed on its own", rec->job));
-            rec.reset();
-        }
-        if (rec && rec->lent && j.state == JobState::Running && !j.requeue && j.batch) {
-            // The loan of a spare holds only while a repair can requeue the
-            // borrower: its owner's requeue=0 is undone (unless Slurm
-            // refused that lately: the job's backoff).
-            auto b = mem_.backoff.find(j.id);
+        JobVerdict v = judge_job(p);
+        const JobId id = p.job->id;
+        if (!v.bad_record.empty())
+            log(id, fmt::format("admin_comment is not an nvlslice record ({}); placing afresh", v.bad_record));
+        if (v.copied_record_of)
+            log(id, fmt::format("its record is job {}'s (copied by a job array split); placed on its own",
+                                v.copied_record_of));
+        if (v.restore_requeue) {
+            // unless Slurm refused that lately: the job's backoff
+            auto b = mem_.backoff.find(id);
             if (b == mem_.backoff.end() || b->second.until <= mono_) {
-                act({j.id, action::AllowRequeue{}});
-                warn_once(j.id, "runs on a lent spare, and its Requeue was turned off: set back "
-                                "to 1 (a repair takes a lent spare back by requeue)");
+                act({id, action::AllowRequeue{}});
+                warn_once(id, "runs on a lent spare, and its Requeue was turned off: set back "
+                              "to 1 (a repair takes a lent spare back by requeue)");
             }
         }
-        if (!wrong.empty()) {
-            // Left to Slurm as it is (no hold, no pin, no nodes counted);
-            // named once, in its record and the log.
-            PlacementRecord ignored;
-            ignored.job = j.id;
-            ignored.state = RecordState::Ignored;
-            ignored.set_reason(Why::Ignored, "left to Slurm: " + wrong);
-            // a running job on a lent spare stays lent: editing its comment
-            // does not make the spare unreclaimable
-            if (rec && rec->lent && j.state == JobState::Running) {
-                ignored.lent = true;
-                ignored.slice = rec->slice;
-                ignored.slices = rec->slices;
+        switch (v.kind) {
+        case JobVerdict::Kind::Other: break;
+        case JobVerdict::Kind::Ignored:
+            if (v.ignored) {
+                act({id, action::SetRecord{v.ignored->str()}});
+                log(id, fmt::format("not a slice job nvlslice can place, left to Slurm: {}", v.wrong));
             }
-            if (!rec || rec->state != RecordState::Ignored || rec->reason != ignored.reason) {
-                act({j.id, action::SetRecord{ignored.str()}});
-                log(j.id, fmt::format("not a slice job nvlslice can place, left to Slurm: {}", wrong));
-            }
-            continue;
+            break;
+        case JobVerdict::Kind::Slice:
+            if (v.taken_back) log(id, "its nvlslice tag describes the job again: nvlslice takes it back");
+            slice_jobs_.push_back(std::move(*v.slice));
+            break;
         }
-        if (!tag) continue;
-        if (rec && rec->state == RecordState::Ignored) {
-            // Its tag describes it again (its owner restored the comment):
-            // taken back as a job without a placement, its loan kept.
-            rec->state = RecordState::Waiting;
-            rec->clear_reason();
-            log(j.id, "its nvlslice tag describes the job again: nvlslice takes it back");
-        }
-        slice_jobs_.push_back(SliceJob{&j, *tag, std::move(rec), p.copied_from});
     }
-    // Slurm's own order: the priority it computed (multifactor: QOS,
-    // partition tier, fair-share, age, job size, nice, or an admin's
-    // priority=), then submission, then job id.
-    std::sort(slice_jobs_.begin(), slice_jobs_.end(), [](const SliceJob& a, const SliceJob& b) {
-        if (a.job->priority != b.job->priority) return a.job->priority > b.job->priority;
-        if (a.job->submit_time != b.job->submit_time) return a.job->submit_time < b.job->submit_time;
-        return a.job->id < b.job->id;
-    });
+    sort_by_priority(slice_jobs_);
     // A job requeued for a repair or a move is still completing for a
     // moment (it is no slice job of this cycle then), or waits held: the
     // nodes it was pinned to are spoken for, whatever job comes first in

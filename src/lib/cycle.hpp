@@ -322,7 +322,4 @@ class Cycle {
     CycleOutput out_;
 };
 
-// Why a tag does not describe its job (nullopt when it does).
-std::optional<std::string> tag_mismatch(const RequestTag& t, const SlurmJob& j);
-
 } // namespace nvl::detail

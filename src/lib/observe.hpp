@@ -12,6 +12,7 @@
 #include "node_set.hpp"
 #include "reconcile.hpp"
 #include "report.hpp"
+#include "slice_job.hpp"
 
 #include <optional>
 #include <regex>
@@ -28,6 +29,51 @@ struct Observation {
     std::vector<ParsedJob> jobs;      // every unfinished job, in Slurm's order, its tag and record parsed once
     std::vector<std::string> reasons; // each map node's Slurm reason, by NodeId
 };
+
+// One slice job of this cycle, its tag and record read once (observe.hpp's
+// ParsedJob, checked: its tag describes it and the record is its own).
+struct SliceJob {
+    const SlurmJob* job;
+    RequestTag tag;
+    std::optional<PlacementRecord> rec; // its own record
+    JobId copied_from = 0;              // the job whose record it carries (a job array's split copies it), or 0
+};
+
+// Handed to Slurm with --segment: Slurm places it; the helper repairs.
+inline bool native(const SliceJob& sj) {
+    return sj.tag.hand_off == HandOff::Native;
+}
+// The record says the helper placed it (pinned, started or repairing).
+inline bool has_placement(const SliceJob& sj) {
+    return sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing ||
+                      sj.rec->state == RecordState::Restarting);
+}
+
+// Why a tag does not describe its job (nullopt when it does). The comment
+// is user-writable: a tag typed by hand must not make the helper pin a job
+// to more nodes than it asked for, or count nodes it never takes.
+std::optional<std::string> tag_mismatch(const RequestTag& t, const SlurmJob& j);
+
+// What the cycle makes of one unfinished job: a slice job of this cycle,
+// one left to Slurm because its tag does not describe it, or none of its
+// business (not pending or running, or untagged).
+struct JobVerdict {
+    enum class Kind : uint8_t { Other, Ignored, Slice };
+    Kind kind = Kind::Other;
+    std::string wrong;                      // Ignored: why its tag does not describe it
+    std::optional<PlacementRecord> ignored; // Ignored: the record to write (nullopt: it says so already)
+    std::optional<SliceJob> slice;          // Slice: its record its own (another job's copy dropped)
+    std::string bad_record;                 // a slice job's admin_comment that is no record: why
+    JobId copied_record_of = 0;             // a slice job carried this job's record (a job array split): dropped
+    bool restore_requeue = false;           // runs on a lent spare with Requeue turned off: set back
+    bool taken_back = false;                // its record said ignored, and its tag describes it again
+};
+JobVerdict judge_job(const ParsedJob& p);
+
+// Slurm's own order: the priority it computed (multifactor: QOS, partition
+// tier, fair-share, age, job size, nice, or an admin's priority=), then
+// submission, then job id.
+void sort_by_priority(std::vector<SliceJob>& jobs);
 
 // `drain`: repair_drain_reasons compiled (none: every drain is a failure);
 // `rack`: rack_failure_reasons compiled (none: only failures beyond the

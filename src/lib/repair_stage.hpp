@@ -28,25 +28,6 @@
 
 namespace nvl {
 
-// One slice job of this cycle, its tag and record read once (observe.hpp's
-// ParsedJob, checked: its tag describes it and the record is its own).
-struct SliceJob {
-    const SlurmJob* job;
-    RequestTag tag;
-    std::optional<PlacementRecord> rec; // its own record
-    JobId copied_from = 0;              // the job whose record it carries (a job array's split copies it), or 0
-};
-
-// Handed to Slurm with --segment: Slurm places it; the helper repairs.
-inline bool native(const SliceJob& sj) {
-    return sj.tag.hand_off == HandOff::Native;
-}
-// The record says the helper placed it (pinned, started or repairing).
-inline bool has_placement(const SliceJob& sj) {
-    return sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing ||
-                      sj.rec->state == RecordState::Restarting);
-}
-
 // A slice on this node needs a repair: the node failed (down, or drained for
 // a repair reason), or its rack is degraded.
 inline bool needs_repair(const Observation& obs, const Snapshot& snap, NodeId id) {

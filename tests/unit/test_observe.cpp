@@ -120,3 +120,74 @@ TEST_CASE("node health: silent nodes of running slice jobs are marked DOWN after
     // not asked for (repair_not_responding_after=0): nothing kept
     CHECK(judge_silent(m, nodes, s, later.since, 1031, 0, slice_job).since.empty());
 }
+
+TEST_CASE("observe: which unfinished jobs are slice jobs of this cycle", "[observe][quick]") {
+    RequestTag t;
+    t.slice = 16;
+    t.count = 1;
+    t.nodes = 16;
+    auto job = [&](JobId id, JobState st, std::string comment, std::string admin = "") {
+        SlurmJob j;
+        j.id = id;
+        j.state = st;
+        j.num_nodes = 16;
+        j.comment = std::move(comment);
+        j.admin_comment = std::move(admin);
+        return j;
+    };
+    PlacementRecord lent;
+    lent.job = 3;
+    lent.state = RecordState::Placed;
+    lent.slice = 16;
+    lent.slices = {"n[001-016]"};
+    lent.lent = true;
+    PlacementRecord other = lent;
+    other.job = 99;
+    other.lent = false;
+    std::vector<SlurmJob> jobs = {
+        job(1, JobState::Pending, t.str()),                     // a slice job
+        job(2, JobState::Pending, "plain job"),                 // none of ours
+        job(3, JobState::Running, t.str() + " x", lent.str()),  // on a lent spare
+        job(4, JobState::Pending, t.str(), other.str()),        // carries job 99's record
+        job(5, JobState::Pending, t.str(), "nvlslice/1 bogus"), // admin_comment no record
+        job(6, JobState::Completing, t.str()),                  // not pending or running
+    };
+    jobs[2].requeue = false; // its owner turned Requeue off; its tag now lies too (checkpointable below)
+    jobs.push_back(job(7, JobState::Pending, t.str()));
+    jobs.back().num_nodes = 32; // its tag (typed by hand?) asks for 16
+    const auto parsed = parse_jobs(jobs);
+    std::vector<JobVerdict> v;
+    for (const auto& p : parsed) v.push_back(judge_job(p));
+    REQUIRE(v.size() == 7);
+    CHECK(v[0].kind == JobVerdict::Kind::Slice);
+    CHECK(v[0].slice->job == &jobs[0]);
+    CHECK(v[1].kind == JobVerdict::Kind::Other);
+    CHECK(v[2].kind == JobVerdict::Kind::Slice);
+    CHECK(v[2].restore_requeue); // a lent spare is reclaimed by requeue
+    CHECK(v[3].kind == JobVerdict::Kind::Slice);
+    CHECK(v[3].copied_record_of == 99);
+    CHECK_FALSE(v[3].slice->rec);
+    CHECK(v[4].kind == JobVerdict::Kind::Slice);
+    CHECK_FALSE(v[4].bad_record.empty());
+    CHECK(v[5].kind == JobVerdict::Kind::Other);
+    REQUIRE(v[6].kind == JobVerdict::Kind::Ignored);
+    REQUIRE(v[6].ignored);
+    CHECK(v[6].ignored->state == RecordState::Ignored);
+    CHECK(v[6].wrong == "its tag asks for 16 nodes, the job for 32");
+    // its record says so already: nothing to write; its tag fixed: taken back
+    jobs[6].admin_comment = v[6].ignored->str();
+    CHECK_FALSE(judge_job(parse_jobs(jobs)[6]).ignored);
+    jobs[6].num_nodes = 16;
+    const JobVerdict back = judge_job(parse_jobs(jobs)[6]);
+    CHECK(back.kind == JobVerdict::Kind::Slice);
+    CHECK(back.taken_back);
+    CHECK(back.slice->rec->state == RecordState::Waiting);
+    // Slurm's order: priority, then submission, then id
+    std::vector<SliceJob> order = {*v[3].slice, *v[0].slice, *v[4].slice};
+    jobs[3].priority = 10;
+    jobs[4].priority = 20;
+    sort_by_priority(order);
+    CHECK(order[0].job->id == 5);
+    CHECK(order[1].job->id == 4);
+    CHECK(order[2].job->id == 1);
+}
