@@ -1,19 +1,22 @@
 // nvlslice — the helper's reconcile cycle, inside: one Cycle per call of
 // reconcile() (reconcile.hpp has the contract). Its stages read one
-// immutable Observation (observe.hpp: what Slurm reports, read once): rack
-// health (rack_health.hpp, judge_racks()), the repair stage (running jobs
-// and placed pending ones: repair_stage.hpp), placement and protection
-// (place_stage.hpp), defragmentation (defrag.hpp, the simulator's too) and
-// upkeep (upkeep.hpp) are pure functions of it and of the working snapshot
-// that return typed decisions; the cycle applies them (records, actions,
-// log lines, the helper's memory). Split by what it applies:
-//   cycle.cpp          the driver: which jobs are slice jobs and in what
-//                      order, backoff, records
-//   cycle_repair.cpp   running jobs (the repair stage's decisions applied)
-//                      and pending jobs that already have a placement
+// immutable Observation (observe.hpp: what Slurm reports, read once, and
+// which jobs are slice jobs, judge_job()): node and rack health
+// (rack_health.hpp: judge_racks(), judge_silent()), the repair stage
+// (running jobs and placed pending ones: repair_stage.hpp), placement and
+// protection (place_stage.hpp), defragmentation (defrag.hpp, the
+// simulator's too; the cycle hands it a lookup of the running jobs as
+// victims) and upkeep (upkeep.hpp) are functions of it and of the working
+// snapshot that return typed decisions (placement also fills the shape memo
+// it is handed). The cycle applies them (records, actions, log lines, the
+// helper's memory). Split by what it applies:
+//   cycle.cpp          the driver: the slice jobs' verdicts, silent nodes,
+//                      backoff, records, the planner
+//   cycle_repair.cpp   running jobs and pending jobs that already have a
+//                      placement (the repair stage's decisions)
 //   cycle_place.cpp    placing waiting jobs, defragmentation, protection
 //   cycle_cluster.cpp  the spare reservation, node weights, the gate (the
-//                      upkeep stage's decisions: upkeep.hpp, pure)
+//                      upkeep stage's decisions)
 // Not installed: only reconcile.hpp is the core's interface.
 #pragma once
 
@@ -82,7 +85,6 @@ class Cycle {
     // stage's decide_move(), applied).
     void evacuate();
     void collect_slice_jobs();
-    bool needs_repair(NodeId id) const { return nvl::needs_repair(obs_, snap_, id); }
     // A running job: the repair stage's decide_running(), applied.
     void handle_running(const SliceJob& sj);
     // Running without a placement of ours: decide_started(), applied.

@@ -13,10 +13,10 @@ void Cycle::handle_running(const SliceJob& started) {
     // yielded to a repair earlier in this cycle: its record and requeue are asked for
     if (did(j.id, ActionKind::Requeue)) return;
     const RunningDecision d = decide_running(map_, obs_, snap_, started);
+    if (d.kind == RunningCase::Healthy) return; // most running jobs, most cycles: nothing copied
     SliceJob sj = started;
     if (d.recorded) sj.rec = d.recorded;
     PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
-    const std::string failed_hl = hl(d.failed);
     switch (d.kind) {
     case RunningCase::Yielding:
         act({j.id, action::Requeue{}});
@@ -38,6 +38,7 @@ void Cycle::handle_running(const SliceJob& started) {
         // leaves its rack.
         ++out_.stats.unrepairable;
         if (rec.why != Why::NotRepaired) {
+            const std::string failed_hl = hl(d.failed);
             rec.set_reason(
                 Why::NotRepaired,
                 j.batch ? fmt::format("not repaired: {} failed but the job was submitted --no-requeue", failed_hl)
@@ -53,7 +54,7 @@ void Cycle::handle_running(const SliceJob& started) {
         if (std::string why = "repair waits: " + d.plan.reason; rec.reason != why) {
             rec.set_reason(Why::RepairWaits, why);
             record(sj, rec);
-            log(j.id, fmt::format("node(s) {} failed; {}", failed_hl, d.plan.reason));
+            log(j.id, fmt::format("node(s) {} failed; {}", hl(d.failed), d.plan.reason));
         }
         try_defrag(sj, true); // a rack freed from checkpointable work: the move of a later cycle
         return;
@@ -107,6 +108,11 @@ void Cycle::evacuate() {
 void Cycle::apply_started(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
     const StartDecision d = decide_started(map_, sj);
+    if (d.kind == StartCase::Said) return;
+    if (d.kind == StartCase::Ours) {
+        record(sj, d.rec);
+        return;
+    }
     const std::string where = hostlist_compress(j.nodes);
     switch (d.kind) {
     case StartCase::Native:
@@ -115,7 +121,8 @@ void Cycle::apply_started(const SliceJob& sj) {
         log(j.id, fmt::format("Slurm started it (native, --segment={}) on {}{}", sj.tag.slice, where,
                               d.rec.why == Why::AcrossRacks ? ": " + d.rec.reason : ""));
         return;
-    case StartCase::Ours: record(sj, d.rec); return;
+    case StartCase::Ours:
+    case StartCase::Said: return; // above
     case StartCase::ArrayTask:
         log(j.id, fmt::format("a task of job array {} started on its placement {}: the record is its own now",
                               sj.copied_from, where));
@@ -135,7 +142,6 @@ void Cycle::apply_started(const SliceJob& sj) {
         record(sj, d.rec);
         log(j.id, fmt::format("escaped its gate and runs rack-blind on {}; it cannot be requeued", where));
         return;
-    case StartCase::Said: return;
     }
 }
 
@@ -165,21 +171,21 @@ void Cycle::finish_placed(const SliceJob& sj) {
         return; // else placed afresh in pass 2
     case PlacedCase::Start: start_pinned(sj, d); return;
     case PlacedCase::NotRequeueable:
-    case PlacedCase::RepairWaits:
-    case PlacedCase::RepairPinned: break;
+    case PlacedCase::PinnedFailed: break;
     }
     // A pinned node failed since (or Slurm requeued it after a node went
     // down): the repair decides where it runs.
     if (d.gate_first) gate(sj);
     if (d.kind == PlacedCase::NotRequeueable) return;
-    if (d.kind == PlacedCase::RepairWaits) {
-        say_once(j.id, fmt::format("pinned node(s) {} failed; {}", hl(d.failed), d.plan.reason));
+    const RepairPlan plan = plan_pinned_repair(map_, snap_, sj, d);
+    if (!plan.feasible) {
+        say_once(j.id, fmt::format("pinned node(s) {} failed; {}", hl(d.failed), plan.reason));
         try_defrag(sj, true);
         return; // pass 2 places it afresh or records why it waits
     }
     PlacementRecord rec = *sj.rec;
-    begin_repair(sj, d.plan, rec, !d.resumed, d.resumed ? " (resumed)" : " (requeued by Slurm)");
-    pin_and_release(sj, d.plan.placement, rec, false);
+    begin_repair(sj, plan, rec, !d.resumed, d.resumed ? " (resumed)" : " (requeued by Slurm)");
+    pin_and_release(sj, plan.placement, rec, false);
 }
 
 void Cycle::keep_released(const SliceJob& sj, const PlacedDecision& d) {
@@ -210,8 +216,13 @@ void Cycle::keep_released(const SliceJob& sj, const PlacedDecision& d) {
         overdue = sj.rec->state == RecordState::Placed && j.restarts == 0 && mono_ - since > cfg_.replace_after_s;
     }
     const bool waited_past = now_ - std::max(j.submit_time, j.start_time) > cfg_.replace_after_s;
+    const ReleasedCase what = decide_released(sj, d, holds.has_value(), overdue, waited_past);
+    if (what == ReleasedCase::Waits) {
+        settled_.insert(j.id); // most released jobs, most cycles: nothing copied
+        return;
+    }
     PlacementRecord rec = *sj.rec;
-    switch (decide_released(sj, d, holds.has_value(), overdue, waited_past)) {
+    switch (what) {
     case ReleasedCase::Waits: break;
     case ReleasedCase::ArraySplit:
         // A job array: Slurm started one task on the placement and split it

@@ -30,8 +30,9 @@ struct Observation {
     std::vector<std::string> reasons; // each map node's Slurm reason, by NodeId
 };
 
-// One slice job of this cycle, its tag and record read once (observe.hpp's
-// ParsedJob, checked: its tag describes it and the record is its own).
+// One slice job of this cycle, its tag and record read once (a ParsedJob,
+// report.hpp, checked by judge_job(): its tag describes it and the record
+// is its own).
 struct SliceJob {
     const SlurmJob* job;
     RequestTag tag;

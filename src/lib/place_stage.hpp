@@ -1,15 +1,22 @@
 // nvlslice — the cycle's placement and protection stage: where a waiting
-// slice job goes, and which racks are kept for the top-priority one. Pure
-// functions of the working snapshot (the nodes this cycle's earlier repairs
+// slice job goes, and which racks are kept for the top-priority one.
+// Functions of the working snapshot (the nodes this cycle's earlier repairs
 // and placements took marked) and the job; they return typed decisions and
-// change nothing. The cycle (cycle_place.cpp) turns them into records,
-// actions and log lines, and takes a placement's nodes before the next job.
-//   decide_place()     a placement, or why the job waits (the lending rule,
-//                      place_or_borrow(), is the simulator's too);
-//   plan_protection()  the racks that free up soonest for the top job that
-//                      waits, from the running jobs' end times, as Slurm's
-//                      backfill keeps nodes for a blocked plain job;
-//   protection_change() whether Slurm's protection reservation must change.
+// change nothing but the shape memo they are handed. The cycle
+// (cycle_place.cpp) turns them into records, actions and log lines, and
+// takes a placement's nodes before the next job.
+//   decide_waiting()       which pending jobs the placement pass places;
+//   stays_behind()         why one behind its gate stays there untouched;
+//   slice_request(),       its request, and whether the racks kept for the
+//   kept_from_protection() top job are closed to it;
+//   decide_place()         a placement, or why the job waits (the lending
+//                          rule, place_or_borrow(), is the simulator's too);
+//   plan_protection()      the racks that free up soonest for the top job
+//                          that waits, from the running jobs' end times, as
+//                          Slurm's backfill keeps nodes for a blocked plain
+//                          job;
+//   protection_change()    whether Slurm's protection reservation must
+//                          change.
 #pragma once
 
 #include "cluster_api.hpp"
@@ -34,7 +41,8 @@ SliceRequest slice_request(const SliceJob& sj, int64_t now, int64_t prefer_wait_
 // Whether the racks kept for the top-priority job (`protection`, its nodes
 // outside `unprotected`) are closed to job `j`: they are, unless it is the
 // top job, or it has a time limit that ends it before their start (as
-// Slurm's backfill lets shorter jobs in). No protection: never.
+// Slurm's backfill lets shorter jobs in). `unprotected` unsized (no
+// protection): never.
 bool kept_from_protection(const SlurmJob& j, bool is_top, const NodeSet& unprotected,
                           const std::optional<Reservation>& protection, int64_t now);
 
@@ -46,7 +54,8 @@ enum class WaitingCase : uint8_t {
     WaitsForSlurm, // released and pinned: Slurm starts it
     Behind,        // gate mode, no placement: placed, unless Slurm holds it back or it waits to be placed again
     Native,        // native mode, no placement: kept off degraded racks, counted where it fits
-    Place,         // gate mode, its placement lost (requeued, or its gate taken off): placed, or gated again
+    Place,         // has a placement but is not pinned and open (held, gated, its pin gone): placed again (gate
+                   // mode: gated again when there is no room)
 };
 const char* to_string(WaitingCase c);
 // `done`: an earlier stage dealt with it this cycle; `gated`: it carries the

@@ -184,8 +184,7 @@ const char* to_string(PlacedCase c) {
     case PlacedCase::Released: return "released";
     case PlacedCase::TargetBusy: return "target busy";
     case PlacedCase::Start: return "start";
-    case PlacedCase::RepairPinned: return "repair pinned";
-    case PlacedCase::RepairWaits: return "repair waits";
+    case PlacedCase::PinnedFailed: return "pinned failed";
     case PlacedCase::NotRequeueable: return "not requeueable";
     }
     return "?";
@@ -277,10 +276,13 @@ PlacedDecision decide_placed(const RackMap& map, const Observation& obs, const S
         d.kind = PlacedCase::NotRequeueable;
         return d;
     }
-    d.plan = plan_repair(snap, placement_of(map, sj, map.node_names(d.pinned)), d.failed);
-    d.kind = d.plan.feasible ? PlacedCase::RepairPinned : PlacedCase::RepairWaits;
+    d.kind = PlacedCase::PinnedFailed;
     d.resumed = sj.rec->state == RecordState::Repairing;
     return d;
+}
+
+RepairPlan plan_pinned_repair(const RackMap& map, const Snapshot& snap, const SliceJob& sj, const PlacedDecision& d) {
+    return plan_repair(snap, placement_of(map, sj, map.node_names(d.pinned)), d.failed);
 }
 
 ReleasedCase decide_released(const SliceJob& sj, const PlacedDecision& d, bool holds, bool overdue, bool waited_past) {

@@ -1,19 +1,25 @@
 // nvlslice — the cycle's repair stage: what becomes of each running slice
-// job (SPEC §3). A function of the observation (observe.hpp), the working
-// snapshot as the earlier decisions of this cycle leave it, and the job; it
-// returns a typed decision and changes nothing. The cycle (cycle_repair.cpp)
-// turns a decision into records, actions and log lines, and takes the nodes
-// a repair or a move pins before it judges the next job:
-//   decide_running()  a running job: healthy, its reason stale, started
-//                     without a current record (decide_started()), moved out
-//                     of a degraded rack later (an evacuee), not repairable,
-//                     its repair waiting, or its repair plan;
-//   decide_started()  a job running where no record of ours says: recorded
-//                     where Slurm started it, or requeued as having escaped
-//                     its gate;
-//   decide_move()     an evacuee, checkpointable ones first
-//                     (order_evacuees()): not movable, its move waiting, or
-//                     its move plan.
+// job, and of each pending one that has a placement (SPEC §3). Functions of
+// the observation (observe.hpp), the working snapshot as the earlier
+// decisions of this cycle leave it, and the job; each returns a typed
+// decision and changes nothing. The cycle (cycle_repair.cpp) turns a
+// decision into records, actions and log lines, and takes the nodes a
+// repair or a move pins before it judges the next job:
+//   decide_running()     a running job: its record says it yielded (the
+//                        requeue follows), healthy, its reason stale,
+//                        started without a record that says placed
+//                        (decide_started()), moved out of a degraded rack
+//                        later (an evacuee), not repairable, its repair
+//                        waiting, or its repair plan;
+//   decide_started()     recorded where Slurm or the helper started it, or
+//                        requeued as having escaped its gate;
+//   decide_move()        an evacuee, checkpointable ones first
+//                        (order_evacuees()): not movable, its move waiting,
+//                        or its move plan;
+//   decide_placed()      a pending job that has a placement: another's
+//                        hold, released (decide_released()), its target
+//                        busy, ready to start (decide_start_step()), or a
+//                        pinned node failed (plan_pinned_repair()).
 #pragma once
 
 #include "model.hpp"
@@ -51,7 +57,7 @@ enum class RunningCase : uint8_t {
     Yielding,      // its record says it yielded its nodes, yet it runs (a crash before the requeue): requeue it
     Healthy,       // placed, none of its nodes failed: nothing to do
     Recovered,     // its failed nodes came back before a repair: the record's reason is stale
-    Started,       // none failed, and no record says it was placed: decide_started()
+    Started,       // none failed, and its record does not say placed (none, or repairing, restarting): decide_started()
     Evacuee,       // none of its own nodes failed, but its rack is degraded: decide_move(), after the repairs
     NotRepairable, // a node failed, and Slurm cannot requeue it (interactive, or --no-requeue)
     RepairWaits,   // a node failed, and nothing has room for the slice yet: plan.reason says why
@@ -108,9 +114,8 @@ enum class PlacedCase : uint8_t {
     Released,      // released and pinned to healthy nodes: waits for Slurm (decide_released())
     TargetBusy,    // held or gated, its target not free yet (a borrower's requeue, an allocation completing)
     Start,         // held or gated, its target free: started there (decide_start_step())
-    RepairPinned,  // a pinned node failed since: plan is the repair
-    RepairWaits,   // a pinned node failed, and nothing has room: plan.reason says why
-    NotRequeueable // a pinned node failed, and it cannot be requeued: left as it is
+    PinnedFailed,  // a pinned node failed since: repaired (plan_pinned_repair()), once gated if gate_first
+    NotRequeueable // a pinned node failed, and it cannot be requeued: only gated if gate_first
 };
 const char* to_string(PlacedCase c);
 
@@ -118,7 +123,7 @@ struct PlacedDecision {
     PlacedCase kind = PlacedCase::NoPlacement;
     std::vector<NodeId> pinned; // what it is held to: its record's target where the pin did not follow
     bool repin = false;         // the pin did not follow the record: asked for again
-    bool gate_first = false;    // requeued by Slurm (a node went DOWN), open, gate mode: gated before the repair
+    bool gate_first = false;    // PinnedFailed, NotRequeueable: open in gate mode (Slurm requeued it): gated first
     // Released: a node of its placement runs another job (`taken`), maybe a
     // task of its own array that Slurm split off (`split_task`)
     bool taken = false;
@@ -126,15 +131,19 @@ struct PlacedDecision {
     // TargetBusy: preemptible jobs still on a repair's target (a borrower
     // whose requeue failed, or the helper died before it): asked to yield
     std::vector<JobId> borrowers;
-    // RepairPinned, RepairWaits
+    // PinnedFailed, NotRequeueable: its pinned nodes that failed
     std::vector<NodeId> failed;
-    RepairPlan plan;
-    bool resumed = false; // RepairPinned: a repair the helper started (counted then)
+    bool resumed = false; // PinnedFailed: a repair the helper started (counted then)
 };
 // `gated`: it carries the gate license; `held_by_us`: held, and its record
 // says the helper holds it.
 PlacedDecision decide_placed(const RackMap& map, const Observation& obs, const Snapshot& snap, const SliceJob& sj,
                              bool gated, bool held_by_us);
+
+// The repair of a pending job whose pinned node failed (PinnedFailed):
+// planned once the cycle has gated it where it must, so that a record it
+// cannot read leaves the job gated.
+RepairPlan plan_pinned_repair(const RackMap& map, const Snapshot& snap, const SliceJob& sj, const PlacedDecision& d);
 
 // A released job, pinned, that Slurm has not started yet.
 enum class ReleasedCase : uint8_t {

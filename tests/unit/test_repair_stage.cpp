@@ -299,19 +299,26 @@ TEST_CASE("repair stage: the second half of a repair, and a pinned node that fai
     // requeued by Slurm after its node n040 went down, open: gated first, then repaired
     const SlurmJob requeued = pending(2, "n[037-052]");
     auto r = decide_placed(w.map, o, o.snap, slice_job_of(requeued, 16, placed(2, {"n[037-052]"})), false, false);
-    REQUIRE(r.kind == PlacedCase::RepairPinned);
+    REQUIRE(r.kind == PlacedCase::PinnedFailed);
     CHECK(r.gate_first);
     CHECK_FALSE(r.resumed);
     CHECK(names(w.map, r.failed) == "n040");
-    CHECK(names(w.map, r.plan.placement.nodes()) == "n[037-039,041-053]");
+    const SliceJob rj = slice_job_of(requeued, 16, placed(2, {"n[037-052]"}));
+    const RepairPlan plan = plan_pinned_repair(w.map, o.snap, rj, r);
+    REQUIRE(plan.feasible);
+    CHECK(names(w.map, plan.placement.nodes()) == "n[037-039,041-053]");
     SlurmJob no_requeue = requeued;
     no_requeue.requeue = false;
     CHECK(decide_placed(w.map, o, o.snap, slice_job_of(no_requeue, 16, placed(2, {"n[037-052]"})), false, false).kind ==
           PlacedCase::NotRequeueable);
     Snapshot full = o.snap;
     set_all(full, "n[001-036,053-054]", NodeState::Allocated, 70);
-    CHECK(decide_placed(w.map, o, full, slice_job_of(requeued, 16, placed(2, {"n[037-052]"})), true, false).kind ==
-          PlacedCase::RepairWaits);
+    auto gated = decide_placed(w.map, o, full, rj, true, false);
+    CHECK(gated.kind == PlacedCase::PinnedFailed);
+    CHECK_FALSE(gated.gate_first); // gated already
+    const RepairPlan none = plan_pinned_repair(w.map, full, rj, gated);
+    CHECK_FALSE(none.feasible); // no room: it waits, and says why
+    CHECK_FALSE(none.reason.empty());
 }
 
 TEST_CASE("repair stage: when a requeued job is released", "[repair_stage][quick]") {
