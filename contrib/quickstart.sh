@@ -137,6 +137,17 @@ demo() {
     "$BUILD/src/tools/nvl-bench" --decisions 5000 --baseline-decisions 500 --runs 3 --cycles 1
 }
 
+renice_tree() { # renice_tree PID NICENESS: PID and every process under it
+    local all="$1" pids="$1" next p
+    while [ -n "$pids" ]; do
+        next=""
+        for p in $pids; do next+=" $(pgrep -P "$p" | tr '\n' ' ')"; done
+        pids=$(echo $next)
+        all+=" $pids"
+    done
+    as_root renice -n "$2" -p $all > /dev/null 2>&1 || true
+}
+
 # Tools the tests use from Debian packages that are unpacked, not installed
 # (no service starts, no dependencies pulled in): promtool from prometheus
 # checks nvlsliced's metrics, hardening-check (a perl script) from
@@ -185,8 +196,12 @@ test_suite() {
     # NVL_TIERS="22.05" runs the first only.
     local tiers=${NVL_TIERS:-22.05 26.05 24.11} tier out rc=0 trc cp cf tp=${hp:-0} tf=${hf:-1} promtool t0 roots="" pre
     promtool=$(fetch_tool prometheus usr/bin/promtool)
-    # The roots' builds and unit tests run beside the 22.05 tier (niced),
-    # one root after the other, so that each root tier only tests.
+    # The roots' builds and unit tests run beside the 22.05 tier (niced, so
+    # that they do not starve its slurmctld), one root after the other, so
+    # that each root tier only tests. Once the 22.05 tier is done they are
+    # niced no more: on a machine busy with other work at the normal
+    # priority (a build in another terminal) a niced build gets a tenth of
+    # a core and would not finish. The timeout catches a hung build.
     for tier in $tiers; do [ "$tier" = 22.05 ] || roots+=" $tier"; done
     pre=$(mktemp -d)
     local prepid=""
@@ -196,7 +211,7 @@ test_suite() {
         ( set +e
           for tier in $roots; do
               if [ "$(id -u)" -eq 0 ]; then run=(); else run=(sudo -n); fi
-              "${run[@]}" env NVL_SLURM="$tier" NVL_ROOT_STEP=build timeout 2400 nice -n 10 \
+              "${run[@]}" env NVL_SLURM="$tier" NVL_ROOT_STEP=build timeout 3600 nice -n 10 \
                   "$SRC/tests/cluster/run.sh" > "$pre/$tier.log" 2>&1
               # written whole, then renamed: the tier never reads half of it
               echo $? > "$pre/$tier.rc.new" && mv "$pre/$tier.rc.new" "$pre/$tier.rc"
@@ -213,6 +228,7 @@ test_suite() {
             # a root tier (a build there starved slurmctld 10 s, 26.05)
             # (the builder gone without a word counts as a failed build)
             local r
+            [ -n "$prepid" ] && renice_tree "$prepid" 0
             for r in $roots; do
                 while [ ! -f "$pre/$r.rc" ]; do
                     kill -0 "$prepid" 2>/dev/null || { [ -f "$pre/$r.rc" ] || echo 1 > "$pre/$r.rc"; break; }
