@@ -92,8 +92,9 @@ SliceJob Cycle::keep_off_degraded(const SliceJob& sj) {
 
 void Cycle::place_waiting(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
-    const bool open = !j.held && !gated(j);
-    switch (decide_waiting(sj, settled_.count(j.id) || pinned_now(j.id), gated(j), held_by_us(sj),
+    const bool is_gated = gated(j); // parsed once: thousands of waiting jobs, every cycle
+    const bool open = !j.held && !is_gated;
+    switch (decide_waiting(sj, settled_.count(j.id) || pinned_now(j.id), is_gated, held_by_us(sj),
                            native(sj) ? native_pinned(j) : !j.req_nodes.empty())) {
     case WaitingCase::Done:
     case WaitingCase::OthersHold: // theirs to release

@@ -249,8 +249,13 @@ std::string_view license_name(std::string_view item) {
 } // namespace
 
 bool has_license(std::string_view licenses, std::string_view name) {
-    for (auto item : license_items(licenses))
-        if (license_name(item) == name) return true;
+    // asked of every waiting job each cycle: scanned in place, nothing allocated
+    while (!licenses.empty()) {
+        const size_t c = licenses.find(',');
+        if (license_name(licenses.substr(0, c)) == name) return true;
+        if (c == std::string_view::npos) break;
+        licenses.remove_prefix(c + 1);
+    }
     return false;
 }
 
