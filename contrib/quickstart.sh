@@ -138,10 +138,11 @@ demo() {
 }
 
 renice_tree() { # renice_tree PID NICENESS: PID and every process under it
+    # (errexit holds here: a leaf's pgrep finds no child and fails)
     local all="$1" pids="$1" next p
     while [ -n "$pids" ]; do
         next=""
-        for p in $pids; do next+=" $(pgrep -P "$p" | tr '\n' ' ')"; done
+        for p in $pids; do next+=" $(pgrep -P "$p" || true)"; done
         pids=$(echo $next)
         all+=" $pids"
     done
