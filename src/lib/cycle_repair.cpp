@@ -108,39 +108,34 @@ void Cycle::evacuate() {
 void Cycle::apply_started(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
     const StartDecision d = decide_started(map_, sj);
-    if (d.kind == StartCase::Said) return;
-    if (d.kind == StartCase::Ours) {
-        record(sj, d.rec);
-        return;
-    }
-    const std::string where = hostlist_compress(j.nodes);
+    auto where = [&] { return hostlist_compress(j.nodes); }; // only for the lines that name it
     switch (d.kind) {
+    case StartCase::Said: return;
+    case StartCase::Ours: record(sj, d.rec); return;
     case StartCase::Native:
         // recorded, so that a repair knows its slices
         record(sj, d.rec);
-        log(j.id, fmt::format("Slurm started it (native, --segment={}) on {}{}", sj.tag.slice, where,
+        log(j.id, fmt::format("Slurm started it (native, --segment={}) on {}{}", sj.tag.slice, where(),
                               d.rec.why == Why::AcrossRacks ? ": " + d.rec.reason : ""));
         return;
-    case StartCase::Ours:
-    case StartCase::Said: return; // above
     case StartCase::ArrayTask:
         log(j.id, fmt::format("a task of job array {} started on its placement {}: the record is its own now",
-                              sj.copied_from, where));
+                              sj.copied_from, where()));
         record(sj, d.rec);
         return;
     case StartCase::GateOff:
-        log(j.id, fmt::format("started without nvlsliced (its gate was taken off) on whole slices {}: kept", where));
+        log(j.id, fmt::format("started without nvlsliced (its gate was taken off) on whole slices {}: kept", where()));
         record(sj, d.rec);
         return;
     case StartCase::Escaped:
         record(sj, d.rec);
         act({j.id, action::Requeue{}});
         log(j.id,
-            fmt::format("escaped its gate and started rack-blind on {}: requeued, to be placed in slices", where));
+            fmt::format("escaped its gate and started rack-blind on {}: requeued, to be placed in slices", where()));
         return;
     case StartCase::RanRackBlind:
         record(sj, d.rec);
-        log(j.id, fmt::format("escaped its gate and runs rack-blind on {}; it cannot be requeued", where));
+        log(j.id, fmt::format("escaped its gate and runs rack-blind on {}; it cannot be requeued", where()));
         return;
     }
 }
@@ -250,9 +245,10 @@ void Cycle::keep_released(const SliceJob& sj, const PlacedDecision& d) {
     case ReleasedCase::NotStarted:
         rec.state = RecordState::Waiting;
         rec.slices.clear();
-        if (holds)
-            rec.set_reason(Why::HeldBack, std::string(kHeldBack) + *holds);
-        else
+        if (holds) {
+            const WaitReason why = held_back_reason(*holds);
+            rec.set_reason(why.why, why.text);
+        } else
             rec.set_reason(Why::NotStarted,
                            fmt::format("placed {} s ago and not started (Slurm: {}); placed again in {} s",
                                        mono_ - since, j.reason.empty() ? "no reason given" : j.reason,

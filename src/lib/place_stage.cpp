@@ -36,7 +36,7 @@ WaitingCase decide_waiting(const SliceJob& sj, bool done, bool gated, bool held_
 }
 
 std::optional<WaitReason> stays_behind(const SliceJob& sj, const std::optional<std::string>& holds, bool retry) {
-    if (holds) return WaitReason{Why::HeldBack, std::string(kHeldBack) + *holds};
+    if (holds) return held_back_reason(*holds);
     if (!retry) return std::nullopt;
     if (sj.rec && !sj.rec->reason.empty()) return WaitReason{sj.rec->why, sj.rec->reason};
     return WaitReason{Why::Retry, "placed again shortly"};

@@ -73,6 +73,11 @@ struct WaitReason {
 };
 std::optional<WaitReason> stays_behind(const SliceJob& sj, const std::optional<std::string>& holds, bool retry);
 inline constexpr std::string_view kHeldBack = "held back by Slurm: ";
+// The record's reason for a job Slurm holds back (`holds`: Slurm's reason):
+// the one text the cycle reads back while Slurm's own reason is reset.
+inline WaitReason held_back_reason(const std::string& holds) {
+    return {Why::HeldBack, std::string(kHeldBack) + holds};
+}
 
 // What the placement of one job may use beyond its request.
 // The sets are borrowed (the observation's, the cycle's): nothing is copied
