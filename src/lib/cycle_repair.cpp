@@ -23,6 +23,13 @@ void Cycle::handle_running(const SliceJob& started) {
         log(j.id, "its record says it yielded its nodes, but it still runs: requeued");
         return;
     case RunningCase::Healthy: return;
+    case RunningCase::Followed:
+        // Slurm's requeue, not the helper's: nothing to undo, nothing pinned
+        record(sj, rec);
+        log(j.id, fmt::format("Slurm restarted it (requeued by Slurm{}) on {}: its record follows",
+                              rec.repairs > started.rec->repairs ? " after a node of its placement failed" : "",
+                              hostlist_compress(j.nodes)));
+        return;
     case RunningCase::Recovered:
         rec.clear_reason();
         record(sj, rec);

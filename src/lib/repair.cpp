@@ -28,9 +28,9 @@ void candidates(const Snapshot& snap, DomainId d, const std::vector<NodeId>& tak
     const Domain& dom = snap.map().domain(d);
     out.clear();
     for (NodeId id : dom.nodes)
-        if (snap.node(id).state == NodeState::SpareReserved && !contains(taken, id)) out.push_back(id);
-    for (NodeId id : dom.nodes)
         if (snap.node(id).state == NodeState::Idle && !contains(taken, id)) out.push_back(id);
+    for (NodeId id : dom.nodes)
+        if (snap.node(id).state == NodeState::SpareReserved && !contains(taken, id)) out.push_back(id);
     if (!include_lent) return;
     for (NodeId id : dom.nodes) {
         const NodeStatus& st = snap.node(id);

@@ -1,9 +1,12 @@
 // nvlslice — repair plans for running slice jobs whose nodes failed.
 //
 // For each slice that lost nodes, in this order (SPEC §1, §3):
-//  1. replace the failed nodes inside the same domain: the domain's
-//     spare-reserved nodes first, then its other free nodes, then nodes lent
-//     to preemptible single-node work (those jobs are requeued first);
+//  1. replace the failed nodes inside the same domain: its free nodes
+//     outside the spare reservation first (among them the spare the
+//     reservation gave up when the failure used up part of the rack's
+//     budget, wanted_spares(): the node Slurm's own requeue would start
+//     the job on), then its spare-reserved nodes, then nodes lent to
+//     preemptible single-node work (those jobs are requeued first);
 //  2. else move the whole slice to another domain, best fit, without taking
 //     that domain's spares;
 //  3. else the job is requeued and waits, with the reason.

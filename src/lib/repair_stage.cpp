@@ -11,6 +11,7 @@ const char* to_string(RunningCase c) {
     switch (c) {
     case RunningCase::Yielding: return "yielding";
     case RunningCase::Healthy: return "healthy";
+    case RunningCase::Followed: return "followed";
     case RunningCase::Recovered: return "recovered";
     case RunningCase::Started: return "started";
     case RunningCase::Evacuee: return "evacuee";
@@ -94,6 +95,46 @@ WhereRunning record_where_running(const RackMap& map, const SliceJob& sj, Placem
     return {std::move(r), whole};
 }
 
+namespace {
+
+// A running native job whose record says placed: the record follows it when
+// Slurm restarted it on other nodes.
+void follow_restart(const RackMap& map, const Observation& obs, const Snapshot& snap, const SliceJob& sj,
+                    RunningDecision& d) {
+    const SlurmJob& j = *sj.job;
+    const std::vector<NodeId> was = recorded_nodes(map, *sj.rec);
+    size_t same = 0;
+    for (NodeId id : was) same += obs.snap.node(id).job_id == j.id; // as Slurm reports it
+    if (same == was.size() && was.size() == j.nodes.size()) return; // where its record says
+    WhereRunning now = record_where_running(map, sj, *sj.rec);
+    bool lost_node = false;
+    std::vector<DomainId> before;
+    for (NodeId id : was) {
+        lost_node = lost_node || needs_repair(obs, snap, id);
+        before.push_back(map.domain_of(id));
+    }
+    if (lost_node) {
+        // a repair, Slurm's own: counted in the job's record
+        now.rec.repairs += 1;
+        std::vector<DomainId> moved_to; // racks it did not run on before
+        for (const auto& n : j.nodes)
+            if (auto id = map.find_node(n)) {
+                const DomainId dom = map.domain_of(*id);
+                if (std::find(before.begin(), before.end(), dom) == before.end() &&
+                    std::find(moved_to.begin(), moved_to.end(), dom) == moved_to.end())
+                    moved_to.push_back(dom);
+            }
+        now.rec.moves += int(moved_to.size());
+    }
+    if (!now.whole)
+        now.rec.set_reason(Why::AcrossRacks, "Slurm placed its segments across racks: do topology.conf and the rack "
+                                             "map agree (nvl-topo check)?");
+    d.kind = RunningCase::Followed;
+    d.recorded = std::move(now.rec);
+}
+
+} // namespace
+
 RunningDecision decide_running(const RackMap& map, const Observation& obs, const Snapshot& snap, const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
     RunningDecision d;
@@ -105,10 +146,17 @@ RunningDecision decide_running(const RackMap& map, const Observation& obs, const
     for (const auto& n : j.nodes)
         if (auto id = map.find_node(n); id && needs_repair(obs, snap, *id)) d.failed.push_back(*id);
     if (d.failed.empty()) {
-        if (sj.rec && sj.rec->state == RecordState::Placed)
+        if (sj.rec && sj.rec->state == RecordState::Placed) {
             d.kind = sj.rec->reason.empty() ? RunningCase::Healthy : RunningCase::Recovered;
-        else
+            // Native: Slurm requeued it itself (expedited after a node
+            // failure, 25.11+, or an admin's requeue) and started it again
+            // before a cycle saw it pending. Looked at only for a job that
+            // ran before: one that never restarted runs where it was
+            // recorded when it started.
+            if (native(sj) && j.restarts > 0) follow_restart(map, obs, snap, sj, d);
+        } else {
             d.kind = RunningCase::Started;
+        }
         return d;
     }
     const SliceJob* job = &sj;

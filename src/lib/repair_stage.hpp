@@ -6,7 +6,9 @@
 // decision into records, actions and log lines, and takes the nodes a
 // repair or a move pins before it judges the next job:
 //   decide_running()     a running job: its record says it yielded (the
-//                        requeue follows), healthy, its reason stale,
+//                        requeue follows), healthy, restarted by Slurm
+//                        elsewhere than its record says (native: the
+//                        record follows), its reason stale,
 //                        started without a record that says placed
 //                        (decide_started()), moved out of a degraded rack
 //                        later (an evacuee), not repairable, its repair
@@ -56,6 +58,7 @@ WhereRunning record_where_running(const RackMap& map, const SliceJob& sj, Placem
 enum class RunningCase : uint8_t {
     Yielding,      // its record says it yielded its nodes, yet it runs (a crash before the requeue): requeue it
     Healthy,       // placed, none of its nodes failed: nothing to do
+    Followed,      // native, placed, and Slurm restarted it elsewhere than its record says: recorded is the new one
     Recovered,     // its failed nodes came back before a repair: the record's reason is stale
     Started,       // none failed, and its record does not say placed (none, or repairing, restarting): decide_started()
     Evacuee,       // none of its own nodes failed, but its rack is degraded: decide_move(), after the repairs
@@ -70,6 +73,8 @@ struct RunningDecision {
     std::vector<NodeId> failed; // its nodes that need a repair, in node-list order
     // A native job Slurm started whose node failed before a cycle recorded
     // where: the record of where it runs (its placement for the repair).
+    // Followed: the record of where Slurm restarted it, a repair counted
+    // when a node of the old placement failed.
     std::optional<PlacementRecord> recorded;
     RepairPlan plan;      // RepairWaits, Repair
     bool retried = false; // Repair: a repair whose requeue failed part way (counted already)

@@ -52,22 +52,21 @@ std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& re
         // placed there in this cycle) has its last nodes as spares again:
         // a repair may have left a spare mid-rack, and an admin (or a user's
         // -w) expects the spares where the rack's plan puts them.
-        int reserved_here = 0;
         bool all_free = true;
-        for (NodeId id : dom.nodes) {
-            const NodeState st = snap.node(id).state;
-            reserved_here += st == NodeState::SpareReserved;
-            all_free = all_free && is_free(st);
-        }
+        for (NodeId id : dom.nodes) all_free = all_free && is_free(snap.node(id).state);
         if (all_free) {
             for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < want_n; ++it)
                 if (addable(*it)) pick.push_back(*it);
-        } else if (reserved_here > dom.spares) {
+        } else {
+            // Fewer wanted than reserved (a failed node used up the budget,
+            // or the rack recovers from degraded): the last ones stay, and
+            // the first leave, the ones a repair takes first (plan_repair()
+            // uses a rack's reserved nodes in node order). A job Slurm
+            // requeues itself after the failure (expedited, 25.11+) and
+            // starts before the helper's next cycle then finds the node its
+            // repair would have been given, not another one.
             for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < want_n; ++it)
                 if (snap.node(*it).state == NodeState::SpareReserved) pick.push_back(*it);
-        } else {
-            for (NodeId id : dom.nodes)
-                if (snap.node(id).state == NodeState::SpareReserved && int(pick.size()) < want_n) pick.push_back(id);
         }
         for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < want_n; ++it)
             if (snap.node(*it).state == NodeState::Idle && addable(*it)) pick.push_back(*it);

@@ -23,8 +23,9 @@ namespace nvl {
 // (`reserved`; `exists`: there is one) is already that. Per rack: a
 // degraded rack keeps every node (Slurm offers none to a job); a healthy
 // one keeps its failure budget (kept_spares(), less the nodes lent to
-// preemptible work): the nodes it keeps already, then its last idle ones;
-// a rack with nothing on it has its last nodes as spares again. A node the
+// preemptible work): the nodes it keeps already (the last of them when it
+// keeps fewer now: the first leave, the ones a repair takes first), then
+// its last idle ones; a rack with nothing on it has its last nodes as spares again. A node the
 // protection holds (outside `unprotected`, unless that is unsized: no
 // protection) is never added, since Slurm refuses overlapping reservations.
 std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& reserved, bool exists,

@@ -95,6 +95,46 @@ TEST_CASE("repair stage: a running job with no failed node", "[repair_stage][qui
           RunningCase::Yielding);
 }
 
+TEST_CASE("repair stage: a native job Slurm restarted elsewhere has its record follow it", "[repair_stage][quick]") {
+    World w;
+    w.drain("n007");
+    // Slurm requeued it itself (expedited) after n007 failed and started it
+    // on the rack's spare before a cycle saw it pending
+    SlurmJob& a = const_cast<SlurmJob&>(w.run(1, "n[001-006,008-017]"));
+    a.restarts = 1;
+    const Observation o = w.observe_now();
+    PlacementRecord was = placed(1, {"n[001-016]"});
+    was.repairs = 2;
+    auto d = decide_running(w.map, o, o.snap, slice_job_of(a, 16, was, true));
+    REQUIRE(d.kind == RunningCase::Followed);
+    REQUIRE(d.recorded);
+    CHECK(d.recorded->state == RecordState::Placed);
+    CHECK(d.recorded->slices == std::vector<std::string>{"n[001-006,008-017]"});
+    CHECK(d.recorded->repairs == 3); // a node of its placement failed: a repair, Slurm's own
+    CHECK(d.recorded->moves == 0);   // the same rack
+    // restarted on another rack: a move too
+    SlurmJob& b = const_cast<SlurmJob&>(w.run(2, "n[019-034]"));
+    b.restarts = 1;
+    const Observation o2 = w.observe_now();
+    auto moved = decide_running(w.map, o2, o2.snap, slice_job_of(b, 16, placed(2, {"n[001-016]"}), true));
+    REQUIRE(moved.kind == RunningCase::Followed);
+    CHECK(moved.recorded->repairs == 1);
+    CHECK(moved.recorded->moves == 1);
+    // an admin's requeue, restarted elsewhere, no node failed: followed, no repair counted
+    SlurmJob& c = const_cast<SlurmJob&>(w.run(3, "n[037-052]"));
+    c.restarts = 1;
+    const Observation o3 = w.observe_now();
+    auto req = decide_running(w.map, o3, o3.snap, slice_job_of(c, 16, placed(3, {"n[019-034]"}), true));
+    REQUIRE(req.kind == RunningCase::Followed);
+    CHECK(req.recorded->repairs == 0);
+    CHECK(req.recorded->slices == std::vector<std::string>{"n[037-052]"});
+    // where its record says: healthy; gate mode, or never restarted: not looked at
+    CHECK(decide_running(w.map, o3, o3.snap, slice_job_of(c, 16, placed(3, {"n[037-052]"}), true)).kind ==
+          RunningCase::Healthy);
+    CHECK(decide_running(w.map, o3, o3.snap, slice_job_of(c, 16, placed(3, {"n[019-034]"}), false)).kind ==
+          RunningCase::Healthy);
+}
+
 TEST_CASE("repair stage: a failed node is repaired from its rack's spare, or waits, or cannot be",
           "[repair_stage][quick]") {
     World w;

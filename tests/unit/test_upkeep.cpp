@@ -1,6 +1,7 @@
 // The cycle's upkeep stage alone (upkeep.hpp): the spare reservation, the
 // nodes' weights wanted for a snapshot.
 #include "fixtures.hpp"
+#include "repair.hpp"
 #include "upkeep.hpp"
 
 #include "catch.hpp"
@@ -31,6 +32,42 @@ TEST_CASE("upkeep: the spares wanted for a snapshot, only when Slurm's differ", 
     REQUIRE(deg);
     CHECK(*deg == "n[001-018,035-036]");
     CHECK_FALSE(wanted_spares(snap, NodeSet::of(m, "n[001-018,035-036]"), true)); // as Slurm has it
+}
+
+TEST_CASE("upkeep: a failure gives up the spare a repair takes first, so Slurm's own requeue finds the same one",
+          "[upkeep][quick]") {
+    const RackMap m = make_map(2, 18);
+    Snapshot snap(m);
+    for (int i = 1; i <= 16; ++i)
+        snap.set(id(m, fmt::format("n{:03d}", i)), {NodeState::Allocated, 7, 0, false, false});
+    for (const char* n : {"n017", "n018", "n035", "n036"}) snap.set_state(id(m, n), NodeState::SpareReserved);
+    // n007 fails: its job is requeued (by Slurm, expedited, or by the
+    // helper); the rack's budget is one spare now
+    snap.set_state(id(m, "n007"), NodeState::Down);
+    Placement running;
+    running.job_id = 7;
+    running.slice_size = 16;
+    PlacedSlice s;
+    s.domain = 0;
+    for (int i = 1; i <= 16; ++i) s.nodes.push_back(id(m, fmt::format("n{:03d}", i)));
+    running.slices.push_back(s);
+    const RepairPlan plan = plan_repair(snap, running, {id(m, "n007")});
+    REQUIRE(plan.feasible);
+    REQUIRE(plan.slices.size() == 1);
+    REQUIRE(plan.slices[0].added.size() == 1);
+    const std::string taken = m.node_name(plan.slices[0].added[0]);
+    CHECK(taken == "n017");
+    // the reservation gives up that very node (the one Slurm alone would
+    // then start the job on), and keeps the rack's last one
+    CHECK(wanted_spares(snap, NodeSet::of(m, "n[017-018,035-036]"), true).value_or("?") == "n[018,035-036]");
+    // once it has: a repair planned then (the job seen pending after
+    // Slurm's requeue) takes that node, a free one outside the reservation
+    // before the spare still in it, and the reservation stays as it is
+    snap.set_state(id(m, "n017"), NodeState::Idle);
+    const RepairPlan later = plan_repair(snap, running, {id(m, "n007")});
+    REQUIRE(later.feasible);
+    CHECK(m.node_name(later.slices[0].added.at(0)) == "n017");
+    CHECK_FALSE(wanted_spares(snap, NodeSet::of(m, "n[018,035-036]"), true));
 }
 
 TEST_CASE("upkeep: weights steer Slurm to racks in use", "[upkeep][quick]") {
