@@ -5,6 +5,10 @@
 #   contrib/quickstart.sh test   install, build, and run the tests
 # Installs only Debian packages, builds out of tree in ./build.
 set -euo pipefail
+# A command that ends the script says so, with its line (errexit alone is
+# silent); where errexit is off (set +e) a failure is the script's to handle.
+set -E
+trap 'rc=$?; [[ $- != *e* ]] || echo "quickstart.sh: stopped at line $LINENO: \"$BASH_COMMAND\" returned $rc" >&2' ERR
 
 cd "$(dirname "$0")/.."
 SRC=$PWD

@@ -107,6 +107,7 @@ void follow_restart(const RackMap& map, const Observation& obs, const Snapshot& 
     for (NodeId id : was) same += obs.snap.node(id).job_id == j.id; // as Slurm reports it
     if (same == was.size() && was.size() == j.nodes.size()) return; // where its record says
     WhereRunning now = record_where_running(map, sj, *sj.rec);
+    if (now.rec.slices == sj.rec->slices) return; // a node it shares with another job: where its record says
     bool lost_node = false;
     std::vector<DomainId> before;
     for (NodeId id : was) {

@@ -91,7 +91,7 @@ if [ "$pool" = 1 ]; then
         # Slurm's requeue and pinned it to the node pool of its repair, or
         # Slurm started it first, on the spare the reservation gave up for
         # the repair, and the helper's record follows it.
-        erec() { case "$(record "$E")" in *" slices=$EWANT "*" repairs=1 "*) return 0 ;; esac; return 1; }
+        erec() { case "$(record "$E")" in *" slices=$EWANT repairs=1 "*) return 0 ;; esac; return 1; }
         if wait_for 10 erec; then
             ok "its record names where it runs, with one repair: $(record "$E")"
         else
