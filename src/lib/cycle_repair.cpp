@@ -23,13 +23,18 @@ void Cycle::handle_running(const SliceJob& started) {
         log(j.id, "its record says it yielded its nodes, but it still runs: requeued");
         return;
     case RunningCase::Healthy: return;
-    case RunningCase::Followed:
-        // Slurm's requeue, not the helper's: nothing to undo, nothing pinned
+    case RunningCase::Followed: {
+        // Slurm's requeue, not the helper's: nothing to undo, nothing pinned;
+        // a repair Slurm made counts in the metrics as the helper's do
+        const bool repaired = rec.repairs > started.rec->repairs;
+        const int moved = rec.moves - started.rec->moves;
+        out_.stats.repairs_in_rack += repaired && moved == 0;
+        out_.stats.moves += moved;
         record(sj, rec);
         log(j.id, fmt::format("Slurm restarted it (requeued by Slurm{}) on {}: its record follows",
-                              rec.repairs > started.rec->repairs ? " after a node of its placement failed" : "",
-                              hostlist_compress(j.nodes)));
+                              repaired ? " after a node of its placement failed" : "", hostlist_compress(j.nodes)));
         return;
+    }
     case RunningCase::Recovered:
         rec.clear_reason();
         record(sj, rec);
@@ -78,7 +83,7 @@ void Cycle::evacuate() {
     for (const SliceJob& sj : evacuees_) {
         const SlurmJob& j = *sj.job;
         try {
-            const MoveDecision d = decide_move(map_, snap_, sj);
+            const MoveDecision d = decide_move(map_, snap_, sj, obs_.unprotected);
             PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
             switch (d.kind) {
             case MoveCase::NotMovable:
@@ -179,7 +184,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
     // down): the repair decides where it runs.
     if (d.gate_first) gate(sj);
     if (d.kind == PlacedCase::NotRequeueable) return;
-    const RepairPlan plan = plan_pinned_repair(map_, snap_, sj, d);
+    const RepairPlan plan = plan_pinned_repair(map_, snap_, sj, d, obs_.unprotected);
     if (!plan.feasible) {
         say_once(j.id, fmt::format("pinned node(s) {} failed; {}", hl(d.failed), plan.reason));
         try_defrag(sj, true);

@@ -23,14 +23,20 @@ bool contains(const std::vector<NodeId>& v, NodeId id) {
 }
 
 // Replacement candidates of one domain in the order they are used.
+// Free nodes outside the spare reservation first (the spare it gave up when
+// a failure used up part of the rack's budget among them), then its spares,
+// then free nodes the protection holds.
 void candidates(const Snapshot& snap, DomainId d, const std::vector<NodeId>& taken, std::vector<NodeId>& out,
-                bool include_lent) {
+                bool include_lent, const NodeSet& unprotected) {
     const Domain& dom = snap.map().domain(d);
+    auto held = [&](NodeId id) { return !unprotected.unsized() && !unprotected.contains(id); };
     out.clear();
     for (NodeId id : dom.nodes)
-        if (snap.node(id).state == NodeState::Idle && !contains(taken, id)) out.push_back(id);
+        if (snap.node(id).state == NodeState::Idle && !contains(taken, id) && !held(id)) out.push_back(id);
     for (NodeId id : dom.nodes)
         if (snap.node(id).state == NodeState::SpareReserved && !contains(taken, id)) out.push_back(id);
+    for (NodeId id : dom.nodes)
+        if (snap.node(id).state == NodeState::Idle && !contains(taken, id) && held(id)) out.push_back(id);
     if (!include_lent) return;
     for (NodeId id : dom.nodes) {
         const NodeStatus& st = snap.node(id);
@@ -40,7 +46,8 @@ void candidates(const Snapshot& snap, DomainId d, const std::vector<NodeId>& tak
 
 } // namespace
 
-RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std::vector<NodeId>& failed) {
+RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std::vector<NodeId>& failed,
+                       const NodeSet& unprotected) {
     const RackMap& map = snap.map();
     RepairPlan plan;
     plan.job_id = running.job_id;
@@ -80,7 +87,7 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
         // 1. the same domain
         int usable_here = 0;
         if (slice.domain != kNoDomain && !snap.counts(slice.domain).degraded) {
-            candidates(snap, slice.domain, taken, cand, true);
+            candidates(snap, slice.domain, taken, cand, true, unprotected);
             usable_here = int(cand.size());
             if (int(cand.size()) >= lost) {
                 rep.action = RepairAction::ReplaceInDomain;
@@ -123,7 +130,7 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
             rep.action = RepairAction::MoveDomain;
             rep.to = best;
             rep.removed = slice.nodes;
-            candidates(snap, best, taken, cand, false);
+            candidates(snap, best, taken, cand, false, unprotected);
             // idle nodes before the spare-reserved ones: the target keeps its spares
             std::stable_partition(cand.begin(), cand.end(),
                                   [&](NodeId id) { return snap.node(id).state == NodeState::Idle; });

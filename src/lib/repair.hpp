@@ -15,6 +15,7 @@
 #pragma once
 
 #include "model.hpp"
+#include "node_set.hpp"
 #include "placement.hpp"
 
 #include <string>
@@ -49,6 +50,10 @@ struct RepairPlan {
 
 // `failed` are nodes of `running` that drained or went down; nodes of the
 // placement that the snapshot shows unhealthy are treated as failed too.
-RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std::vector<NodeId>& failed);
+// `unprotected`: the nodes outside the protection reservation (unsized: no
+// protection); a free node the protection holds is a same-domain repair's
+// last free choice (a job pinned there would wait for it).
+RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std::vector<NodeId>& failed,
+                       const NodeSet& unprotected = NodeSet());
 
 } // namespace nvl

@@ -97,41 +97,52 @@ WhereRunning record_where_running(const RackMap& map, const SliceJob& sj, Placem
 
 namespace {
 
-// A running native job whose record says placed: the record follows it when
-// Slurm restarted it on other nodes.
-void follow_restart(const RackMap& map, const Observation& obs, const Snapshot& snap, const SliceJob& sj,
-                    RunningDecision& d) {
+// The record of a running native job whose record says placed, when Slurm
+// restarted it elsewhere (its own requeue, expedited after a node failure,
+// 25.11+, or an admin's, started again before a cycle saw it pending), else
+// nullopt: its record is where it runs. Looked at only for a job that ran
+// before (one that never restarted runs where it was recorded when it
+// started), and without allocating while every node of it is one of its
+// record's (the snapshot marks them with their slice index).
+std::optional<PlacementRecord> restarted_elsewhere(const RackMap& map, const Observation& obs, const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
-    const std::vector<NodeId> was = recorded_nodes(map, *sj.rec);
-    size_t same = 0;
-    for (NodeId id : was) same += obs.snap.node(id).job_id == j.id; // as Slurm reports it
-    if (same == was.size() && was.size() == j.nodes.size()) return; // where its record says
-    WhereRunning now = record_where_running(map, sj, *sj.rec);
-    if (now.rec.slices == sj.rec->slices) return; // a node it shares with another job: where its record says
-    bool lost_node = false;
-    std::vector<DomainId> before;
-    for (NodeId id : was) {
-        lost_node = lost_node || needs_repair(obs, snap, id);
-        before.push_back(map.domain_of(id));
+    if (!native(sj) || !sj.rec || sj.rec->state != RecordState::Placed || j.restarts == 0) return std::nullopt;
+    bool recorded = int(j.nodes.size()) == sj.tag.nodes;
+    for (size_t i = 0; recorded && i < j.nodes.size(); ++i) {
+        const auto id = map.find_node(j.nodes[i]);
+        recorded = id && obs.snap.node(*id).job_id == j.id && obs.snap.node(*id).slice >= 0;
     }
+    if (recorded) return std::nullopt;
+    // The exact test (a node it shares with another job, a record of
+    // another size): its nodes against its record's.
+    const std::vector<NodeId> was = recorded_nodes(map, *sj.rec);
+    std::vector<NodeId> now_ids;
+    now_ids.reserve(j.nodes.size());
+    for (const auto& n : j.nodes)
+        if (auto id = map.find_node(n)) now_ids.push_back(*id);
+    std::sort(now_ids.begin(), now_ids.end());
+    if (now_ids == was) return std::nullopt;
+    WhereRunning now = record_where_running(map, sj, *sj.rec);
+    now.rec.lent = false; // lent spares are the helper's to give, where it pinned the job
+    // A node of its old placement failed: a repair, Slurm's own, counted in
+    // the job's record (a move for each rack it did not run on before).
+    const bool lost_node = std::any_of(was.begin(), was.end(), [&](NodeId id) { return obs.failed.contains(id); });
     if (lost_node) {
-        // a repair, Slurm's own: counted in the job's record
         now.rec.repairs += 1;
-        std::vector<DomainId> moved_to; // racks it did not run on before
-        for (const auto& n : j.nodes)
-            if (auto id = map.find_node(n)) {
-                const DomainId dom = map.domain_of(*id);
-                if (std::find(before.begin(), before.end(), dom) == before.end() &&
-                    std::find(moved_to.begin(), moved_to.end(), dom) == moved_to.end())
-                    moved_to.push_back(dom);
-            }
+        std::vector<DomainId> moved_to;
+        for (NodeId id : now_ids) {
+            const DomainId dom = map.domain_of(id);
+            const bool ran_there =
+                std::any_of(was.begin(), was.end(), [&](NodeId w) { return map.domain_of(w) == dom; });
+            if (!ran_there && std::find(moved_to.begin(), moved_to.end(), dom) == moved_to.end())
+                moved_to.push_back(dom);
+        }
         now.rec.moves += int(moved_to.size());
     }
     if (!now.whole)
         now.rec.set_reason(Why::AcrossRacks, "Slurm placed its segments across racks: do topology.conf and the rack "
                                              "map agree (nvl-topo check)?");
-    d.kind = RunningCase::Followed;
-    d.recorded = std::move(now.rec);
+    return std::move(now.rec);
 }
 
 } // namespace
@@ -146,15 +157,15 @@ RunningDecision decide_running(const RackMap& map, const Observation& obs, const
     }
     for (const auto& n : j.nodes)
         if (auto id = map.find_node(n); id && needs_repair(obs, snap, *id)) d.failed.push_back(*id);
+    // Native: restarted by Slurm elsewhere than its record says: the
+    // record follows, and a repair starts from where it runs.
+    std::optional<PlacementRecord> followed = restarted_elsewhere(map, obs, sj);
     if (d.failed.empty()) {
-        if (sj.rec && sj.rec->state == RecordState::Placed) {
+        if (followed) {
+            d.kind = RunningCase::Followed;
+            d.recorded = std::move(followed);
+        } else if (sj.rec && sj.rec->state == RecordState::Placed) {
             d.kind = sj.rec->reason.empty() ? RunningCase::Healthy : RunningCase::Recovered;
-            // Native: Slurm requeued it itself (expedited after a node
-            // failure, 25.11+, or an admin's requeue) and started it again
-            // before a cycle saw it pending. Looked at only for a job that
-            // ran before: one that never restarted runs where it was
-            // recorded when it started.
-            if (native(sj) && j.restarts > 0) follow_restart(map, obs, snap, sj, d);
         } else {
             d.kind = RunningCase::Started;
         }
@@ -162,11 +173,12 @@ RunningDecision decide_running(const RackMap& map, const Observation& obs, const
     }
     const SliceJob* job = &sj;
     SliceJob with_record;
-    if (native(sj) && !has_placement(sj)) {
-        // Slurm started it and a node failed before a cycle recorded where:
-        // its placement is where it runs.
+    if (followed || (native(sj) && !has_placement(sj))) {
+        // Slurm started it (again) and a node failed before a cycle
+        // recorded where: its placement is where it runs.
         with_record = sj;
-        with_record.rec = d.recorded = record_where_running(map, sj, sj.rec.value_or(PlacementRecord{})).rec;
+        with_record.rec = d.recorded =
+            followed ? std::move(followed) : record_where_running(map, sj, sj.rec.value_or(PlacementRecord{})).rec;
         job = &with_record;
     }
     const bool own_failure =
@@ -180,7 +192,7 @@ RunningDecision decide_running(const RackMap& map, const Observation& obs, const
         d.kind = RunningCase::NotRepairable;
         return d;
     }
-    d.plan = plan_repair(snap, placement_of(map, *job, j.nodes), d.failed);
+    d.plan = plan_repair(snap, placement_of(map, *job, j.nodes), d.failed, obs.unprotected);
     d.kind = d.plan.feasible ? RunningCase::Repair : RunningCase::RepairWaits;
     d.retried = d.plan.feasible && job->rec && job->rec->state == RecordState::Repairing;
     return d;
@@ -330,8 +342,9 @@ PlacedDecision decide_placed(const RackMap& map, const Observation& obs, const S
     return d;
 }
 
-RepairPlan plan_pinned_repair(const RackMap& map, const Snapshot& snap, const SliceJob& sj, const PlacedDecision& d) {
-    return plan_repair(snap, placement_of(map, sj, map.node_names(d.pinned)), d.failed);
+RepairPlan plan_pinned_repair(const RackMap& map, const Snapshot& snap, const SliceJob& sj, const PlacedDecision& d,
+                              const NodeSet& unprotected) {
+    return plan_repair(snap, placement_of(map, sj, map.node_names(d.pinned)), d.failed, unprotected);
 }
 
 ReleasedCase decide_released(const SliceJob& sj, const PlacedDecision& d, bool holds, bool overdue, bool waited_past) {
@@ -352,7 +365,7 @@ void order_evacuees(std::vector<SliceJob>& evacuees) {
     std::stable_partition(evacuees.begin(), evacuees.end(), [](const SliceJob& sj) { return sj.tag.checkpointable; });
 }
 
-MoveDecision decide_move(const RackMap& map, const Snapshot& snap, const SliceJob& sj) {
+MoveDecision decide_move(const RackMap& map, const Snapshot& snap, const SliceJob& sj, const NodeSet& unprotected) {
     const SlurmJob& j = *sj.job;
     MoveDecision d;
     std::vector<DomainId> seen;
@@ -369,7 +382,7 @@ MoveDecision decide_move(const RackMap& map, const Snapshot& snap, const SliceJo
         d.kind = MoveCase::NotMovable;
         return d;
     }
-    d.plan = plan_repair(snap, placement_of(map, sj, j.nodes), d.out);
+    d.plan = plan_repair(snap, placement_of(map, sj, j.nodes), d.out, unprotected);
     d.kind = d.plan.feasible ? MoveCase::Move : MoveCase::MoveWaits;
     d.retried = d.plan.feasible && sj.rec && sj.rec->state == RecordState::Repairing;
     return d;

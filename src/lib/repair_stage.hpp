@@ -148,7 +148,8 @@ PlacedDecision decide_placed(const RackMap& map, const Observation& obs, const S
 // The repair of a pending job whose pinned node failed (PinnedFailed):
 // planned once the cycle has gated it where it must, so that a record it
 // cannot read leaves the job gated.
-RepairPlan plan_pinned_repair(const RackMap& map, const Snapshot& snap, const SliceJob& sj, const PlacedDecision& d);
+RepairPlan plan_pinned_repair(const RackMap& map, const Snapshot& snap, const SliceJob& sj, const PlacedDecision& d,
+                              const NodeSet& unprotected = NodeSet());
 
 // A released job, pinned, that Slurm has not started yet.
 enum class ReleasedCase : uint8_t {
@@ -192,6 +193,7 @@ struct MoveDecision {
     RepairPlan plan;
     bool retried = false; // Move: a move whose requeue failed part way (counted already)
 };
-MoveDecision decide_move(const RackMap& map, const Snapshot& snap, const SliceJob& sj);
+MoveDecision decide_move(const RackMap& map, const Snapshot& snap, const SliceJob& sj,
+                         const NodeSet& unprotected = NodeSet());
 
 } // namespace nvl

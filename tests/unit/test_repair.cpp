@@ -52,6 +52,36 @@ TEST_CASE("repair takes a spare of the same rack first", "[repair][quick]") {
     CHECK(names(j.map, p.placement.slices[1].nodes) == "n[019-034]");
 }
 
+TEST_CASE("repair in the rack: free nodes outside the reservation, then the spares, then nodes the protection holds",
+          "[repair][quick]") {
+    // r1 runs an 8-node slice job; n009-016 are idle
+    const RackMap m = make_map(2, 18);
+    Snapshot snap(m);
+    Placement running;
+    running.job_id = 7;
+    running.slice_size = 8;
+    PlacedSlice s;
+    s.domain = 0;
+    for (int i = 1; i <= 8; ++i) {
+        s.nodes.push_back(id(m, fmt::format("n{:03d}", i)));
+        snap.set(s.nodes.back(), {NodeState::Allocated, 7, 0, false});
+    }
+    running.slices.push_back(s);
+    set_all(snap, "n[017-018,035-036]", NodeState::SpareReserved);
+    snap.set(id(m, "n003"), {NodeState::Down, 7, 0, false});
+    const std::vector<NodeId> failed{id(m, "n003")};
+    // an idle node first: the rack keeps its spares
+    CHECK(names(m, plan_repair(snap, running, failed).slices[0].added) == "n009");
+    // the protection holds n009-016 for the top job: the spare, not a node
+    // the job could not start on
+    NodeSet unprotected(m.node_count(), true);
+    for (NodeId n : NodeSet::of(m, "n[009-016]").ids()) unprotected.erase(n);
+    CHECK(names(m, plan_repair(snap, running, failed, unprotected).slices[0].added) == "n017");
+    // no spare left: a held node is still the same rack's
+    set_all(snap, "n[017-018]", NodeState::Allocated);
+    CHECK(names(m, plan_repair(snap, running, failed, unprotected).slices[0].added) == "n009");
+}
+
 TEST_CASE("two failures in one slice use both spares", "[repair][quick]") {
     Running j(2);
     j.fail("n[005,009]");

@@ -128,11 +128,56 @@ TEST_CASE("repair stage: a native job Slurm restarted elsewhere has its record f
     REQUIRE(req.kind == RunningCase::Followed);
     CHECK(req.recorded->repairs == 0);
     CHECK(req.recorded->slices == std::vector<std::string>{"n[037-052]"});
+    // a job lent spares, restarted elsewhere by Slurm: no longer on them
+    PlacementRecord lent = placed(3, {"n[019-034]"});
+    lent.lent = true;
+    auto unlent = decide_running(w.map, o3, o3.snap, slice_job_of(c, 16, lent, true));
+    REQUIRE(unlent.kind == RunningCase::Followed);
+    CHECK_FALSE(unlent.recorded->lent);
     // where its record says: healthy; gate mode, or never restarted: not looked at
     CHECK(decide_running(w.map, o3, o3.snap, slice_job_of(c, 16, placed(3, {"n[037-052]"}), true)).kind ==
           RunningCase::Healthy);
     CHECK(decide_running(w.map, o3, o3.snap, slice_job_of(c, 16, placed(3, {"n[019-034]"}), false)).kind ==
           RunningCase::Healthy);
+}
+
+TEST_CASE("repair stage: a native job Slurm restarted elsewhere, whose new node fails, is repaired from where it runs",
+          "[repair_stage][quick]") {
+    World w;
+    w.drain("n007");
+    w.drain("n010");
+    SlurmJob& a = const_cast<SlurmJob&>(w.run(1, "n[001-006,008-017]"));
+    a.restarts = 1;
+    const Observation o = w.observe_now();
+    auto d = decide_running(w.map, o, o.snap, slice_job_of(a, 16, placed(1, {"n[001-016]"}), true));
+    REQUIRE(d.kind == RunningCase::Repair);
+    REQUIRE(d.recorded);
+    CHECK(d.recorded->slices == std::vector<std::string>{"n[001-006,008-017]"});
+    CHECK(d.recorded->repairs == 1); // Slurm's; the helper's repair counts its own
+    // n010 replaced by the rack's last spare; n017, where it runs, kept
+    REQUIRE(d.plan.slices.size() == 1);
+    CHECK(hostlist_compress(w.map.node_names(d.plan.slices[0].removed)) == "n010");
+    CHECK(hostlist_compress(w.map.node_names(d.plan.slices[0].added)) == "n018");
+}
+
+TEST_CASE("repair stage: a native job that shares a node with another runs where its record says",
+          "[repair_stage][quick]") {
+    World w;
+    SlurmJob& a = const_cast<SlurmJob&>(w.run(1, "n[001-016]"));
+    a.restarts = 1;
+    w.run(2, "n016"); // a job on one of its nodes, which the snapshot shows
+    const Observation o = w.observe_now();
+    CHECK(decide_running(w.map, o, o.snap, slice_job_of(a, 16, placed(1, {"n[001-016]"}), true)).kind ==
+          RunningCase::Healthy);
+    // two slices in one rack, recorded in the repair's order: the same nodes
+    SlurmJob& b = const_cast<SlurmJob&>(w.run(3, "n[019-034]"));
+    b.restarts = 1;
+    w.run(4, "n034");
+    const Observation o2 = w.observe_now();
+    PlacementRecord two = placed(3, {"n[019-026]", "n[027-034]"});
+    two.slice = 8;
+    SliceJob sj = slice_job_of(b, 8, two, true);
+    CHECK(decide_running(w.map, o2, o2.snap, sj).kind == RunningCase::Healthy);
 }
 
 TEST_CASE("repair stage: a failed node is repaired from its rack's spare, or waits, or cannot be",
