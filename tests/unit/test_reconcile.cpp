@@ -1065,6 +1065,69 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     CHECK(find<action::Exclude>(rep)->start_at == d.now + 1);
 }
 
+TEST_CASE("native mode, Slurm's expedited requeue: the spare both pick, one requeue, the record follows once",
+          "[reconcile][native][quick]") {
+    World w(2);
+    make_native(w, /*node_pools=*/true);
+    SlurmJob& j = add_native_job(w, 7, 16, 1);
+    w.run_on(j, "n[001-016]");
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0 job=7";
+    w.apply(w.cycle()); // as the helper left it: the spares reserved
+    REQUIRE(w.resv->nodes == "n[017-018,035-036]");
+    // n009's slurmd is gone: Slurm marks it DOWN and requeues the job itself
+    // (expedited): completing, no slice job of this cycle
+    w.node("n009").state = NodeState::Down;
+    w.node("n009").failed = true;
+    j.state = JobState::Completing;
+    j.restarts = 1;
+    auto completing = w.step();
+    CHECK(kinds(completing) == "reservation"); // no requeue of the helper's
+    // the rack's budget is one spare: the first leaves, the one a repair takes
+    CHECK(w.resv->nodes == "n[018,035-036]");
+    // Slurm starts it at once on its old nodes and the free node
+    w.run_on(j, "n[001-008,010-017]");
+    w.node("n009").state = NodeState::Down;
+    auto started = w.step();
+    CAPTURE(started.log);
+    CHECK(kinds(started) == "record"); // no requeue, no pin, no reservation change
+    CHECK(find<action::SetRecord>(started)->text ==
+          "nvlslice/1 placed slice=16 slices=n[001-008,010-017] repairs=1 moves=0 job=7");
+    REQUIRE(started.log.size() == 1);
+    CHECK_THAT(started.log.front().line(),
+               Catch::Contains("Slurm restarted it (requeued by Slurm after a node of its placement failed) on "
+                               "n[001-008,010-017]: its record follows"));
+    CHECK(started.stats.repairs_in_rack == 1);
+    // and then nothing, cycle after cycle
+    w.now += 1;
+    CHECK(w.cycle().actions.empty());
+    CHECK(w.cycle().log.empty());
+
+    // the other order: the helper sees it pending first and pins the same node
+    World h(2);
+    make_native(h, true);
+    SlurmJob& k = add_native_job(h, 8, 16, 1);
+    h.run_on(k, "n[001-016]");
+    k.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0 job=8";
+    h.apply(h.cycle());
+    h.node("n009").state = NodeState::Down;
+    h.node("n009").failed = true;
+    k.state = JobState::Completing;
+    k.restarts = 1;
+    h.step();
+    k.state = JobState::Pending;
+    k.nodes.clear();
+    for (const char* n : {"n001", "n002", "n003", "n004", "n005", "n006", "n007", "n008", "n010", "n011", "n012",
+                          "n013", "n014", "n015", "n016"})
+        h.node(n).state = NodeState::Idle;
+    k.begin_time = h.now + 120; // Slurm's own delay, which the pin brings forward
+    auto pinned = h.cycle();
+    CAPTURE(pinned.log);
+    REQUIRE(find<action::Pin>(pinned));
+    CHECK(find<action::Pin>(pinned)->nodes == "n[001-008,010-017]"); // a node pool of its placement
+    CHECK_FALSE(find(pinned, ActionKind::SetReservation));           // n017 is out of it already
+    CHECK_FALSE(find(pinned, ActionKind::Requeue));
+}
+
 TEST_CASE("a job held for its repair whose nodes were taken is released to wait with its priority, in both modes",
           "[reconcile][holds][quick]") {
     for (const bool nat : {false, true}) {
