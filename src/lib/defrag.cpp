@@ -100,6 +100,35 @@ DefragPlan plan_defrag(const Snapshot& snap, int slice, const std::function<Vict
 
 PlacementResult place_or_borrow(const Snapshot& snap, SliceRequest req, bool may_borrow, bool& lent) {
     lent = false;
+    if (may_borrow) {
+        // Work that fits in a rack's idle kept spares goes there first: they
+        // wait idle for a repair anyway, and the racks' slice room stays
+        // whole for the slice jobs behind it. Only racks whose unlent kept
+        // spares can take the whole job are offered; best fit picks among them.
+        const int n = req.total_nodes > 0 ? req.total_nodes : req.slice_size * req.slice_count;
+        const RackMap& map = snap.map();
+        NodeSet on_spares;
+        for (DomainId d = 0; n > 0 && d < map.domains().size(); ++d) {
+            const Domain& dom = map.domain(d);
+            const DomainCounts& c = snap.counts(d);
+            const int kept = kept_spares(dom, c);
+            const int idle_kept = std::min(c.free, kept - std::min(c.lent, kept));
+            if (idle_kept < n) continue;
+            if (on_spares.unsized()) on_spares = NodeSet(map.node_count());
+            for (NodeId id : dom.nodes)
+                if (req.allowed.unsized() || req.allowed.contains(id)) on_spares.insert(id);
+        }
+        if (!on_spares.unsized()) {
+            SliceRequest spare_req = req;
+            spare_req.use_spares = true;
+            spare_req.allowed = std::move(on_spares);
+            PlacementResult first = place(snap, spare_req);
+            if (first.ok) {
+                lent = true;
+                return first;
+            }
+        }
+    }
     PlacementResult r = place(snap, req);
     if (r.ok || !may_borrow) return r;
     // spares are not left idle: preemptible work may borrow them until a

@@ -53,9 +53,12 @@ inline bool may_borrow_spares(const JobTraits& t, LendScope scope = LendScope::C
     return scope == LendScope::Checkpointable || t.nodes == 1;
 }
 
-// Placement with the lending rule: `req` as it is, and where it does not fit
-// and the job may borrow spares, again on the racks' spares too (`lent`
-// says which fitted). The helper's placement and the simulator's both.
+// Placement with the lending rule. A job that may borrow spares goes first
+// to racks whose idle kept spares can take it whole (spares first: they are
+// idle until a repair, and the racks' slice room stays whole); else `req` as
+// it is; and where that does not fit either, again on the racks' spares too.
+// `lent` says whether it was placed as a borrower. The helper's placement
+// and the simulator's both.
 PlacementResult place_or_borrow(const Snapshot& snap, SliceRequest req, bool may_borrow, bool& lent);
 
 struct VictimInfo {

@@ -97,6 +97,61 @@ TEST_CASE("defragmentation: lent nodes already count as spares", "[defrag][quick
     CHECK_FALSE(plan_defrag(s, 16, [](JobId) { return VictimInfo{true, 1}; }));
 }
 
+TEST_CASE("lending: work that fits in a rack's idle spares goes there first", "[defrag][quick]") {
+    const RackMap m = make_map(2, 18);
+    Snapshot s(m);
+    occupy(s, 0, 16, 5); // r1: a slice job, its 2 spares idle; r2 empty
+    SliceRequest one;
+    one.job_id = 1;
+    one.total_nodes = 1;
+    one.slice_size = 1;
+    bool lent = false;
+    // a borrower takes an idle spare, so r2 stays whole for a slice job
+    PlacementResult r = place_or_borrow(s, one, true, lent);
+    REQUIRE(r.ok);
+    CHECK(lent);
+    CHECK(m.domain_of(r.placement.nodes()[0]) == 0);
+    // work that may not borrow goes to the free rack, not lent
+    r = place_or_borrow(s, one, false, lent);
+    REQUIRE(r.ok);
+    CHECK_FALSE(lent);
+    CHECK(m.domain_of(r.placement.nodes()[0]) == 1);
+    // more than the idle spares: placed as before, without them
+    SliceRequest three = one;
+    three.total_nodes = three.slice_size = 3;
+    r = place_or_borrow(s, three, true, lent);
+    REQUIRE(r.ok);
+    CHECK_FALSE(lent);
+    CHECK(m.domain_of(r.placement.nodes()[0]) == 1);
+    // one spare already lent: the other still takes a 1-node job; a 2-node
+    // one goes to the spares of the empty rack, whose slice room stays 16
+    s.set(id(m, "n017"), {NodeState::Allocated, 7, -1, true, true});
+    r = place_or_borrow(s, one, true, lent);
+    REQUIRE(r.ok);
+    CHECK(lent);
+    CHECK(names(m, r.placement.nodes()) == "n018");
+    SliceRequest two = one;
+    two.total_nodes = two.slice_size = 2;
+    r = place_or_borrow(s, two, true, lent);
+    REQUIRE(r.ok);
+    CHECK(lent);
+    CHECK(m.domain_of(r.placement.nodes()[0]) == 1);
+    // the racks a job may use still bound it: r1's idle spare is not offered
+    one.allowed = NodeSet(m.node_count());
+    for (NodeId n : m.domain(1).nodes) one.allowed.insert(n);
+    r = place_or_borrow(s, one, true, lent);
+    REQUIRE(r.ok);
+    CHECK(m.domain_of(r.placement.nodes()[0]) == 1);
+    // r2's spares taken too: nothing left to borrow, placed on free nodes, not lent
+    for (NodeId n : r.placement.nodes()) s.set(n, {NodeState::Allocated, 8, -1, false, false});
+    s.set(id(m, "n035"), {NodeState::Allocated, 9, -1, true, true});
+    s.set(id(m, "n036"), {NodeState::Allocated, 9, -1, true, true});
+    r = place_or_borrow(s, one, true, lent);
+    REQUIRE(r.ok);
+    CHECK_FALSE(lent);
+    CHECK(m.domain_of(r.placement.nodes()[0]) == 1);
+}
+
 TEST_CASE("nvlsliced's mode: auto by default; a bad value names file:line", "[native][quick]") {
     CHECK(read_helper_config("map: m.yaml\n", "h.yaml").reconcile.hand_off == HandOff::Auto);
     CHECK(read_helper_config("map: m.yaml\nmode: native\n", "h.yaml").reconcile.hand_off == HandOff::Native);
