@@ -100,12 +100,12 @@ DefragPlan plan_defrag(const Snapshot& snap, int slice, const std::function<Vict
 
 PlacementResult place_or_borrow(const Snapshot& snap, SliceRequest req, bool may_borrow, bool& lent) {
     lent = false;
+    const int n = req.total_nodes > 0 ? req.total_nodes : req.slice_size * req.slice_count;
     if (may_borrow) {
         // Work that fits in a rack's idle kept spares goes there first: they
         // wait idle for a repair anyway, and the racks' slice room stays
         // whole for the slice jobs behind it. Only racks whose unlent kept
         // spares can take the whole job are offered; best fit picks among them.
-        const int n = req.total_nodes > 0 ? req.total_nodes : req.slice_size * req.slice_count;
         const RackMap& map = snap.map();
         NodeSet on_spares;
         for (DomainId d = 0; n > 0 && d < map.domains().size(); ++d) {
@@ -130,7 +130,16 @@ PlacementResult place_or_borrow(const Snapshot& snap, SliceRequest req, bool may
         }
     }
     PlacementResult r = place(snap, req);
-    if (r.ok || !may_borrow) return r;
+    if (r.ok) {
+        // Preemptible work smaller than a slice stands in for its rack's
+        // spares wherever it runs: a repair there takes it back as it takes
+        // back a lent spare, so the rack's idle spare nodes may take other
+        // work instead of waiting for repairs that rarely come. A slice job
+        // does not (its own failure needs the spares it would give away).
+        lent = may_borrow && n < snap.map().defaults().default_slice;
+        return r;
+    }
+    if (!may_borrow) return r;
     // spares are not left idle: preemptible work may borrow them until a
     // repair needs them back
     req.use_spares = true;

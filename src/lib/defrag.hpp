@@ -57,7 +57,9 @@ inline bool may_borrow_spares(const JobTraits& t, LendScope scope = LendScope::C
 // to racks whose idle kept spares can take it whole (spares first: they are
 // idle until a repair, and the racks' slice room stays whole); else `req` as
 // it is; and where that does not fit either, again on the racks' spares too.
-// `lent` says whether it was placed as a borrower. The helper's placement
+// `lent` says whether it was placed as a borrower: on spares, or, for work
+// smaller than the map's default slice, anywhere (it then stands in for its
+// rack's spares, so that their nodes need not idle). The helper's placement
 // and the simulator's both.
 PlacementResult place_or_borrow(const Snapshot& snap, SliceRequest req, bool may_borrow, bool& lent);
 

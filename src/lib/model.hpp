@@ -133,11 +133,13 @@ struct NodeStatus {
     JobId job_id = 0;         // the (first) job on the node, 0 = none
     int16_t slice = -1;       // slice index of that job on this node, -1 = not a slice job
     bool preemptible = false; // a repair or defragmentation may requeue the job (checkpointable)
-    // The job runs on spares lent to it: its nodes stand in for the
-    // domain's kept spares, since a repair of another job takes them back.
-    // A job's own nodes cannot repair it, so a preemptible job that was not
-    // lent spares does not stand in for them (else the real spares go to
-    // other work and its own failure finds none).
+    // The job runs as lent work (on spares lent to it, or preemptible work
+    // smaller than a slice anywhere: place_or_borrow()): its nodes stand in
+    // for the domain's kept spares, since a repair of another job takes
+    // them back. A job's own nodes cannot repair it, so a preemptible slice
+    // job does not stand in for them (else the real spares go to other work
+    // and its own failure finds none); lent work's own failure may find
+    // none in its rack, and it moves or goes back to the queue.
     bool lent = false;
 };
 

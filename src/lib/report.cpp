@@ -132,12 +132,14 @@ Snapshot snapshot_of(const RackMap& map, const std::vector<SlurmNode>& nodes, co
         // a job array task's copy of another job's record is not its own
         const PlacementRecord* rec = p.rec && p.rec->belongs_to(j.id) ? &*p.rec : nullptr;
         const std::optional<RequestTag>& tag = p.tag;
-        // Work a repair may take back. A job the helper lent a spare (its
-        // record, which users cannot write, says lent=1) stays lent whatever
-        // its owner changes since (the comment, the requeue flag, which the
-        // helper restores), and its nodes count as the rack's kept spares;
-        // other checkpointable work is preemptible while Slurm may requeue
-        // it, but does not stand in for spares (its own failure needs one).
+        // Work a repair may take back. A job the helper placed as lent work
+        // (its record, which users cannot write, says lent=1: on lent
+        // spares, or checkpointable and smaller than a slice) stays lent
+        // whatever its owner changes since (the comment, the requeue flag,
+        // which the helper restores), and its nodes count as the rack's kept
+        // spares; other checkpointable work is preemptible while Slurm may
+        // requeue it, but does not stand in for spares (its own failure
+        // needs one).
         const bool lent_by_record = rec && rec->lent && lend != LendScope::None;
         const bool preemptible =
             j.state == JobState::Running &&

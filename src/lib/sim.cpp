@@ -106,7 +106,9 @@ class Sim {
 
   private:
     static RackMap make_map(const SimParams& p, Policy pol) {
-        return regular_map(p.racks, p.nodes_per_rack, pol == Policy::Nvlslice ? p.spares : 0);
+        RackMap m = regular_map(p.racks, p.nodes_per_rack, pol == Policy::Nvlslice ? p.spares : 0);
+        m.defaults().default_slice = p.slice; // what "smaller than a slice" means to the lending rule
+        return m;
     }
     bool plain_requeue() const {
         return pol_ == Policy::FirstFit || pol_ == Policy::WholeRacks || pol_ == Policy::Block;

@@ -116,10 +116,19 @@ TEST_CASE("lending: work that fits in a rack's idle spares goes there first", "[
     REQUIRE(r.ok);
     CHECK_FALSE(lent);
     CHECK(m.domain_of(r.placement.nodes()[0]) == 1);
-    // more than the idle spares: placed as before, without them
+    // more than the idle spares: placed as before, without them, but as
+    // lent work: smaller than a slice, it stands in for r2's spares (a
+    // repair there takes it back)
     SliceRequest three = one;
     three.total_nodes = three.slice_size = 3;
     r = place_or_borrow(s, three, true, lent);
+    REQUIRE(r.ok);
+    CHECK(lent);
+    CHECK(m.domain_of(r.placement.nodes()[0]) == 1);
+    // a slice job does not stand in for spares: its own failure needs them
+    SliceRequest slice = one;
+    slice.total_nodes = slice.slice_size = 16;
+    r = place_or_borrow(s, slice, true, lent);
     REQUIRE(r.ok);
     CHECK_FALSE(lent);
     CHECK(m.domain_of(r.placement.nodes()[0]) == 1);
@@ -142,13 +151,14 @@ TEST_CASE("lending: work that fits in a rack's idle spares goes there first", "[
     r = place_or_borrow(s, one, true, lent);
     REQUIRE(r.ok);
     CHECK(m.domain_of(r.placement.nodes()[0]) == 1);
-    // r2's spares taken too: nothing left to borrow, placed on free nodes, not lent
+    // r2's spares taken too: nothing left to borrow, placed on free nodes,
+    // where it stands in for the spares as lent work
     for (NodeId n : r.placement.nodes()) s.set(n, {NodeState::Allocated, 8, -1, false, false});
     s.set(id(m, "n035"), {NodeState::Allocated, 9, -1, true, true});
     s.set(id(m, "n036"), {NodeState::Allocated, 9, -1, true, true});
     r = place_or_borrow(s, one, true, lent);
     REQUIRE(r.ok);
-    CHECK_FALSE(lent);
+    CHECK(lent);
     CHECK(m.domain_of(r.placement.nodes()[0]) == 1);
 }
 

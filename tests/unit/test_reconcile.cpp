@@ -1254,14 +1254,28 @@ TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares;
     World y(2);
     y.cfg.hand_off = HandOff::Native;
     y.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
-    SlurmJob& yj = add_native_job(y, 9, 4, 1, true);
+    SlurmJob& yj = add_native_job(y, 9, 16, 1, true); // a slice: Slurm places it (smaller work is lent)
     yj.restarts = 1;
     yj.begin_time = y.now + 121;
-    yj.admin_comment = "nvlslice/1 yielded slice=4 repairs=0 moves=0 reason=requeued by defragmentation";
+    yj.admin_comment = "nvlslice/1 yielded slice=16 repairs=0 moves=0 reason=requeued by defragmentation";
     auto yo = y.cycle();
     REQUIRE(find(yo, ActionKind::Exclude));
     CHECK(find<action::Exclude>(yo)->nodes.empty());
     CHECK(find<action::Exclude>(yo)->start_at == y.now + 1);
+    // smaller than a slice, the same job is lent work: the helper pins it,
+    // from the next second too
+    World ys(2);
+    ys.cfg.hand_off = HandOff::Native;
+    ys.resv = y.resv;
+    SlurmJob& ysj = add_native_job(ys, 9, 4, 1, true);
+    ysj.restarts = 1;
+    ysj.begin_time = ys.now + 121;
+    ysj.admin_comment = "nvlslice/1 yielded slice=4 repairs=0 moves=0 reason=requeued by defragmentation";
+    auto yso = ys.cycle();
+    REQUIRE(find(yso, ActionKind::Exclude));
+    CHECK(find<action::Exclude>(yso)->nodes == "n[005-036]");
+    CHECK(find<action::Exclude>(yso)->start_at == ys.now + 1);
+    CHECK_THAT(find<action::SetRecord>(yso)->text, Catch::Contains("lent=1"));
     // no racks kept by the helper in native mode: Slurm's backfill does it
     World p(2);
     p.cfg.hand_off = HandOff::Native;
@@ -1558,64 +1572,71 @@ TEST_CASE("the reason patterns are compiled once per configuration, not every cy
 
 TEST_CASE("one policy: the simulator and the helper decide the same on one scenario",
           "[reconcile][sim][defrag][quick]") {
-    // 3 racks x 18 (16 + 2 spares). At 0 h: job 1 (9 nodes, checkpointing),
-    // job 2 (8, checkpointing), job 3 (10, not). At 1 h job 4 (16, not)
-    // finds 21 free nodes but no rack with 16: defragmentation at once.
+    // 3 racks x 18 (16 + 2 spares). Early on: job 1 (10 nodes, not
+    // checkpointing) on rack 1, job 2 (7, not) on rack 2, then job 3 (9) and
+    // job 4 (8), both checkpointing and smaller than a slice: they run as
+    // lent work, standing in for the spares of their racks (2 and 3). At
+    // 1 h job 5 (16, not) finds 20 free nodes but no rack with 16:
+    // defragmentation at once, of rack 3.
     SimParams p;
     p.racks = 3;
     p.days = 1;
     p.mtbf_days = 1e9;
     p.defrag_after_s = 0;
     Trace t;
-    t.jobs = {{0.0, 9, 100, true}, {0.0, 8, 100, true}, {0.0, 10, 100, false}, {1.0, 16, 10, false}};
+    t.jobs = {
+        {0.0, 10, 100, false}, {0.01, 7, 100, false}, {0.02, 9, 100, true}, {0.03, 8, 100, true}, {1.0, 16, 10, false}};
     std::vector<SimDecision> sim;
     p.on_decision = [&](const SimDecision& d) { sim.push_back(d); };
     run_trace(p, t);
-    // the simulator: three starts, the defragmentation, then job 4 on the
-    // freed rack and the requeued job 2 on lent spares
-    REQUIRE(sim.size() >= 6);
-    CHECK(sim[3].kind == SimDecision::Defrag);
-    CHECK(sim[3].job == 4);
-    CHECK(sim[4].job == 4);
-    CHECK(sim[5].job == 2);
-    CHECK(sim[5].lent);
+    // the simulator: four starts, the defragmentation, then job 5 on the
+    // freed rack and the requeued job 4 on lent spares
+    REQUIRE(sim.size() >= 7);
+    CHECK(sim[2].lent);
+    CHECK(sim[3].lent);
+    CHECK(sim[4].kind == SimDecision::Defrag);
+    CHECK(sim[4].job == 5);
+    CHECK(sim[5].job == 5);
+    CHECK(sim[6].job == 4);
+    CHECK(sim[6].lent);
 
-    // The helper's cycle on the state the simulator had at 1 h.
+    // The helper's cycle on the state the simulator had at 1 h: the lent
+    // jobs' racks keep no spare in the reservation.
     World w(3);
-    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036,053-054]"};
+    w.resv = Reservation{"nvlslice_spares", "n[017-018]"};
     w.cfg.defrag_after_s = 0;
     const RackMap& m = w.map;
     auto names = [&](const std::vector<NodeId>& ids) { return hostlist_compress(m.node_names(ids)); };
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < 4; ++i) {
         const SimDecision& d = sim[size_t(i)];
         REQUIRE(d.kind == SimDecision::Start);
         const TraceJob& tj = t.jobs[d.job - 1];
         SlurmJob& j = w.add_slice_job(d.job, tj.nodes, 1, true, tj.ckpt);
         w.run_on(j, names(d.nodes));
         j.start_time = w.now - 3600;
-        j.admin_comment = fmt::format("nvlslice/1 placed slice={} slices={} repairs=0 moves=0 job={}", tj.nodes,
-                                      names(d.nodes), d.job);
+        j.admin_comment = fmt::format("nvlslice/1 placed slice={} slices={} repairs=0 moves=0{} job={}", tj.nodes,
+                                      names(d.nodes), d.lent ? " lent=1" : "", d.job);
     }
-    SlurmJob& blocked = w.add_slice_job(4, 16, 1);
+    SlurmJob& blocked = w.add_slice_job(5, 16, 1);
     blocked.submit_time = w.now - 1;
     auto out = w.cycle();
     // the same victims
     std::vector<JobId> victims;
     for (const auto& a : out.actions)
         if (a.kind() == ActionKind::Requeue) victims.push_back(a.job);
-    CHECK(victims == sim[3].victims);
-    // Slurm requeues them: pending, their nodes free; the next cycle places
-    // job 4 where the simulator started it, and the requeued job 2 on the
-    // same lent spares
+    CHECK(victims == sim[4].victims);
+    // Slurm requeues it: pending, its nodes free; the next cycle places job
+    // 5 where the simulator started it, and the requeued job 4 on rack 1's
+    // free nodes and spares, lent, as the simulator did
     w.apply(out);
     for (JobId v : victims) CHECK(w.job(v).state == JobState::Pending);
     w.now += 1;
     auto next = w.cycle();
+    const auto* pin5 = find<action::Pin>(next, 5);
+    REQUIRE(pin5);
+    CHECK(pin5->nodes == names(sim[5].nodes));
     const auto* pin4 = find<action::Pin>(next, 4);
     REQUIRE(pin4);
-    CHECK(pin4->nodes == names(sim[4].nodes));
-    const auto* pin2 = find<action::Pin>(next, 2);
-    REQUIRE(pin2);
-    CHECK(pin2->nodes == names(sim[5].nodes));
-    CHECK_THAT(find<action::SetRecord>(next, 2)->text, Catch::Contains("lent=1"));
+    CHECK(pin4->nodes == names(sim[6].nodes));
+    CHECK_THAT(find<action::SetRecord>(next, 4)->text, Catch::Contains("lent=1"));
 }
