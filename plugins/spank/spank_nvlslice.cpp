@@ -76,7 +76,7 @@ template <class F> int guarded(const char* where, F&& f) noexcept {
     return -1;
 }
 
-enum OptionId { kSlice = 1, kPlacement = 2, kCheckpointable = 3 };
+enum OptionId { kSlice = 1, kPlacement = 2, kCheckpointable = 3, kCheckpointEvery = 4 };
 
 int option_cb(int val, const char* optarg, int remote) {
     return guarded("option", [&] {
@@ -92,6 +92,7 @@ int option_cb(int val, const char* optarg, int remote) {
             o.placement_set = true;
             break;
         case kCheckpointable: o.checkpointable = true; break;
+        case kCheckpointEvery: o.checkpoint_s = parse_checkpoint_every_option(v); break;
         }
         (void)remote;
         return 0;
@@ -111,6 +112,10 @@ struct spank_option kOptions[] = {
     {const_cast<char*>("nvl-checkpointable"), nullptr,
      const_cast<char*>("[nvlslice] The job checkpoints and may be requeued to defragment racks (needs --requeue)."), 0,
      kCheckpointable, option_cb},
+    {const_cast<char*>("nvl-checkpoint-every"), const_cast<char*>("TIME"),
+     const_cast<char*>("[nvlslice] How often the checkpointable job checkpoints (minutes, or hours:minutes:seconds): "
+                       "defragmentation then requeues the jobs that lose least."),
+     1, kCheckpointEvery, option_cb},
     SPANK_OPTIONS_TABLE_END};
 
 bool client_or_remote(spank_t sp) {

@@ -253,9 +253,11 @@ bool Cycle::place_job(const SliceJob& sj) {
 }
 
 // Requeue the cheapest set of checkpointable jobs that frees one rack for
-// the blocked job's slice. Cost of a victim: its nodes x seconds run (work
-// lost since a checkpoint is at most that); a rack where a
-// non-checkpointable job would have to go is not a candidate. For a repair,
+// the blocked job's slice. Cost of a victim (victim_info()): its nodes x
+// (the work it loses + defrag.restart_cost), the work lost being that since
+// its last checkpoint when it said how often it checkpoints, else all it
+// has run; a rack where a non-checkpointable job would have to go is not a
+// candidate. For a repair,
 // the same at once, once per failure: the freed rack is then the job's
 // until its repair moves the slice there.
 void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
@@ -263,7 +265,7 @@ void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
     const SlurmJob& blocked = *sj.job;
     if (for_repair && mem_.defrag_target && mem_.defrag_target->job == blocked.id) return; // freed already
     std::unordered_map<JobId, const SlurmJob*> by_id;
-    std::unordered_map<JobId, bool> ckpt;
+    std::unordered_map<JobId, std::pair<bool, int>> ckpt; // checkpointable, every (s)
     const DefragPace pace{for_repair, double(now_ - blocked.submit_time),
                           mem_.last_defrag ? double(mono_ - mem_.last_defrag) : -1.0, double(cfg_.defrag_after_s),
                           double(cfg_.defrag_interval_s)};
@@ -271,15 +273,17 @@ void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
     const auto due = decide_defrag(snap_, k, pace, [&](JobId id) {
         if (by_id.empty()) {
             for (const auto& j : jobs_) by_id[j.id] = &j;
-            for (const auto& s : slice_jobs_) ckpt[s.job->id] = s.tag.checkpointable;
+            for (const auto& s : slice_jobs_) ckpt[s.job->id] = {s.tag.checkpointable, s.tag.checkpoint_s};
         }
         VictimInfo v;
         auto it = by_id.find(id);
         if (id == blocked.id || it == by_id.end() || it->second->state != JobState::Running) return v;
         const SlurmJob& j = *it->second;
         auto c = ckpt.find(id);
-        JobTraits t{c != ckpt.end() && c->second, j.requeue, j.batch || cfg_.defrag_interactive, j.num_nodes};
-        v = victim_info(t, double(now_ - j.start_time));
+        JobTraits t{c != ckpt.end() && c->second.first, j.requeue, j.batch || cfg_.defrag_interactive, j.num_nodes};
+        if (c != ckpt.end()) t.checkpoint_s = c->second.second;
+        const double restart = cfg_.defrag_restart_cost_s;
+        v = victim_info(t, double(now_ - j.start_time), restart, restart);
         return v;
     });
     if (!due) return;

@@ -19,6 +19,7 @@
 #include "model.hpp"
 #include "placement.hpp"
 
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <string_view>
@@ -32,6 +33,7 @@ struct JobTraits {
     bool requeue = true;         // Slurm may requeue it (--requeue or the cluster default)
     bool batch = true;           // sbatch; salloc/srun allocations cannot be requeued
     int nodes = 1;
+    int checkpoint_s = 0; // --nvl-checkpoint-every: seconds between its checkpoints; 0 = not said
 };
 
 // Which work may borrow spares (helper config `lend_spares`, nvl-sim
@@ -65,17 +67,24 @@ PlacementResult place_or_borrow(const Snapshot& snap, SliceRequest req, bool may
 
 struct VictimInfo {
     bool eligible = false; // may be requeued to free a rack
-    double cost = 0;       // what the requeue may lose (nodes x seconds run)
+    double cost = 0;       // what the requeue costs, node-seconds
 };
 
 // A running job as defragmentation sees it: eligible as a borrower of
-// spares is (checkpointable, requeueable, batch), its cost its nodes x the
-// seconds it has run (the work lost since its last checkpoint is at most
-// that; a second at least). The helper's victims and the simulator's.
-inline VictimInfo victim_info(const JobTraits& t, double seconds_run) {
+// spares is (checkpointable, requeueable, batch). Its cost: its nodes x
+// (the work it loses + `restart_s`, the start it pays again). What it
+// loses: its startup so far while it runs for less than `startup_s`; after
+// that the work since its last checkpoint when it says how often it
+// checkpoints (every checkpoint_s from the end of its startup), else all it
+// has run (the work since a checkpoint is at most that). A second at least.
+// The helper's victims and the simulator's.
+inline VictimInfo victim_info(const JobTraits& t, double seconds_run, double startup_s = 0, double restart_s = 0) {
     VictimInfo v;
     v.eligible = may_borrow_spares(t);
-    v.cost = (seconds_run > 1 ? seconds_run : 1.0) * double(t.nodes > 1 ? t.nodes : 1);
+    double lost = seconds_run;
+    if (t.checkpoint_s > 0 && seconds_run >= startup_s)
+        lost = std::fmod(seconds_run - startup_s, double(t.checkpoint_s));
+    v.cost = ((lost > 1 ? lost : 1.0) + (restart_s > 0 ? restart_s : 0.0)) * double(t.nodes > 1 ? t.nodes : 1);
     return v;
 }
 

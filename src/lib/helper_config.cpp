@@ -79,6 +79,7 @@ const Key kDefragKeys[] = {
     {"after", [](D& d, K k, N v, S& s) { s.reconcile.defrag_after_s = int(d.integer(v, k, 0, 30 * 86400)); }},
     {"interval", [](D& d, K k, N v, S& s) { s.reconcile.defrag_interval_s = int(d.integer(v, k, 0, 30 * 86400)); }},
     {"allow_interactive", [](D& d, K k, N v, S& s) { s.reconcile.defrag_interactive = d.boolean(v, k); }},
+    {"restart_cost", [](D& d, K k, N v, S& s) { s.reconcile.defrag_restart_cost_s = int(d.integer(v, k, 0, 86400)); }},
     {"for_repairs", [](D& d, K k, N v, S& s) { s.reconcile.defrag_repairs = d.boolean(v, k); }},
 };
 

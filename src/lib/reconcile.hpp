@@ -88,6 +88,11 @@ struct HelperConfig {
     int defrag_after_s = 3600;    // strict job blocked by fragmentation this long
     int defrag_interval_s = 3600; // at most one defragmentation per interval
     bool defrag_interactive = false;
+    // What a requeue costs a job beyond its lost work (its next start:
+    // loading, initialisation), seconds; also the startup after which a job
+    // that says how often it checkpoints (--nvl-checkpoint-every) starts
+    // counting its checkpoints. Defragmentation's victim cost (victim_info()).
+    int defrag_restart_cost_s = 900;
     // A repair that finds no room (its rack's spares and free nodes used,
     // no other rack with room for the slice) frees a rack the same way, at
     // once, unpaced (defrag_due()); even with `defrag` off.

@@ -146,7 +146,9 @@ class Sim {
 
 JobTraits Sim::traits(int j) const {
     const TraceJob& tj = t_.jobs[size_t(j)];
-    return {tj.ckpt, true, true, tj.nodes};
+    JobTraits jt{tj.ckpt, true, true, tj.nodes};
+    if (tj.ckpt && p_.checkpoint_known) jt.checkpoint_s = int(p_.checkpoint_hours * 3600);
+    return jt;
 }
 
 // (Re)starts job j on `nodes`: a restart pays the restart delay first.
@@ -333,7 +335,9 @@ bool Sim::maybe_defrag(int j, double now, int repair_slice) {
     const auto due = decide_defrag(snap_, repair ? repair_slice : p_.slice, pace, [&](JobId id) {
         const int v = int(id) - 1;
         if (v < 0 || v == j || !jobs_[size_t(v)].running) return VictimInfo{};
-        return victim_info(traits(v), (now - jobs_[size_t(v)].run_start) * 3600); // the helper's rule
+        const RunJob& rv = jobs_[size_t(v)];
+        return victim_info(traits(v), (now - rv.run_start) * 3600, (rv.work_start - rv.run_start) * 3600,
+                           p_.restart_hours * 3600); // the helper's rule
     });
     if (!due || !*due) return false;
     const DefragPlan& plan = *due;

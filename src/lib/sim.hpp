@@ -75,9 +75,10 @@ struct SimParams {
     double mtbf_days = 490; // per node
     double node_repair_hours = 24;
     double mean_job_hours = 6;
-    double load = 1.3;           // offered node-hours / cluster node-hours: >1 keeps the queue full
-    double checkpointable = 0.5; // share of jobs that checkpoint
-    double checkpoint_hours = 1; // interval
+    double load = 1.3;            // offered node-hours / cluster node-hours: >1 keeps the queue full
+    double checkpointable = 0.5;  // share of jobs that checkpoint
+    double checkpoint_hours = 1;  // interval
+    bool checkpoint_known = true; // jobs say it (--nvl-checkpoint-every): defragmentation's cost uses it
     double split_speed = 0.57;
     double restart_hours = 0.25;  // requeue, startup and communicator setup, paid by every restart
     double requeue_delay_s = 121; // plain requeue: Slurm's begin-time delay (cred_expire 120 s + 1)

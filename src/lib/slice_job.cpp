@@ -47,9 +47,10 @@ int to_int(std::string_view key, std::string_view v) {
 } // namespace
 
 std::string RequestTag::str() const {
-    return fmt::format("{} nodes={} slice={} count={} auto={} placement={} checkpointable={} handoff={}", kTagPrefix,
+    return fmt::format("{} nodes={} slice={} count={} auto={} placement={} checkpointable={}{} handoff={}", kTagPrefix,
                        nodes, slice, count, auto_size ? 1 : 0, mode == PlacementMode::Prefer ? "prefer" : "strict",
-                       checkpointable ? 1 : 0, to_string(hand_off));
+                       checkpointable ? 1 : 0, checkpoint_s > 0 ? fmt::format(" ckpt_every={}", checkpoint_s) : "",
+                       to_string(hand_off));
 }
 
 const char* to_string(HandOff h) {
@@ -117,6 +118,8 @@ std::optional<RequestTag> RequestTag::parse(std::string_view comment) {
             t.auto_size = to_int(k, v) != 0;
         else if (k == "checkpointable")
             t.checkpointable = to_int(k, v) != 0;
+        else if (k == "ckpt_every")
+            t.checkpoint_s = to_int(k, v);
         else if (k == "placement")
             t.mode = parse_placement_option(v);
         else if (k == "handoff") {
@@ -391,11 +394,58 @@ PlacementMode parse_placement_option(std::string_view v) {
                             v));
 }
 
+int parse_checkpoint_every_option(std::string_view v) {
+    // Slurm's --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S
+    auto bad = [&] {
+        return Error(fmt::format("--nvl-checkpoint-every={}: expected how often the job checkpoints, in minutes or "
+                                 "as [days-]hours:minutes[:seconds] like --time (e.g. 60 or 1:00:00), from 1 "
+                                 "minute to 7 days",
+                                 v));
+    };
+    long days = -1;
+    std::string_view rest = v;
+    if (auto dash = v.find('-'); dash != std::string_view::npos) {
+        days = 0;
+        for (char c : v.substr(0, dash)) {
+            if (c < '0' || c > '9' || days > 7) throw bad();
+            days = days * 10 + (c - '0');
+        }
+        if (dash == 0) throw bad();
+        rest = v.substr(dash + 1);
+    }
+    std::vector<long> parts{0};
+    for (char c : rest) {
+        if (c == ':') {
+            parts.push_back(0);
+        } else if (c >= '0' && c <= '9' && parts.back() < 100000) {
+            parts.back() = parts.back() * 10 + (c - '0');
+        } else {
+            throw bad();
+        }
+    }
+    if (rest.empty() || rest.front() == ':' || rest.back() == ':' || parts.size() > 3) throw bad();
+    long s = 0;
+    if (days >= 0) { // D-H, D-H:M, D-H:M:S
+        s = days * 86400 + parts[0] * 3600 + (parts.size() > 1 ? parts[1] * 60 : 0) + (parts.size() > 2 ? parts[2] : 0);
+    } else if (parts.size() == 1) { // M
+        s = parts[0] * 60;
+    } else if (parts.size() == 2) { // M:S
+        s = parts[0] * 60 + parts[1];
+    } else { // H:M:S
+        s = parts[0] * 3600 + parts[1] * 60 + parts[2];
+    }
+    if (s < 60 || s > 7 * 86400) throw bad();
+    return int(s);
+}
+
 RequestTag make_request(const RackMap& map, const SliceOptions& o, int nodes_min, int nodes_max, Requeue requeue) {
     if (!o.slice_set)
-        throw Error(
-            fmt::format("--nvl-placement and --nvl-checkpointable need --nvl-slice=SIZE|auto (e.g. --nvl-slice={})",
-                        map.defaults().default_slice));
+        throw Error(fmt::format("--nvl-placement, --nvl-checkpointable and --nvl-checkpoint-every need "
+                                "--nvl-slice=SIZE|auto (e.g. --nvl-slice={})",
+                                map.defaults().default_slice));
+    if (o.checkpoint_s && !o.checkpointable)
+        throw Error("--nvl-checkpoint-every says how often a checkpointable job checkpoints: add "
+                    "--nvl-checkpointable (and --requeue)");
     if (nodes_max <= 0)
         throw Error(fmt::format("--nvl-slice needs a node count: add -N/--nodes (e.g. -N {} for {} slices of {})",
                                 4 * (o.slice ? o.slice : map.defaults().default_slice), 4,
@@ -408,6 +458,7 @@ RequestTag make_request(const RackMap& map, const SliceOptions& o, int nodes_min
     t.nodes = n;
     t.mode = o.mode;
     t.checkpointable = o.checkpointable;
+    t.checkpoint_s = o.checkpoint_s;
     if (o.slice == 0) {
         t.auto_size = true;
         t.slice = auto_slice_size(n, limit, map.defaults().slice_sizes);

@@ -61,6 +61,7 @@ struct RequestTag {
     bool auto_size = false;
     PlacementMode mode = PlacementMode::Strict;
     bool checkpointable = false;
+    int checkpoint_s = 0;             // --nvl-checkpoint-every (ckpt_every=, absent when not said)
     HandOff hand_off = HandOff::Gate; // Gate or Native; absent in old tags: Gate
 
     std::string str() const;
@@ -185,13 +186,17 @@ struct SliceOptions {
     bool placement_set = false;
     PlacementMode mode = PlacementMode::Strict;
     bool checkpointable = false;
-    bool any() const { return slice_set || placement_set || checkpointable; }
+    int checkpoint_s = 0; // --nvl-checkpoint-every, seconds; 0 = not given
+    bool any() const { return slice_set || placement_set || checkpointable || checkpoint_s; }
 };
 
 // Option value parsers: throw nvl::Error "--nvl-slice=X: ..." naming what
 // would be accepted.
 int parse_slice_option(std::string_view v);
 PlacementMode parse_placement_option(std::string_view v);
+// --nvl-checkpoint-every: minutes, or [days-]hours:minutes[:seconds] as
+// Slurm's --time takes them; 1 minute to 7 days. Seconds.
+int parse_checkpoint_every_option(std::string_view v);
 
 enum class Requeue { Unset, Requeue, NoRequeue, NotBatch };
 // The client's --requeue as slurm_option_get reports it: "requeue",

@@ -39,6 +39,9 @@ Slurm's policies bring a failed job back by its plain requeue
                        nvlslice's defragmentation (the helper's defaults)
   --defrag-repairs on|off  a repair with no room frees a rack from
                        checkpointable work at once (on, the helper's default)
+  --checkpoint-every on|off  checkpointing jobs say how often they do
+                       (--nvl-checkpoint-every): defragmentation's cost then
+                       counts the work since their last checkpoint (on)
   --seed S | --seeds A-B|A,B,..   trace seed(s) (1); with several, the mean
                        and the min-max of each policy's goodput
   --csv FILE           the table as CSV     --svg FILE  a chart     --json
@@ -159,6 +162,7 @@ static int trace_main(int argc, char** argv) {
                     {"defrag-after", true},
                     {"defrag-interval", true},
                     {"defrag-repairs", true},
+                    {"checkpoint-every", true},
                     {"seed", true},
                     {"seeds", true},
                     {"csv", true},
@@ -194,6 +198,7 @@ static int trace_main(int argc, char** argv) {
     };
     on_off("defrag", p.defrag);
     on_off("defrag-repairs", p.defrag_repairs);
+    on_off("checkpoint-every", p.checkpoint_known);
     p.defrag_after_s = int(o.integer("defrag-after", -1, -1, 100000000));
     p.defrag_interval_s = int(o.integer("defrag-interval", -1, -1, 100000000));
     const std::vector<double> mtbfs = parse_reals("mtbf-days", o.str("mtbf-days", "490"), 0.01, 1e6);
@@ -342,11 +347,11 @@ static int trace_main(int argc, char** argv) {
                    p.days, seeds.size(), p.restart_hours, p.requeue_delay_s, to_string(p.lend), secs, scen);
         return 0;
     }
-    fmt::print("trace: {} racks x {} nodes, {} days, load {}, {:.0f}% checkpointable (every {} h), restart delay {} h, "
-               "spares lent to {} work, {} seed(s) {}{}\n",
-               p.racks, p.nodes_per_rack, p.days, p.load, p.checkpointable * 100, p.checkpoint_hours, p.restart_hours,
-               to_string(p.lend), seeds.size(), seeds.front(),
-               seeds.size() > 1 ? fmt::format("-{}", seeds.back()) : "");
+    fmt::print("trace: {} racks x {} nodes, {} days, load {}, {:.0f}% checkpointable (every {} h, {}), restart delay "
+               "{} h, spares lent to {} work, {} seed(s) {}{}\n",
+               p.racks, p.nodes_per_rack, p.days, p.load, p.checkpointable * 100, p.checkpoint_hours,
+               p.checkpoint_known ? "said by the jobs" : "not said", p.restart_hours, to_string(p.lend), seeds.size(),
+               seeds.front(), seeds.size() > 1 ? fmt::format("-{}", seeds.back()) : "");
     for (size_t m = 0; m < mtbfs.size(); ++m) {
         const auto& rs = table[m];
         fmt::print("\nMTBF {} days per node{}\n", mtbfs[m],

@@ -16,6 +16,7 @@ for cmd in sbatch salloc srun; do
     expect_match "$cmd --help lists --nvl-slice" '--nvl-slice=SIZE\|auto +\[nvlslice\]' "$h"
     expect_match "$cmd --help lists --nvl-placement" '--nvl-placement=strict\|prefer' "$h"
     expect_match "$cmd --help lists --nvl-checkpointable" '--nvl-checkpointable +\[nvlslice\]' "$h"
+    expect_match "$cmd --help lists --nvl-checkpoint-every" '--nvl-checkpoint-every=TIME +\[nvlslice\]' "$h"
 done
 
 echo "# plugin: bad values are refused before submission, no job created"
@@ -27,7 +28,11 @@ refuse "no node count" 'nvlslice: --nvl-slice needs a node count: add -N/--nodes
 refuse "node range" 'nvlslice: --nvl-slice needs a fixed node count, not the range -N 16-32' -N 16-32 --nvl-slice=16
 refuse "checkpointable without requeue" 'nvlslice: --nvl-checkpointable needs --requeue' -N 16 --nvl-slice=16 --nvl-checkpointable
 refuse "bad placement" 'nvlslice: --nvl-placement=loose: expected "strict"' -N 16 --nvl-slice=16 --nvl-placement=loose
-refuse "placement without slice" 'nvlslice: --nvl-placement and --nvl-checkpointable need --nvl-slice' -N 16 --nvl-placement=prefer
+refuse "placement without slice" 'nvlslice: --nvl-placement, --nvl-checkpointable and --nvl-checkpoint-every need --nvl-slice' -N 16 --nvl-placement=prefer
+refuse "a checkpoint interval without checkpointable" 'nvlslice: --nvl-checkpoint-every says how often a checkpointable job checkpoints: add --nvl-checkpointable' \
+    -N 16 --nvl-slice=16 --requeue --nvl-checkpoint-every=60
+refuse "a bad checkpoint interval" 'nvlslice: --nvl-checkpoint-every=2h: expected how often the job checkpoints, in minutes or as \[days-\]hours:minutes\[:seconds\]' \
+    -N 16 --nvl-slice=16 --requeue --nvl-checkpointable --nvl-checkpoint-every=2h
 err=$(salloc -N 16 --nvl-slice=16 --nvl-checkpointable true 2>&1); rc=$?
 expect_match "salloc: checkpointable is for batch jobs" 'nvl-checkpointable is for batch jobs' "rc=$rc $err"
 err=$(srun -N 20 --nvl-slice=16 true 2>&1); rc=$?
@@ -36,6 +41,12 @@ long=$(printf 'c%.0s' $(seq 1 1000))
 refuse "a comment too long for Slurm with the tag names --comment" 'nvlslice: --comment: with the slice tag .* more than Slurm.s limit of 1024; shorten --comment to at most [0-9]+ characters' \
     -N 16 --nvl-slice=16 --comment "$long"
 expect_eq "no job was created by refused submissions" "$before" "$(job_count)"
+H=$(sbatch --parsable -H -N 2 --nvl-slice=2 --requeue --nvl-checkpointable --nvl-checkpoint-every=1:30:00 --wrap true)
+expect_match "the checkpoint interval is in the tag, in seconds" '^nvlslice/1 nodes=2 slice=2 count=1 auto=0 placement=strict checkpointable=1 ckpt_every=5400 handoff=(gate|native)$' \
+    "$(job_comment "$H")"
+scancel "$H"
+wait_for 10 bash -c "[ -z \"\$(squeue -h -j $H 2>/dev/null)\" ]"
+before=$(job_count)
 
 echo "# plugin: the gate is open (no reservation holds its license): slice jobs are refused, not started rack-blind"
 scontrol delete ReservationName=nvlslice_gate

@@ -61,7 +61,8 @@ inline std::string names(const RackMap& m, const std::vector<NodeId>& ids) {
 
 // A slice job as the plugin submits it: tagged (slice x count nodes),
 // behind the gate unless `gated` is false, submitted `age` seconds before `now`.
-inline SlurmJob slice_job(JobId id, int slice, int count, bool ckpt, int64_t now, bool gated = true, int64_t age = 10) {
+inline SlurmJob slice_job(JobId id, int slice, int count, bool ckpt, int64_t now, bool gated = true, int64_t age = 10,
+                          int checkpoint_s = 0) {
     SlurmJob j;
     j.id = id;
     j.priority = 1000;
@@ -71,6 +72,7 @@ inline SlurmJob slice_job(JobId id, int slice, int count, bool ckpt, int64_t now
     t.count = count;
     t.nodes = slice * count;
     t.checkpointable = ckpt;
+    t.checkpoint_s = checkpoint_s;
     j.comment = t.str();
     j.num_nodes = t.nodes;
     j.submit_time = now - age;

@@ -27,6 +27,27 @@ TEST_CASE("lending: which work may borrow spares", "[defrag][quick]") {
                       Catch::Contains("h.yaml:2:14") && Catch::Contains("not a lending scope"));
 }
 
+TEST_CASE("defragmentation's cost: the work a victim loses and its next start", "[defrag][quick]") {
+    JobTraits t{true, true, true, 4};
+    // not saying how often it checkpoints: all it has run may be lost
+    CHECK(victim_info(t, 4800).cost == 4800 * 4);
+    CHECK(victim_info(t, 4800, 900, 900).cost == (4800 + 900) * 4);
+    // every hour after a 900 s startup: 300 s since its last checkpoint
+    t.checkpoint_s = 3600;
+    CHECK(victim_info(t, 900 + 3600 + 300, 900, 900).cost == (300 + 900) * 4);
+    // still starting: the startup so far is what it loses
+    CHECK(victim_info(t, 600, 900, 900).cost == (600 + 900) * 4);
+    // so a job that has just checkpointed is cheaper than one that has just started
+    CHECK(victim_info(t, 900 + 3600 + 10, 900, 900).cost < victim_info(t, 900 + 1200, 900, 900).cost);
+    CHECK(victim_info(t, 0).cost == 1 * 4); // a second at least
+    CHECK_FALSE(victim_info({false, true, true, 4, 3600}, 100).eligible);
+    auto cfg = read_helper_config("map: m.yaml\ndefrag:\n  restart_cost: 300\n", "h.yaml");
+    CHECK(cfg.reconcile.defrag_restart_cost_s == 300);
+    CHECK(read_helper_config("map: m.yaml\n", "h.yaml").reconcile.defrag_restart_cost_s == 900);
+    CHECK_THROWS_WITH(read_helper_config("map: m.yaml\ndefrag:\n  restart_cost: -1\n", "h.yaml"),
+                      Catch::Contains("h.yaml:3"));
+}
+
 TEST_CASE("defragmentation: the cheapest rack from eligible jobs alone", "[defrag][quick]") {
     RackMap m = make_map(3, 18);
     Snapshot s(m);

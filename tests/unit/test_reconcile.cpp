@@ -1570,6 +1570,38 @@ TEST_CASE("the reason patterns are compiled once per configuration, not every cy
     CHECK_FALSE(std::regex_search(std::string("nvlink down"), *w.mem.patterns.drain));
 }
 
+TEST_CASE("defragmentation requeues the job that loses least: one that says it has just checkpointed",
+          "[reconcile][defrag][quick]") {
+    // Two racks, each with one 8-node checkpointable job: A ran 4,510 s
+    // (900 s startup, a checkpoint an hour later, 10 s ago), B 2,100 s (no
+    // checkpoint yet: 1,200 s of work). A 16-node slice job is blocked.
+    for (bool say : {true, false}) {
+        World w(2);
+        w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+        w.cfg.defrag_after_s = 0;
+        auto add = [&](JobId id, const char* nodes, int64_t ran) {
+            SlurmJob& j = w.add_slice_job(id, 8, 1, true, true);
+            if (say) {
+                RequestTag tag = *RequestTag::parse(j.comment);
+                tag.checkpoint_s = 3600;
+                j.comment = tag.str();
+            }
+            w.run_on(j, nodes);
+            j.start_time = w.now - ran;
+            j.admin_comment = fmt::format("nvlslice/1 placed slice=8 slices={} repairs=0 moves=0", nodes);
+        };
+        add(1, "n[001-008]", 900 + 3600 + 10);
+        add(2, "n[019-026]", 900 + 1200);
+        w.add_slice_job(3, 16, 1).submit_time = w.now - 1;
+        auto out = w.cycle();
+        std::vector<JobId> victims;
+        for (const auto& a : out.actions)
+            if (a.kind() == ActionKind::Requeue) victims.push_back(a.job);
+        // said: A loses 10 s, B 1,200 s; not said: all they ran, so B
+        CHECK(victims == std::vector<JobId>{say ? JobId(1) : JobId(2)});
+    }
+}
+
 TEST_CASE("one policy: the simulator and the helper decide the same on one scenario",
           "[reconcile][sim][defrag][quick]") {
     // 3 racks x 18 (16 + 2 spares). Early on: job 1 (10 nodes, not
@@ -1612,6 +1644,11 @@ TEST_CASE("one policy: the simulator and the helper decide the same on one scena
         REQUIRE(d.kind == SimDecision::Start);
         const TraceJob& tj = t.jobs[d.job - 1];
         SlurmJob& j = w.add_slice_job(d.job, tj.nodes, 1, true, tj.ckpt);
+        if (tj.ckpt && p.checkpoint_known) { // the simulated jobs say how often they checkpoint
+            RequestTag tag = *RequestTag::parse(j.comment);
+            tag.checkpoint_s = int(p.checkpoint_hours * 3600);
+            j.comment = tag.str();
+        }
         w.run_on(j, names(d.nodes));
         j.start_time = w.now - 3600;
         j.admin_comment = fmt::format("nvlslice/1 placed slice={} slices={} repairs=0 moves=0{} job={}", tj.nodes,

@@ -41,6 +41,11 @@ TEST_CASE("request tags round-trip and keep the user's comment", "[slicejob][qui
     CHECK(back->nodes == 32);
     CHECK(back->mode == PlacementMode::Prefer);
     CHECK(back->checkpointable);
+    CHECK(back->checkpoint_s == 0);
+    t.checkpoint_s = 5400; // --nvl-checkpoint-every: said only when given
+    CHECK(t.str() ==
+          "nvlslice/1 nodes=32 slice=16 count=2 auto=0 placement=prefer checkpointable=1 ckpt_every=5400 handoff=gate");
+    CHECK(RequestTag::parse(t.str())->checkpoint_s == 5400);
     CHECK(user_comment(c) == "my run 7");
     CHECK(user_comment("plain comment") == "plain comment");
     CHECK_FALSE(RequestTag::parse("plain comment"));
@@ -113,6 +118,17 @@ TEST_CASE("option values are checked with the fix in the message", "[slicejob][q
     CHECK_THROWS_WITH(parse_slice_option("0"), Catch::StartsWith("--nvl-slice=0: expected"));
     CHECK(parse_placement_option("prefer") == PlacementMode::Prefer);
     CHECK_THROWS_WITH(parse_placement_option("loose"), Catch::StartsWith("--nvl-placement=loose: expected \"strict\""));
+    // --nvl-checkpoint-every takes --time's forms
+    CHECK(parse_checkpoint_every_option("60") == 3600);          // minutes
+    CHECK(parse_checkpoint_every_option("90:30") == 5430);       // minutes:seconds
+    CHECK(parse_checkpoint_every_option("1:00:00") == 3600);     // hours:minutes:seconds
+    CHECK(parse_checkpoint_every_option("1-0") == 86400);        // days-hours
+    CHECK(parse_checkpoint_every_option("0-2:30") == 9000);      // days-hours:minutes
+    CHECK(parse_checkpoint_every_option("1-00:00:30") == 86430); // days-hours:minutes:seconds
+    for (const char* bad : {"", "0", "0:30", "8-0", "abc", ":5", "5:", "1:2:3:4", "-1", "1-", "2h"})
+        CHECK_THROWS_WITH(parse_checkpoint_every_option(bad),
+                          Catch::StartsWith(std::string("--nvl-checkpoint-every=") + bad + ": expected how often") &&
+                              Catch::Contains("1 minute to 7 days"));
 }
 
 TEST_CASE("submissions are validated against the map before they reach Slurm", "[slicejob][quick]") {
@@ -135,6 +151,11 @@ TEST_CASE("submissions are validated against the map before they reach Slurm", "
     CHECK_THAT(err(m, ck, 16, 16, Requeue::NoRequeue), Catch::Contains("--nvl-checkpointable needs --requeue"));
     CHECK_THAT(err(m, ck, 16, 16, Requeue::NotBatch), Catch::Contains("sbatch --requeue"));
     CHECK(make_request(m, ck, 16, 16, Requeue::Requeue).checkpointable);
+    ck.checkpoint_s = 1800;
+    CHECK(make_request(m, ck, 16, 16, Requeue::Requeue).checkpoint_s == 1800);
+    SliceOptions every = slice(16);
+    every.checkpoint_s = 1800;
+    CHECK_THAT(err(m, every, 16, 16, Requeue::Requeue), Catch::Contains("add --nvl-checkpointable"));
     SliceOptions only_mode;
     only_mode.placement_set = true;
     CHECK_THAT(err(m, only_mode, 16, 16), Catch::Contains("need --nvl-slice"));
