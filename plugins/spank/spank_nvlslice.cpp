@@ -113,8 +113,9 @@ struct spank_option kOptions[] = {
      const_cast<char*>("[nvlslice] The job checkpoints and may be requeued to defragment racks (needs --requeue)."), 0,
      kCheckpointable, option_cb},
     {const_cast<char*>("nvl-checkpoint-every"), const_cast<char*>("TIME"),
-     const_cast<char*>("[nvlslice] How often the checkpointable job checkpoints (minutes, or hours:minutes:seconds): "
-                       "defragmentation then requeues the jobs that lose least."),
+     const_cast<char*>(
+         "[nvlslice] How often the checkpointable job checkpoints (as --time: minutes, or hours:minutes:seconds): "
+         "defragmentation then requeues the jobs that lose least."),
      1, kCheckpointEvery, option_cb},
     SPANK_OPTIONS_TABLE_END};
 

@@ -76,8 +76,8 @@ void Cycle::collect_slice_jobs() {
             auto b = mem_.backoff.find(id);
             if (b == mem_.backoff.end() || b->second.until <= mono_) {
                 act({id, action::AllowRequeue{}});
-                warn_once(id, "runs on a lent spare, and its Requeue was turned off: set back "
-                              "to 1 (a repair takes a lent spare back by requeue)");
+                warn_once(id, "runs as lent work (on a lent spare, or standing in for its rack's spares), and its "
+                              "Requeue was turned off: set back to 1 (a repair takes lent work back by requeue)");
             }
         }
         switch (v.kind) {

@@ -218,10 +218,12 @@ bool Cycle::place_job(const SliceJob& sj) {
             try_defrag(sj);
         return false;
     }
-    if (native(sj) && !rec.lent) {
+    if (native(sj) && !d.on_spares) {
         // Slurm places it (--segment), in its own order and with its
         // backfill: only counted where it fits, so that lower-priority jobs
-        // are not lent the same room. Recorded once.
+        // are not lent the same room. Recorded once; lent work (smaller than
+        // a slice, checkpointable) is recorded lent=1, which stays in the
+        // record Slurm's start writes, so its nodes stand in for spares.
         take(r.placement.nodes(), j.id);
         if (j.restarts > 0 && j.begin_time > start_time(j)) {
             // Requeued (defragmentation, a user): Slurm would hold it back
@@ -230,7 +232,8 @@ bool Cycle::place_job(const SliceJob& sj) {
             auto set = exclusion_.find(j.id);
             act({j.id, action::Exclude{set != exclusion_.end() ? set->second : j.exc_nodes, start_time(j)}});
         }
-        const bool was = sj.rec && sj.rec->state == RecordState::Waiting && sj.rec->why == Why::SlurmPlaces;
+        const bool was = sj.rec && sj.rec->state == RecordState::Waiting && sj.rec->why == Why::SlurmPlaces &&
+                         sj.rec->lent == rec.lent;
         if (!was) {
             rec.state = RecordState::Waiting;
             rec.slice = sj.tag.slice;
@@ -247,7 +250,10 @@ bool Cycle::place_job(const SliceJob& sj) {
         where += fmt::format("{}{} {}", where.empty() ? "" : ", ",
                              s.domain == kNoDomain ? "(split)" : map_.domain(s.domain).name, hl(s.nodes));
     log(j.id, fmt::format("placed {} slice(s) of {}: {}{}{}", r.placement.slices.size(), sj.tag.slice, where,
-                          r.placement.split ? " [" + r.detail + "]" : "", rec.lent ? " (a lent spare)" : ""));
+                          r.placement.split ? " [" + r.detail + "]" : "",
+                          d.on_spares ? " (a lent spare)"
+                          : rec.lent  ? " (lent work: it stands in for the rack's spares)"
+                                      : ""));
     pin_and_release(sj, r.placement, rec, false);
     return true;
 }

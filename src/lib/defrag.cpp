@@ -98,8 +98,10 @@ DefragPlan plan_defrag(const Snapshot& snap, int slice, const std::function<Vict
     return best;
 }
 
-PlacementResult place_or_borrow(const Snapshot& snap, SliceRequest req, bool may_borrow, bool& lent) {
+PlacementResult place_or_borrow(const Snapshot& snap, SliceRequest req, bool may_borrow, bool& lent,
+                                bool* spares_taken) {
     lent = false;
+    if (spares_taken) *spares_taken = false;
     const int n = req.total_nodes > 0 ? req.total_nodes : req.slice_size * req.slice_count;
     if (may_borrow) {
         // Work that fits in a rack's idle kept spares goes there first: they
@@ -125,6 +127,7 @@ PlacementResult place_or_borrow(const Snapshot& snap, SliceRequest req, bool may
             PlacementResult first = place(snap, spare_req);
             if (first.ok) {
                 lent = true;
+                if (spares_taken) *spares_taken = true;
                 return first;
             }
         }
@@ -146,6 +149,7 @@ PlacementResult place_or_borrow(const Snapshot& snap, SliceRequest req, bool may
     PlacementResult borrowed = place(snap, req);
     if (!borrowed.ok) return r; // why it waits: as without the spares
     lent = true;
+    if (spares_taken) *spares_taken = true;
     return borrowed;
 }
 

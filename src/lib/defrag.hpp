@@ -5,15 +5,17 @@
 // Defragmentation: when a slice job waits only because free nodes are
 // scattered (or would fit only by taking spares), requeue the cheapest set
 // of preemptible running jobs that frees one rack for one slice. The cost of
-// a victim is what its requeue may lose: nodes x seconds since it started
-// (work since its last checkpoint is at most that). Ties go to the lower
-// domain, so the same state always gives the same answer.
+// a victim is what its requeue costs (victim_info()): nodes x (the work it
+// loses, since its last checkpoint when it says how often it checkpoints,
+// else all it has run, + its next start). Ties go to the lower domain, so
+// the same state always gives the same answer.
 //
 // Lending: the spares of a rack are not left idle. Work that may be requeued
 // at any time (checkpointable, requeue allowed, a batch job that Slurm can
 // requeue) may run on them; a repair takes them back first (requeue, never
 // kill), and while it runs, its nodes count as the rack's kept spares
-// (domain_room()).
+// (domain_room()). Such work smaller than a slice stands in for its rack's
+// spares wherever it runs (lent work), so the spares take other work.
 #pragma once
 
 #include "model.hpp"
@@ -61,9 +63,11 @@ inline bool may_borrow_spares(const JobTraits& t, LendScope scope = LendScope::C
 // it is; and where that does not fit either, again on the racks' spares too.
 // `lent` says whether it was placed as a borrower: on spares, or, for work
 // smaller than the map's default slice, anywhere (it then stands in for its
-// rack's spares, so that their nodes need not idle). The helper's placement
-// and the simulator's both.
-PlacementResult place_or_borrow(const Snapshot& snap, SliceRequest req, bool may_borrow, bool& lent);
+// rack's spares, so that their nodes need not idle); `on_spares`, if given,
+// whether it may take the racks' spares themselves (the helper must pin it
+// there). The helper's placement and the simulator's both.
+PlacementResult place_or_borrow(const Snapshot& snap, SliceRequest req, bool may_borrow, bool& lent,
+                                bool* on_spares = nullptr);
 
 struct VictimInfo {
     bool eligible = false; // may be requeued to free a rack

@@ -80,7 +80,7 @@ PlaceDecision decide_place(const Snapshot& snap, const SliceRequest& request, co
     }
     // Spares are not left idle: preemptible work may borrow them until a
     // repair needs them back (defrag.hpp, the simulator's policy too).
-    d.result = place_or_borrow(snap, req, limits.may_lend, d.lent);
+    d.result = place_or_borrow(snap, req, limits.may_lend, d.lent, &d.on_spares);
     if (!d.result.ok && restricted) {
         // Say why as if nothing were kept: the kept racks are not failed
         // nodes, and the job is busy only because a higher-priority one

@@ -110,7 +110,8 @@ struct ShapeMemo {
 
 struct PlaceDecision {
     PlacementResult result;  // ok: the placement; else why it waits (reason, detail)
-    bool lent = false;       // ok: it runs on lent spares
+    bool lent = false;       // ok: it runs as lent work (its nodes stand in for its racks' spares)
+    bool on_spares = false;  // ok: on the racks' spares themselves (lent to it)
     bool remembered = false; // not ok: the answer of a shape that did not fit this cycle already
 };
 PlaceDecision decide_place(const Snapshot& snap, const SliceRequest& req, const PlaceLimits& limits, ShapeMemo& memo);

@@ -151,7 +151,7 @@ JobTraits Sim::traits(int j) const {
     return jt;
 }
 
-// (Re)starts job j on `nodes`: a restart pays the restart delay first.
+// (Re)starts job j on `nodes`: every start pays the restart delay first.
 void Sim::run_on(int j, const std::vector<NodeId>& nodes, double now) {
     RunJob& r = jobs_[size_t(j)];
     const bool pre = preemptible(j);
@@ -159,7 +159,7 @@ void Sim::run_on(int j, const std::vector<NodeId>& nodes, double now) {
     r.running = true;
     r.nodes = nodes;
     r.run_start = now;
-    r.work_start = now + (r.started_once ? p_.restart_hours : 0.0);
+    r.work_start = now + p_.restart_hours; // every start pays it: loading, initialisation
     if (r.failed_at >= 0) {
         recovery_sum_ += r.work_start - r.failed_at;
         ++recoveries_;

@@ -19,9 +19,10 @@
 // A job runs at `split_speed` (0.57: the published 43 % tensor-parallel loss
 // over InfiniBand) only when one of its slices crosses a rack. A failure
 // loses the work since the job's last checkpoint (or all of it, if not
-// checkpointable). Every restart (a requeue after a failure, a repair in
-// place, a lent spare taken back, a defragmentation) costs every policy the
-// same `restart_hours` before work resumes. How a failed job comes back:
+// checkpointable). Every start, the first one too, and every restart (a
+// requeue after a failure, a repair in place, a lent spare taken back, a
+// defragmentation) costs every policy the same `restart_hours` before work
+// begins (startup: loading, initialisation). How a failed job comes back:
 //  plain requeue (first_fit, whole_racks, block), as Slurm 24.11 and 26.05
 //    do it (job_mgr.c batch_requeue_fini): the old nodes are released, the
 //    job may start again only `requeue_delay_s` later (begin time = now +
@@ -80,7 +81,7 @@ struct SimParams {
     double checkpoint_hours = 1;  // interval
     bool checkpoint_known = true; // jobs say it (--nvl-checkpoint-every): defragmentation's cost uses it
     double split_speed = 0.57;
-    double restart_hours = 0.25;  // requeue, startup and communicator setup, paid by every restart
+    double restart_hours = 0.25;  // startup and communicator setup, paid by every start and restart
     double requeue_delay_s = 121; // plain requeue: Slurm's begin-time delay (cred_expire 120 s + 1)
     LendScope lend = LendScope::Checkpointable;
     // nvlslice's defragmentation pace, as the helper is configured

@@ -397,12 +397,13 @@ PlacementMode parse_placement_option(std::string_view v) {
 int parse_checkpoint_every_option(std::string_view v) {
     // Slurm's --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S
     auto bad = [&] {
-        return Error(fmt::format("--nvl-checkpoint-every={}: expected how often the job checkpoints, in minutes or "
-                                 "as [days-]hours:minutes[:seconds] like --time (e.g. 60 or 1:00:00), from 1 "
+        return Error(fmt::format("--nvl-checkpoint-every={}: expected how often the job checkpoints, as --time "
+                                 "takes it: minutes, minutes:seconds, hours:minutes:seconds, days-hours, "
+                                 "days-hours:minutes or days-hours:minutes:seconds (e.g. 60 or 1:00:00), from 1 "
                                  "minute to 7 days",
                                  v));
     };
-    long days = -1;
+    int64_t days = -1;
     std::string_view rest = v;
     if (auto dash = v.find('-'); dash != std::string_view::npos) {
         days = 0;
@@ -413,18 +414,22 @@ int parse_checkpoint_every_option(std::string_view v) {
         if (dash == 0) throw bad();
         rest = v.substr(dash + 1);
     }
-    std::vector<long> parts{0};
+    std::vector<int64_t> parts{0};
+    bool digit = false; // in the current field
     for (char c : rest) {
         if (c == ':') {
+            if (!digit) throw bad(); // an empty field
+            digit = false;
             parts.push_back(0);
         } else if (c >= '0' && c <= '9' && parts.back() < 100000) {
             parts.back() = parts.back() * 10 + (c - '0');
+            digit = true;
         } else {
             throw bad();
         }
     }
-    if (rest.empty() || rest.front() == ':' || rest.back() == ':' || parts.size() > 3) throw bad();
-    long s = 0;
+    if (!digit || parts.size() > 3) throw bad();
+    int64_t s = 0;
     if (days >= 0) { // D-H, D-H:M, D-H:M:S
         s = days * 86400 + parts[0] * 3600 + (parts.size() > 1 ? parts[1] * 60 : 0) + (parts.size() > 2 ? parts[2] : 0);
     } else if (parts.size() == 1) { // M

@@ -31,7 +31,7 @@ Slurm's policies bring a failed job back by its plain requeue
   --checkpoint-hours H checkpoint interval (1)
   --mtbf-days D[,D..]  per-node MTBF, one table each (490)
   --repair-hours H     node repair (24)
-  --restart-hours H    paid by every restart of every policy (0.25)
+  --restart-hours H    paid by every start and restart of every policy (0.25)
   --requeue-delay S    plain requeue: Slurm's begin-time delay (121: cred_expire + 1)
   --split-speed F      speed of a job whose slice crosses racks (0.57)
   --lend-spares S      none | single-node | checkpointable (checkpointable)

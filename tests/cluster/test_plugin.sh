@@ -32,7 +32,7 @@ refuse "bad placement" 'nvlslice: --nvl-placement=loose: expected "strict"' -N 1
 refuse "placement without slice" 'nvlslice: --nvl-placement, --nvl-checkpointable and --nvl-checkpoint-every need --nvl-slice' -N 16 --nvl-placement=prefer
 refuse "a checkpoint interval without checkpointable" 'nvlslice: --nvl-checkpoint-every says how often a checkpointable job checkpoints: add --nvl-checkpointable' \
     -N 16 --nvl-slice=16 --requeue --nvl-checkpoint-every=60
-refuse "a bad checkpoint interval" 'nvlslice: --nvl-checkpoint-every=2h: expected how often the job checkpoints, in minutes or as \[days-\]hours:minutes\[:seconds\]' \
+refuse "a bad checkpoint interval" 'nvlslice: --nvl-checkpoint-every=2h: expected how often the job checkpoints, as --time takes it: minutes, minutes:seconds, hours:minutes:seconds' \
     -N 16 --nvl-slice=16 --requeue --nvl-checkpointable --nvl-checkpoint-every=2h
 err=$(salloc -N 16 --nvl-slice=16 --nvl-checkpointable true 2>&1); rc=$?
 expect_match "salloc: checkpointable is for batch jobs" 'nvl-checkpointable is for batch jobs' "rc=$rc $err"

@@ -1262,8 +1262,9 @@ TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares;
     REQUIRE(find(yo, ActionKind::Exclude));
     CHECK(find<action::Exclude>(yo)->nodes.empty());
     CHECK(find<action::Exclude>(yo)->start_at == y.now + 1);
-    // smaller than a slice, the same job is lent work: the helper pins it,
-    // from the next second too
+    // smaller than a slice, the same job is lent work: Slurm still places it
+    // (from the next second too), and its record says lent=1, so that its
+    // nodes stand in for their rack's spares once it runs
     World ys(2);
     ys.cfg.hand_off = HandOff::Native;
     ys.resv = y.resv;
@@ -1273,9 +1274,18 @@ TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares;
     ysj.admin_comment = "nvlslice/1 yielded slice=4 repairs=0 moves=0 reason=requeued by defragmentation";
     auto yso = ys.cycle();
     REQUIRE(find(yso, ActionKind::Exclude));
-    CHECK(find<action::Exclude>(yso)->nodes == "n[005-036]");
+    CHECK(find<action::Exclude>(yso)->nodes.empty());
     CHECK(find<action::Exclude>(yso)->start_at == ys.now + 1);
-    CHECK_THAT(find<action::SetRecord>(yso)->text, Catch::Contains("lent=1"));
+    CHECK_THAT(find<action::SetRecord>(yso)->text, Catch::Contains("lent=1") && Catch::Contains("Slurm places it"));
+    // Slurm starts it: the record of where it runs keeps lent=1
+    ys.apply(yso);
+    ysj.state = JobState::Running;
+    ysj.nodes = hostlist_expand("n[001-004]");
+    ysj.start_time = ys.now;
+    ys.now += 1;
+    auto started = ys.cycle();
+    REQUIRE(find<action::SetRecord>(started, 9));
+    CHECK_THAT(find<action::SetRecord>(started, 9)->text, Catch::Contains("placed") && Catch::Contains("lent=1"));
     // no racks kept by the helper in native mode: Slurm's backfill does it
     World p(2);
     p.cfg.hand_off = HandOff::Native;

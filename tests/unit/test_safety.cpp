@@ -67,7 +67,9 @@ TEST_CASE("a lent spare stays lent whatever its borrower's owner changes", "[saf
     small.requeue = false;
     auto out = w.cycle();
     REQUIRE(find(out, ActionKind::AllowRequeue, 8));
-    CHECK(count(out.log, "job 8: runs on a lent spare, and its Requeue was turned off") == 1);
+    CHECK(count(out.log,
+                "job 8: runs as lent work (on a lent spare, or standing in for its rack's spares), and its Requeue was "
+                "turned off") == 1);
     // ... and edits the comment so the tag no longer describes the job: still lent
     small.comment = "nvlslice/1 nodes=2 slice=2 count=1 auto=0 placement=strict checkpointable=0 handoff=gate";
     auto ignored = w.cycle();

@@ -125,9 +125,12 @@ TEST_CASE("option values are checked with the fix in the message", "[slicejob][q
     CHECK(parse_checkpoint_every_option("1-0") == 86400);        // days-hours
     CHECK(parse_checkpoint_every_option("0-2:30") == 9000);      // days-hours:minutes
     CHECK(parse_checkpoint_every_option("1-00:00:30") == 86430); // days-hours:minutes:seconds
-    for (const char* bad : {"", "0", "0:30", "8-0", "abc", ":5", "5:", "1:2:3:4", "-1", "1-", "2h"})
+    CHECK(parse_checkpoint_every_option("1:30") == 90);          // minutes:seconds, as --time reads it
+    for (const char* bad :
+         {"", "0", "0:30", "8-0", "abc", ":5", "5:", "1::2", "1:2:3:4", "-1", "1-", "2h", "99999:0:0", "1-99999"})
         CHECK_THROWS_WITH(parse_checkpoint_every_option(bad),
                           Catch::StartsWith(std::string("--nvl-checkpoint-every=") + bad + ": expected how often") &&
+                              Catch::Contains("minutes, minutes:seconds, hours:minutes:seconds") &&
                               Catch::Contains("1 minute to 7 days"));
 }
 
