@@ -146,6 +146,12 @@ TEST_CASE("lending: work that fits in a rack's idle spares goes there first", "[
     REQUIRE(r.ok);
     CHECK(lent);
     CHECK(m.domain_of(r.placement.nodes()[0]) == 1);
+    // the largest that does: one node less than the map's default slice
+    SliceRequest fifteen = one;
+    fifteen.total_nodes = fifteen.slice_size = 15;
+    r = place_or_borrow(s, fifteen, true, lent);
+    REQUIRE(r.ok);
+    CHECK(lent);
     // a slice job does not stand in for spares: its own failure needs them
     SliceRequest slice = one;
     slice.total_nodes = slice.slice_size = 16;
