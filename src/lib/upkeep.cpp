@@ -40,11 +40,13 @@ std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& re
             }
             continue;
         }
-        // A node lent to preemptible work is still a spare: a repair takes it back.
-        // The spares are the rack's failure budget: failed nodes used them up.
+        // A node lent to preemptible work is still a spare: a repair takes it back
+        // (a healthy one: as DomainCounts::lent counts them, so that placement
+        // and the reservation agree). The spares are the rack's failure
+        // budget: failed nodes used them up.
         int want_n = kept_spares(dom, snap.counts(d));
         for (NodeId id : dom.nodes)
-            if (snap.node(id).lent && !is_free(snap.node(id).state)) --want_n;
+            if (snap.node(id).lent && is_healthy(snap.node(id).state) && !is_free(snap.node(id).state)) --want_n;
         // keep current spares that are still free, then the rack's last
         // idle nodes; a rack that recovers from degraded had all its free
         // nodes reserved: its spares are its last ones again

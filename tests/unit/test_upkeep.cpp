@@ -34,6 +34,22 @@ TEST_CASE("upkeep: the spares wanted for a snapshot, only when Slurm's differ", 
     CHECK_FALSE(wanted_spares(snap, NodeSet::of(m, "n[001-018,035-036]"), true)); // as Slurm has it
 }
 
+TEST_CASE("upkeep: lent work stands in for spares only on its healthy nodes", "[upkeep][quick]") {
+    const RackMap m = make_map(2, 18);
+    Snapshot snap(m);
+    for (const char* n : {"n017", "n018", "n035", "n036"}) snap.set_state(id(m, n), NodeState::SpareReserved);
+    // a 1-node lent job on n001 stands in for one of r1's spares
+    snap.set(id(m, "n001"), {NodeState::Allocated, 9, -1, true, true});
+    CHECK(wanted_spares(snap, NodeSet::of(m, "n[017-018,035-036]"), true).value_or("?") == "n[018,035-036]");
+    // its node drains: the failure uses up one spare, and the lent node no
+    // longer stands in for the other, which the reservation keeps
+    NodeStatus st = snap.node(id(m, "n001"));
+    st.state = NodeState::Draining;
+    snap.set(id(m, "n001"), st);
+    CHECK(snap.counts(0).lent == 0);
+    CHECK(wanted_spares(snap, NodeSet::of(m, "n[018,035-036]"), true) == std::nullopt); // n018 kept
+}
+
 TEST_CASE("upkeep: a failure gives up the spare a repair takes first, so Slurm's own requeue finds the same one",
           "[upkeep][quick]") {
     const RackMap m = make_map(2, 18);
