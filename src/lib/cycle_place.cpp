@@ -271,7 +271,7 @@ void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
     const SlurmJob& blocked = *sj.job;
     if (for_repair && mem_.defrag_target && mem_.defrag_target->job == blocked.id) return; // freed already
     std::unordered_map<JobId, const SlurmJob*> by_id;
-    std::unordered_map<JobId, std::pair<bool, int>> ckpt; // checkpointable, every (s)
+    std::unordered_map<JobId, const RequestTag*> tags;
     const DefragPace pace{for_repair, double(now_ - blocked.submit_time),
                           mem_.last_defrag ? double(mono_ - mem_.last_defrag) : -1.0, double(cfg_.defrag_after_s),
                           double(cfg_.defrag_interval_s)};
@@ -279,16 +279,17 @@ void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
     const auto due = decide_defrag(snap_, k, pace, [&](JobId id) {
         if (by_id.empty()) {
             for (const auto& j : jobs_) by_id[j.id] = &j;
-            for (const auto& s : slice_jobs_) ckpt[s.job->id] = {s.tag.checkpointable, s.tag.checkpoint_s};
+            for (const auto& s : slice_jobs_) tags[s.job->id] = &s.tag;
         }
         VictimInfo v;
         auto it = by_id.find(id);
         if (id == blocked.id || it == by_id.end() || it->second->state != JobState::Running) return v;
         const SlurmJob& j = *it->second;
-        auto c = ckpt.find(id);
-        JobTraits t{c != ckpt.end() && c->second.first, j.requeue, j.batch || cfg_.defrag_interactive, j.num_nodes};
-        if (c != ckpt.end()) t.checkpoint_s = c->second.second;
-        const double restart = cfg_.defrag_restart_cost_s;
+        auto tag = tags.find(id);
+        JobTraits t{tag != tags.end() && tag->second->checkpointable, j.requeue, j.batch || cfg_.defrag_interactive,
+                    j.num_nodes};
+        if (tag != tags.end()) t.checkpoint_s = tag->second->checkpoint_s;
+        const double restart = cfg_.defrag_restart_cost_s; // every start's startup, and the next one
         v = victim_info(t, double(now_ - j.start_time), restart, restart);
         return v;
     });

@@ -63,11 +63,11 @@ inline bool may_borrow_spares(const JobTraits& t, LendScope scope = LendScope::C
 // it is; and where that does not fit either, again on the racks' spares too.
 // `lent` says whether it was placed as a borrower: on spares, or, for work
 // smaller than the map's default slice, anywhere (it then stands in for its
-// rack's spares, so that their nodes need not idle); `on_spares`, if given,
-// whether it may take the racks' spares themselves (the helper must pin it
-// there). The helper's placement and the simulator's both.
+// rack's spares, so that their nodes need not idle); `spares_taken`, if
+// given, whether it takes the racks' spares themselves (the helper must pin
+// it there). The helper's placement and the simulator's both.
 PlacementResult place_or_borrow(const Snapshot& snap, SliceRequest req, bool may_borrow, bool& lent,
-                                bool* on_spares = nullptr);
+                                bool* spares_taken = nullptr);
 
 struct VictimInfo {
     bool eligible = false; // may be requeued to free a rack

@@ -335,9 +335,8 @@ bool Sim::maybe_defrag(int j, double now, int repair_slice) {
     const auto due = decide_defrag(snap_, repair ? repair_slice : p_.slice, pace, [&](JobId id) {
         const int v = int(id) - 1;
         if (v < 0 || v == j || !jobs_[size_t(v)].running) return VictimInfo{};
-        const RunJob& rv = jobs_[size_t(v)];
-        return victim_info(traits(v), (now - rv.run_start) * 3600, (rv.work_start - rv.run_start) * 3600,
-                           p_.restart_hours * 3600); // the helper's rule
+        const double restart = p_.restart_hours * 3600; // every start's startup, and the next one
+        return victim_info(traits(v), (now - jobs_[size_t(v)].run_start) * 3600, restart, restart); // the helper's rule
     });
     if (!due || !*due) return false;
     const DefragPlan& plan = *due;

@@ -137,25 +137,25 @@ TEST_CASE("lending: work that fits in a rack's idle spares goes there first", "[
     REQUIRE(r.ok);
     CHECK_FALSE(lent);
     CHECK(m.domain_of(r.placement.nodes()[0]) == 1);
+    // a borrower of n nodes in one slice
+    auto borrow = [&](int n) {
+        SliceRequest q = one;
+        q.total_nodes = q.slice_size = n;
+        return place_or_borrow(s, q, true, lent);
+    };
     // more than the idle spares: placed as before, without them, but as
     // lent work: smaller than a slice, it stands in for r2's spares (a
     // repair there takes it back)
-    SliceRequest three = one;
-    three.total_nodes = three.slice_size = 3;
-    r = place_or_borrow(s, three, true, lent);
+    r = borrow(3);
     REQUIRE(r.ok);
     CHECK(lent);
     CHECK(m.domain_of(r.placement.nodes()[0]) == 1);
     // the largest that does: one node less than the map's default slice
-    SliceRequest fifteen = one;
-    fifteen.total_nodes = fifteen.slice_size = 15;
-    r = place_or_borrow(s, fifteen, true, lent);
+    r = borrow(15);
     REQUIRE(r.ok);
     CHECK(lent);
     // a slice job does not stand in for spares: its own failure needs them
-    SliceRequest slice = one;
-    slice.total_nodes = slice.slice_size = 16;
-    r = place_or_borrow(s, slice, true, lent);
+    r = borrow(16);
     REQUIRE(r.ok);
     CHECK_FALSE(lent);
     CHECK(m.domain_of(r.placement.nodes()[0]) == 1);

@@ -1251,31 +1251,31 @@ TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares;
     CHECK_FALSE(find(bo, ActionKind::Pin));
     // requeued (it yielded to defragmentation): Slurm would wait out its
     // credential lifetime; the helper lets it start in the next second
+    auto yielded = [](World& w, int slice) -> SlurmJob& {
+        w.cfg.hand_off = HandOff::Native;
+        w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+        SlurmJob& j = add_native_job(w, 9, slice, 1, true);
+        j.restarts = 1;
+        j.begin_time = w.now + 121;
+        j.admin_comment =
+            fmt::format("nvlslice/1 yielded slice={} repairs=0 moves=0 reason=requeued by defragmentation", slice);
+        return j;
+    };
+    auto starts_next_second = [](const World& w, const CycleOutput& out) {
+        REQUIRE(find(out, ActionKind::Exclude));
+        CHECK(find<action::Exclude>(out)->nodes.empty());
+        CHECK(find<action::Exclude>(out)->start_at == w.now + 1);
+    };
     World y(2);
-    y.cfg.hand_off = HandOff::Native;
-    y.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
-    SlurmJob& yj = add_native_job(y, 9, 16, 1, true); // a slice: Slurm places it (smaller work is lent)
-    yj.restarts = 1;
-    yj.begin_time = y.now + 121;
-    yj.admin_comment = "nvlslice/1 yielded slice=16 repairs=0 moves=0 reason=requeued by defragmentation";
-    auto yo = y.cycle();
-    REQUIRE(find(yo, ActionKind::Exclude));
-    CHECK(find<action::Exclude>(yo)->nodes.empty());
-    CHECK(find<action::Exclude>(yo)->start_at == y.now + 1);
+    yielded(y, 16); // a slice: Slurm places it (smaller work is lent)
+    starts_next_second(y, y.cycle());
     // smaller than a slice, the same job is lent work: Slurm still places it
     // (from the next second too), and its record says lent=1, so that its
     // nodes stand in for their rack's spares once it runs
     World ys(2);
-    ys.cfg.hand_off = HandOff::Native;
-    ys.resv = y.resv;
-    SlurmJob& ysj = add_native_job(ys, 9, 4, 1, true);
-    ysj.restarts = 1;
-    ysj.begin_time = ys.now + 121;
-    ysj.admin_comment = "nvlslice/1 yielded slice=4 repairs=0 moves=0 reason=requeued by defragmentation";
+    SlurmJob& ysj = yielded(ys, 4);
     auto yso = ys.cycle();
-    REQUIRE(find(yso, ActionKind::Exclude));
-    CHECK(find<action::Exclude>(yso)->nodes.empty());
-    CHECK(find<action::Exclude>(yso)->start_at == ys.now + 1);
+    starts_next_second(ys, yso);
     CHECK_THAT(find<action::SetRecord>(yso)->text, Catch::Contains("lent=1") && Catch::Contains("Slurm places it"));
     // Slurm starts it: the record of where it runs keeps lent=1
     ys.apply(yso);
