@@ -114,7 +114,9 @@ class Sim {
         return pol_ == Policy::FirstFit || pol_ == Policy::WholeRacks || pol_ == Policy::Block;
     }
     void note_resume(int j, double now, double work_start);
-    bool try_start(int j, double now, Reason* why = nullptr);
+    // `spares_only`: start it only on idle kept spares (the spare pass).
+    bool try_start(int j, double now, Reason* why = nullptr, bool spares_only = false);
+    void lend_spares(double now);
     bool maybe_defrag(int j, double now, int repair_slice = 0);
     double stop(int j, double now, bool keep_nodes); // the GPU-hours of work lost
     void schedule(double now);
@@ -205,7 +207,7 @@ void Sim::account_run(int j, double now) {
     alloc_ += double(r.nodes.size()) * (now - r.run_start);
 }
 
-bool Sim::try_start(int j, double now, Reason* why) {
+bool Sim::try_start(int j, double now, Reason* why, bool spares_only) {
     const TraceJob& tj = t_.jobs[size_t(j)];
     RunJob& r = jobs_[size_t(j)];
     if (snap_.total_free() < tj.nodes) return false;
@@ -242,12 +244,15 @@ bool Sim::try_start(int j, double now, Reason* why) {
         if (tj.nodes % req.slice_size) req.slice_size = 0; // auto
         // spares are lent to preemptible work until a repair needs them
         // (the helper's rule: place_or_borrow)
-        PlacementResult pr =
-            place_or_borrow(snap_, req, pol_ == Policy::Nvlslice && may_borrow_spares(traits(j), p_.lend), r.lent);
+        bool lent = false, on_spares = false;
+        PlacementResult pr = place_or_borrow(
+            snap_, req, pol_ == Policy::Nvlslice && may_borrow_spares(traits(j), p_.lend), lent, &on_spares);
         if (!pr.ok) {
             if (why) *why = pr.reason;
             return false;
         }
+        if (spares_only && !on_spares) return false;
+        r.lent = lent;
         nodes = pr.placement.nodes();
         r.placement = pr.placement;
     }
@@ -292,7 +297,7 @@ double Sim::stop(int j, double now, bool keep_nodes) {
 void Sim::schedule(double now) {
     // FIFO with a short look-ahead (the same for every policy).
     int looked = 0;
-    for (auto it = queue_.begin(); it != queue_.end() && looked < 8;) {
+    for (auto it = queue_.begin(); it != queue_.end() && looked < p_.lookahead;) {
         if (jobs_[size_t(*it)].eligible_at > now) { // Slurm's begin time: not considered yet
             ++it;
             continue;
@@ -311,6 +316,34 @@ void Sim::schedule(double now) {
                 it = queue_.erase(it);
                 continue;
             }
+        }
+        ++it;
+    }
+    if (pol_ == Policy::Nvlslice && p_.lend_whole_queue && p_.lend != LendScope::None) lend_spares(now);
+}
+
+// The rest of the queue, in its order: a job that may borrow spares starts
+// if it fits whole in one rack's idle kept spares (the helper's rule: it
+// tries every waiting job, spares first). Jobs that do not fit stay where
+// they are; no other node is taken, so no job ahead is delayed.
+void Sim::lend_spares(double now) {
+    auto room = [&] { // the most idle kept spares of one rack
+        int most = 0;
+        for (DomainId d = 0; d < map_.domains().size(); ++d) {
+            const DomainCounts& c = snap_.counts(d);
+            const int kept = kept_spares(map_.domain(d), c);
+            most = std::max(most, std::min(c.free, kept - std::min(c.lent, kept)));
+        }
+        return most;
+    };
+    int most = room();
+    for (auto it = queue_.begin(); most > 0 && it != queue_.end();) {
+        const int j = *it;
+        if (t_.jobs[size_t(j)].nodes <= most && jobs_[size_t(j)].eligible_at <= now && preemptible(j) &&
+            try_start(j, now, nullptr, true)) {
+            it = queue_.erase(it);
+            most = room();
+            continue;
         }
         ++it;
     }
@@ -510,9 +543,10 @@ std::vector<PolicyResult> run_trace(const SimParams& p) {
 std::vector<PolicyResult> run_trace(const SimParams& p, const Trace& t) {
     if (p.racks < 1 || p.nodes_per_rack < 2 || p.slice < 1 || p.slice > p.nodes_per_rack - p.spares || p.days <= 0 ||
         p.mtbf_days <= 0 || p.mean_job_hours <= 0 || p.load <= 0 || p.checkpoint_hours <= 0 || p.restart_hours < 0 ||
-        p.requeue_delay_s < 0 || !(p.split_speed > 0 && p.split_speed <= 1))
+        p.requeue_delay_s < 0 || !(p.split_speed > 0 && p.split_speed <= 1) || p.lookahead < 1)
         throw Error("trace: need racks >= 1, slice <= nodes per rack - spares, and positive days, MTBF, job hours, "
-                    "load, checkpoint interval, restart delay and requeue delay >= 0, 0 < split speed <= 1");
+                    "load, checkpoint interval, restart delay and requeue delay >= 0, 0 < split speed <= 1, "
+                    "look-ahead >= 1");
     const uint64_t total = uint64_t(p.racks) * uint64_t(p.nodes_per_rack);
     for (const auto& f : t.failures)
         if (f.second >= total)

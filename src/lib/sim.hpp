@@ -90,6 +90,15 @@ struct SimParams {
     int defrag_after_s = -1;    // -1: the helper's default
     int defrag_interval_s = -1; // -1: the helper's default
     bool defrag_repairs = true; // a repair with no room frees a rack at once (helper defrag.for_repairs)
+    // Slurm's queue: FIFO by submit time, the first `lookahead` eligible
+    // jobs tried at every event (every policy alike).
+    int lookahead = 8;
+    // nvlslice: after them, every other waiting job that may borrow spares
+    // and fits whole in one rack's idle kept spares starts there, as the
+    // helper tries every waiting job each cycle (cycle.cpp) and lends
+    // spares first (place_or_borrow). Spares are kept from non-preemptible
+    // work, so this never takes a node a job ahead of it could use.
+    bool lend_whole_queue = true;
     uint64_t seed = 1;
     // Called with each decision of the nvlslice policy (none: not recorded).
     std::function<void(const SimDecision&)> on_decision;

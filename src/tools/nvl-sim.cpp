@@ -42,6 +42,11 @@ Slurm's policies bring a failed job back by its plain requeue
   --checkpoint-every on|off  checkpointing jobs say how often they do
                        (--nvl-checkpoint-every): defragmentation's cost then
                        counts the work since their last checkpoint (on)
+  --lookahead N        Slurm's queue: the first N waiting jobs are tried at
+                       every event, by every policy (8)
+  --lend-whole-queue on|off  nvlslice: every other waiting job that may
+                       borrow spares starts on idle kept spares it fits in,
+                       as the helper tries every waiting job (on)
   --seed S | --seeds A-B|A,B,..   trace seed(s) (1); with several, the mean
                        and the min-max of each policy's goodput
   --csv FILE           the table as CSV     --svg FILE  a chart     --json
@@ -163,6 +168,8 @@ static int trace_main(int argc, char** argv) {
                     {"defrag-interval", true},
                     {"defrag-repairs", true},
                     {"checkpoint-every", true},
+                    {"lookahead", true},
+                    {"lend-whole-queue", true},
                     {"seed", true},
                     {"seeds", true},
                     {"csv", true},
@@ -199,6 +206,8 @@ static int trace_main(int argc, char** argv) {
     on_off("defrag", p.defrag);
     on_off("defrag-repairs", p.defrag_repairs);
     on_off("checkpoint-every", p.checkpoint_known);
+    on_off("lend-whole-queue", p.lend_whole_queue);
+    p.lookahead = int(o.integer("lookahead", 8, 1, 1000000));
     p.defrag_after_s = int(o.integer("defrag-after", -1, -1, 100000000));
     p.defrag_interval_s = int(o.integer("defrag-interval", -1, -1, 100000000));
     const std::vector<double> mtbfs = parse_reals("mtbf-days", o.str("mtbf-days", "490"), 0.01, 1e6);
@@ -343,15 +352,17 @@ static int trace_main(int argc, char** argv) {
             scen += fmt::format("{}{{\"mtbf_days\":{},\"policies\":[{}]}}", scen.empty() ? "" : ",", mtbfs[m], items);
         }
         fmt::print("{{\"days\":{},\"seeds\":{},\"restart_hours\":{},\"requeue_delay_s\":{},\"lend_spares\":\"{}\","
-                   "\"seconds\":{:.2f},\"scenarios\":[{}]}}\n",
-                   p.days, seeds.size(), p.restart_hours, p.requeue_delay_s, to_string(p.lend), secs, scen);
+                   "\"lookahead\":{},\"lend_whole_queue\":{},\"seconds\":{:.2f},\"scenarios\":[{}]}}\n",
+                   p.days, seeds.size(), p.restart_hours, p.requeue_delay_s, to_string(p.lend), p.lookahead,
+                   p.lend_whole_queue, secs, scen);
         return 0;
     }
     fmt::print("trace: {} racks x {} nodes, {} days, load {}, {:.0f}% checkpointable (every {} h, {}), restart delay "
-               "{} h, spares lent to {} work, {} seed(s) {}{}\n",
+               "{} h, spares lent to {} work{}, look-ahead {}, {} seed(s) {}{}\n",
                p.racks, p.nodes_per_rack, p.days, p.load, p.checkpointable * 100, p.checkpoint_hours,
-               p.checkpoint_known ? "said by the jobs" : "not said", p.restart_hours, to_string(p.lend), seeds.size(),
-               seeds.front(), seeds.size() > 1 ? fmt::format("-{}", seeds.back()) : "");
+               p.checkpoint_known ? "said by the jobs" : "not said", p.restart_hours, to_string(p.lend),
+               p.lend_whole_queue && p.lend != LendScope::None ? " from the whole queue" : "", p.lookahead,
+               seeds.size(), seeds.front(), seeds.size() > 1 ? fmt::format("-{}", seeds.back()) : "");
     for (size_t m = 0; m < mtbfs.size(); ++m) {
         const auto& rs = table[m];
         fmt::print("\nMTBF {} days per node{}\n", mtbfs[m],
@@ -383,8 +394,10 @@ static int trace_main(int argc, char** argv) {
                 r.resume_work.p99.mean(), r.resume_big.p99.mean(), r.lost_per_failure.mean(), r.unresumed.mean());
     }
     fmt::print("\nAssumed, not simulated: failures are seen at once (a drain), epilogs and the seconds slurmctld and "
-               "nvlsliced take are not modelled; Slurm's queue is FIFO by submit time with a look-ahead of 8 (a plain "
-               "requeue resets the submit time: the job queues behind those waiting).\n");
+               "nvlsliced take are not modelled; Slurm's queue is FIFO by submit time with a look-ahead of {} jobs "
+               "for every policy, no backfill by time limits (a plain requeue resets the submit time: the job queues "
+               "behind those waiting).\n",
+               p.lookahead);
     fmt::print("({:.1f} s)\n", secs);
     return 0;
 }

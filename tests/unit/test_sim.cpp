@@ -3,6 +3,8 @@
 
 #include "catch.hpp"
 
+#include <map>
+
 using namespace nvl;
 
 namespace {
@@ -197,4 +199,47 @@ TEST_CASE("a repair with no room anywhere frees a rack from checkpointable work,
     auto without = by(run_trace(p, t), "nvlslice");
     CHECK(without.defrag_preemptions == 0);
     CHECK(without.resume_s.max > 3600); // the third waits for r2's job to end
+}
+
+TEST_CASE("spares go to borrowers anywhere in the queue, and only the spares", "[sim][quick]") {
+    // 2 racks, a 16-node job on each: only the kept spares are free. Eight
+    // single-node jobs that may not borrow fill the look-ahead; behind them
+    // a checkpointable one that fits on a spare, and a checkpointable 4-node
+    // one that fits on no rack's spares.
+    SimParams p;
+    p.racks = 2;
+    p.days = 2;
+    p.defrag = false;
+    Trace t;
+    t.jobs = {{0.0, 16, 10, false}, {0.01, 16, 10, false}};
+    for (int i = 0; i < 8; ++i) t.jobs.push_back({0.1 + i * 0.01, 1, 1, false});
+    t.jobs.push_back({0.2, 1, 1, true}); // id 11
+    t.jobs.push_back({0.3, 4, 1, true}); // id 12
+    std::map<JobId, SimDecision> started;
+    p.on_decision = [&](const SimDecision& d) {
+        if (d.kind == SimDecision::Start && !started.count(d.job)) started[d.job] = d;
+    };
+    run_trace(p, t);
+    REQUIRE(started.count(11));
+    CHECK(started[11].hours == Approx(0.2)); // at once, beyond the look-ahead of 8
+    CHECK(started[11].lent);
+    REQUIRE(started.count(12));
+    CHECK(started[12].hours >= 10); // no spares fit it: it waits for the slices to end
+    for (JobId id = 3; id <= 10; ++id) {
+        REQUIRE(started.count(id));
+        CHECK(started[id].hours >= 10); // never on the spares
+    }
+    // the helper's rule off: the borrower waits behind the look-ahead
+    started.clear();
+    p.lend_whole_queue = false;
+    run_trace(p, t);
+    REQUIRE(started.count(11));
+    CHECK(started[11].hours >= 10);
+    // a look-ahead deep enough reaches it without the spare pass
+    started.clear();
+    p.lookahead = 9;
+    run_trace(p, t);
+    CHECK(started[11].hours == Approx(0.2));
+    p.lookahead = 0;
+    CHECK_THROWS_WITH(run_trace(p, t), Catch::Contains("look-ahead >= 1"));
 }
