@@ -1687,3 +1687,43 @@ TEST_CASE("one policy: the simulator and the helper decide the same on one scena
     CHECK(pin4->nodes == names(sim[6].nodes));
     CHECK_THAT(find<action::SetRecord>(next, 4)->text, Catch::Contains("lent=1"));
 }
+
+TEST_CASE("one policy: spares go to a borrower behind any number of jobs that cannot use them",
+          "[reconcile][sim][quick]") {
+    // 2 racks, a 16-node job on each: only the kept spares are free. Ten
+    // single-node jobs that may not borrow come first in priority, a
+    // checkpointable single-node job last: the helper lends it a spare at
+    // once, as the simulator's spare pass does beyond its look-ahead.
+    World w(2);
+    w.resv = Reservation{"nvlslice_spares", "n[017-018],n[035-036]"};
+    w.add_plain_job(1, 1000, "n[001-016]");
+    w.add_plain_job(2, 1000, "n[019-034]");
+    for (JobId id = 3; id <= 12; ++id) w.add_slice_job(id, 1, 1).priority = 2000 - id;
+    SlurmJob& borrower = w.add_slice_job(13, 1, 1, true, true);
+    borrower.priority = 10;
+    auto out = w.cycle();
+    for (JobId id = 3; id <= 12; ++id) CHECK_FALSE(find<action::Pin>(out, id));
+    const auto* pin = find<action::Pin>(out, 13);
+    REQUIRE(pin);
+    const auto spares = hostlist_expand("n[017-018],n[035-036]");
+    CHECK(std::find(spares.begin(), spares.end(), pin->nodes) != spares.end());
+    CHECK_THAT(find<action::SetRecord>(out, 13)->text, Catch::Contains("lent=1"));
+
+    // the simulator on the same state: 2 racks, the two slices, ten jobs
+    // that may not borrow, then the borrower: started at once, lent
+    SimParams p;
+    p.racks = 2;
+    p.days = 1;
+    p.mtbf_days = 1e9;
+    p.defrag = false;
+    Trace t;
+    t.jobs = {{0.0, 16, 10, false}, {0.01, 16, 10, false}};
+    for (int i = 0; i < 10; ++i) t.jobs.push_back({0.1 + i * 0.01, 1, 1, false});
+    t.jobs.push_back({0.3, 1, 1, true});
+    bool lent_at_once = false;
+    p.on_decision = [&](const SimDecision& d) {
+        if (d.kind == SimDecision::Start && d.job == 13) lent_at_once = d.lent && d.hours == Approx(0.3);
+    };
+    run_trace(p, t);
+    CHECK(lent_at_once);
+}
