@@ -319,28 +319,34 @@ void Sim::schedule(double now) {
         }
         ++it;
     }
-    if (pol_ == Policy::Nvlslice && p_.lend_whole_queue && p_.lend != LendScope::None) lend_spares(now);
+    if (pol_ == Policy::Nvlslice && p_.lend_depth > 0 && p_.lend != LendScope::None) lend_spares(now);
 }
 
-// The rest of the queue, in its order: a job that may borrow spares starts
-// if it fits whole in one rack's idle kept spares (the helper's rule: it
-// tries every waiting job, spares first). Jobs that do not fit stay where
-// they are; no other node is taken, so no job ahead is delayed.
+// The first lend_depth eligible jobs of the queue, in its order: one that
+// may borrow spares starts if it fits whole in one rack's idle kept spares
+// (the helper's rule: it tries every waiting job, spares first, and Slurm
+// reaches the first bf_max_job_test of them). Jobs that do not fit stay
+// where they are; only spares are taken.
 void Sim::lend_spares(double now) {
-    auto room = [&] { // the most idle kept spares of one rack
+    auto room = [&] { // the most idle kept spares of one rack (place_or_borrow's test)
         int most = 0;
         for (DomainId d = 0; d < map_.domains().size(); ++d) {
             const DomainCounts& c = snap_.counts(d);
+            if (c.degraded) continue;
             const int kept = kept_spares(map_.domain(d), c);
             most = std::max(most, std::min(c.free, kept - std::min(c.lent, kept)));
         }
         return most;
     };
-    int most = room();
-    for (auto it = queue_.begin(); most > 0 && it != queue_.end();) {
+    int most = room(), seen = 0;
+    for (auto it = queue_.begin(); most > 0 && it != queue_.end() && seen < p_.lend_depth;) {
         const int j = *it;
-        if (t_.jobs[size_t(j)].nodes <= most && jobs_[size_t(j)].eligible_at <= now && preemptible(j) &&
-            try_start(j, now, nullptr, true)) {
+        if (jobs_[size_t(j)].eligible_at > now) {
+            ++it;
+            continue;
+        }
+        ++seen;
+        if (t_.jobs[size_t(j)].nodes <= most && preemptible(j) && try_start(j, now, nullptr, true)) {
             it = queue_.erase(it);
             most = room();
             continue;

@@ -93,12 +93,15 @@ struct SimParams {
     // Slurm's queue: FIFO by submit time, the first `lookahead` eligible
     // jobs tried at every event (every policy alike).
     int lookahead = 8;
-    // nvlslice: after them, every other waiting job that may borrow spares
-    // and fits whole in one rack's idle kept spares starts there, as the
-    // helper tries every waiting job each cycle (cycle.cpp) and lends
-    // spares first (place_or_borrow). Spares are kept from non-preemptible
-    // work, so this never takes a node a job ahead of it could use.
-    bool lend_whole_queue = true;
+    // nvlslice: after them, every other of the first `lend_depth` eligible
+    // waiting jobs that may borrow spares and fits whole in one rack's idle
+    // kept spares starts there (0: none). The helper tries every waiting
+    // job each cycle (cycle.cpp) and lends spares first (place_or_borrow),
+    // but Slurm starts the job it pins only when its scheduler reaches it:
+    // the main scheduler stops in a partition at the first job that does
+    // not fit, backfill tests the first bf_max_job_test jobs (500 by
+    // default, backfill.c).
+    int lend_depth = 500;
     uint64_t seed = 1;
     // Called with each decision of the nvlslice policy (none: not recorded).
     std::function<void(const SimDecision&)> on_decision;

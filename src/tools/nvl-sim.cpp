@@ -44,9 +44,10 @@ Slurm's policies bring a failed job back by its plain requeue
                        counts the work since their last checkpoint (on)
   --lookahead N        Slurm's queue: the first N waiting jobs are tried at
                        every event, by every policy (8)
-  --lend-whole-queue on|off  nvlslice: every other waiting job that may
-                       borrow spares starts on idle kept spares it fits in,
-                       as the helper tries every waiting job (on)
+  --lend-depth N        nvlslice: after the look-ahead, any of the first N
+                       waiting jobs that may borrow spares starts on idle
+                       kept spares it fits in (the helper tries every job;
+                       Slurm's backfill reaches bf_max_job_test, 500); 0: none
   --seed S | --seeds A-B|A,B,..   trace seed(s) (1); with several, the mean
                        and the min-max of each policy's goodput
   --csv FILE           the table as CSV     --svg FILE  a chart     --json
@@ -169,7 +170,7 @@ static int trace_main(int argc, char** argv) {
                     {"defrag-repairs", true},
                     {"checkpoint-every", true},
                     {"lookahead", true},
-                    {"lend-whole-queue", true},
+                    {"lend-depth", true},
                     {"seed", true},
                     {"seeds", true},
                     {"csv", true},
@@ -206,7 +207,7 @@ static int trace_main(int argc, char** argv) {
     on_off("defrag", p.defrag);
     on_off("defrag-repairs", p.defrag_repairs);
     on_off("checkpoint-every", p.checkpoint_known);
-    on_off("lend-whole-queue", p.lend_whole_queue);
+    p.lend_depth = int(o.integer("lend-depth", 500, 0, 100000000));
     p.lookahead = int(o.integer("lookahead", 8, 1, 1000000));
     p.defrag_after_s = int(o.integer("defrag-after", -1, -1, 100000000));
     p.defrag_interval_s = int(o.integer("defrag-interval", -1, -1, 100000000));
@@ -352,17 +353,18 @@ static int trace_main(int argc, char** argv) {
             scen += fmt::format("{}{{\"mtbf_days\":{},\"policies\":[{}]}}", scen.empty() ? "" : ",", mtbfs[m], items);
         }
         fmt::print("{{\"days\":{},\"seeds\":{},\"restart_hours\":{},\"requeue_delay_s\":{},\"lend_spares\":\"{}\","
-                   "\"lookahead\":{},\"lend_whole_queue\":{},\"seconds\":{:.2f},\"scenarios\":[{}]}}\n",
+                   "\"lookahead\":{},\"lend_depth\":{},\"seconds\":{:.2f},\"scenarios\":[{}]}}\n",
                    p.days, seeds.size(), p.restart_hours, p.requeue_delay_s, to_string(p.lend), p.lookahead,
-                   p.lend_whole_queue, secs, scen);
+                   p.lend_depth, secs, scen);
         return 0;
     }
     fmt::print("trace: {} racks x {} nodes, {} days, load {}, {:.0f}% checkpointable (every {} h, {}), restart delay "
                "{} h, spares lent to {} work{}, look-ahead {}, {} seed(s) {}{}\n",
                p.racks, p.nodes_per_rack, p.days, p.load, p.checkpointable * 100, p.checkpoint_hours,
                p.checkpoint_known ? "said by the jobs" : "not said", p.restart_hours, to_string(p.lend),
-               p.lend_whole_queue && p.lend != LendScope::None ? " from the whole queue" : "", p.lookahead,
-               seeds.size(), seeds.front(), seeds.size() > 1 ? fmt::format("-{}", seeds.back()) : "");
+               p.lend_depth > 0 && p.lend != LendScope::None ? fmt::format(" from the first {} waiting", p.lend_depth)
+                                                             : std::string(),
+               p.lookahead, seeds.size(), seeds.front(), seeds.size() > 1 ? fmt::format("-{}", seeds.back()) : "");
     for (size_t m = 0; m < mtbfs.size(); ++m) {
         const auto& rs = table[m];
         fmt::print("\nMTBF {} days per node{}\n", mtbfs[m],

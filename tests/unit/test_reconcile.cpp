@@ -1251,20 +1251,20 @@ TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares;
     CHECK_FALSE(find(bo, ActionKind::Pin));
     // requeued (it yielded to defragmentation): Slurm would wait out its
     // credential lifetime; the helper lets it start in the next second
-    auto yielded = [](World& w, int slice) -> SlurmJob& {
-        w.cfg.hand_off = HandOff::Native;
-        w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
-        SlurmJob& j = add_native_job(w, 9, slice, 1, true);
+    auto yielded = [](World& in, int slice) -> SlurmJob& {
+        in.cfg.hand_off = HandOff::Native;
+        in.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+        SlurmJob& j = add_native_job(in, 9, slice, 1, true);
         j.restarts = 1;
-        j.begin_time = w.now + 121;
+        j.begin_time = in.now + 121;
         j.admin_comment =
             fmt::format("nvlslice/1 yielded slice={} repairs=0 moves=0 reason=requeued by defragmentation", slice);
         return j;
     };
-    auto starts_next_second = [](const World& w, const CycleOutput& out) {
-        REQUIRE(find(out, ActionKind::Exclude));
-        CHECK(find<action::Exclude>(out)->nodes.empty());
-        CHECK(find<action::Exclude>(out)->start_at == w.now + 1);
+    auto starts_next_second = [](const World& in, const CycleOutput& o) {
+        REQUIRE(find(o, ActionKind::Exclude));
+        CHECK(find<action::Exclude>(o)->nodes.empty());
+        CHECK(find<action::Exclude>(o)->start_at == in.now + 1);
     };
     World y(2);
     yielded(y, 16); // a slice: Slurm places it (smaller work is lent)

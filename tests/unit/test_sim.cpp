@@ -229,12 +229,20 @@ TEST_CASE("spares go to borrowers anywhere in the queue, and only the spares", "
         REQUIRE(started.count(id));
         CHECK(started[id].hours >= 10); // never on the spares
     }
-    // the helper's rule off: the borrower waits behind the look-ahead
+    // the spare pass off, or not deep enough to reach it (8 eligible jobs
+    // ahead of it): it waits behind the look-ahead
+    for (int depth : {0, 8}) {
+        started.clear();
+        p.lend_depth = depth;
+        run_trace(p, t);
+        REQUIRE(started.count(11));
+        CHECK(started[11].hours >= 10);
+    }
     started.clear();
-    p.lend_whole_queue = false;
+    p.lend_depth = 9; // reaches it
     run_trace(p, t);
-    REQUIRE(started.count(11));
-    CHECK(started[11].hours >= 10);
+    CHECK(started[11].hours == Approx(0.2));
+    p.lend_depth = 0;
     // a look-ahead deep enough reaches it without the spare pass
     started.clear();
     p.lookahead = 9;
@@ -242,4 +250,35 @@ TEST_CASE("spares go to borrowers anywhere in the queue, and only the spares", "
     CHECK(started[11].hours == Approx(0.2));
     p.lookahead = 0;
     CHECK_THROWS_WITH(run_trace(p, t), Catch::Contains("look-ahead >= 1"));
+}
+
+TEST_CASE("the spare pass takes spares only, never a rack's slice room", "[sim][quick]") {
+    // 2 racks: a 16-node job on rack 1, rack 2 idle. Eight 32-node jobs
+    // that cannot start fill the look-ahead; behind them a checkpointable
+    // 3-node job (it would fit in rack 2's slice room, but in no rack's 2
+    // idle kept spares) and a checkpointable 2-node job (it fits on spares).
+    SimParams p;
+    p.racks = 2;
+    p.days = 2;
+    p.defrag = false;
+    Trace t;
+    t.jobs = {{0.0, 16, 10, false}};
+    for (int i = 0; i < 8; ++i) t.jobs.push_back({0.1 + i * 0.01, 32, 1, false});
+    t.jobs.push_back({0.2, 3, 1, true}); // id 10
+    t.jobs.push_back({0.3, 2, 1, true}); // id 11
+    std::map<JobId, SimDecision> started;
+    p.on_decision = [&](const SimDecision& d) {
+        if (d.kind == SimDecision::Start && !started.count(d.job)) started[d.job] = d;
+    };
+    run_trace(p, t);
+    REQUIRE(started.count(11));
+    CHECK(started[11].hours == Approx(0.3));
+    CHECK(started[11].lent);
+    REQUIRE(started.count(10));
+    CHECK(started[10].hours >= 0.3 + 1e-9); // not at its arrival: the slice room is not lent
+    // with a look-ahead that reaches it, it starts at once in rack 2's room
+    started.clear();
+    p.lookahead = 9;
+    run_trace(p, t);
+    CHECK(started[10].hours == Approx(0.2));
 }
