@@ -4,7 +4,7 @@
 #   tests/cluster/run.sh BUILD_DIR
 # Stops the cluster afterwards unless NVL_KEEP_CLUSTER=1. NVL_TESTS="test_rules"
 # runs only the scripts named (test_plugin, test_native, test_helper,
-# test_rules, test_load, test_accounting; bench_failure and replay run
+# test_rules, test_load, test_accounting; bench_failure, replay and lend_depth run
 # only when named). NVL_ACCOUNTING=1 runs every script
 # with real accounting (cluster.sh); NVL_ACCOUNTING=after runs them without,
 # then starts the cluster again with accounting for test_accounting.
@@ -223,6 +223,12 @@ esac
 case " ${NVL_TESTS:-} " in *" replay "*)
     [ "${NVL_ACCOUNTING:-0}" = 1 ] || { "$HERE/cluster.sh" helper >/dev/null 2>&1 || true; }
     run_test "$HERE/replay.sh" ;;
+esac
+# Only when named (NVL_TESTS="lend_depth"): whether Slurm starts a
+# borrower the helper lends a spare to from behind 600 waiting jobs, 1 minute
+case " ${NVL_TESTS:-} " in *" lend_depth "*)
+    [ "${NVL_ACCOUNTING:-0}" = 1 ] || { "$HERE/cluster.sh" helper >/dev/null 2>&1 || true; }
+    run_test "$HERE/lend_depth.sh" ;;
 esac
 "$HERE/cluster.sh" kill-helper
 [ "${NVL_KEEP_CLUSTER:-0}" = 1 ] || "$HERE/cluster.sh" down >/dev/null

@@ -1,0 +1,37 @@
+#!/bin/bash
+# Lending from deep in the queue (run only when named: NVL_TESTS=lend_depth
+# tests/cluster/run.sh): a checkpointable job behind N waiting jobs that may
+# not borrow spares, at a lower priority than all of them. The helper lends
+# it a spare wherever it waits; whether Slurm starts it is what this
+# measures (its backfill tests the first bf_max_job_test jobs, 500 by
+# default; its main scheduler stops in a partition at the first job that
+# does not fit, but not at a job waiting for a license, as gated jobs do).
+# doc/figures.txt reports what it found.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+N=${NVL_DEPTH_N:-600}
+nodes_of() { squeue -h -j "$1" -o %N 2>/dev/null; }
+echo "# lend_depth: mode $(nvl_mode), $N jobs ahead"
+cleanup
+sbatch -Q -N 16 --nvl-slice=16 -J fillA --wrap 'sleep 1200' >/dev/null
+sbatch -Q -N 16 --nvl-slice=16 -J fillB --wrap 'sleep 1200' >/dev/null
+wait_for 30 bash -c '[ "$(squeue -h -t R -o %i | wc -l)" = 2 ]'
+check "two 16-node slice jobs run, one per rack: only the spares are free" \
+    [ "$(squeue -h -t R -o %N | sort | paste -sd' ')" = "nvl[0001-0016] nvl[0019-0034]" ]
+t0=$(now)
+for _ in $(seq "$N"); do sbatch -Q -N 1 --nvl-slice=1 -J ahead --wrap 'sleep 60' >/dev/null; done
+echo "# lend_depth: $N jobs submitted in $(secs "$t0" "$(now)") s"
+wait_for 30 bash -c "[ \"\$(squeue -h -t PD -o %i | wc -l)\" = $N ]"
+echo "# lend_depth: the jobs ahead: priority $(squeue -h -t PD -o %Q | sort -n | uniq -c | paste -sd' '), reason $(squeue -h -t PD -o %r | sort | uniq -c | paste -sd' ')"
+L=$(sbatch --parsable -N 1 --nvl-slice=1 --nvl-checkpointable --requeue --nice=500 -J deep --wrap 'sleep 300')
+t0=$(now)
+if wait_for 180 bash -c "[ \"\$(squeue -h -j $L -o %T)\" = RUNNING ]"; then
+    echo "# measured: a borrower behind $N jobs, priority $(job_field "$L" Priority): running after $(secs "$t0" "$(now)") s on $(nodes_of "$L")"
+    ok "the borrower runs on a lent spare: $(nodes_of "$L") $(record "$L" | grep -o 'lent=1')"
+else
+    not_ok "the borrower behind $N jobs did not start in 180 s: $(squeue -h -j "$L" -o '%T %r') record: $(record "$L")"
+fi
+check "none of the jobs ahead took a spare" [ "$(squeue -h -t R -n ahead -o %i | wc -l)" = 0 ]
+cleanup
+summary lend_depth
