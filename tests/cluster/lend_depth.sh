@@ -34,4 +34,4 @@ else
 fi
 check "none of the jobs ahead took a spare" [ "$(squeue -h -t R -n ahead -o %i | wc -l)" = 0 ]
 cleanup
-summary lend_depth
+summary lending
