@@ -225,7 +225,7 @@ case " ${NVL_TESTS:-} " in *" replay "*)
     run_test "$HERE/replay.sh" ;;
 esac
 # Only when named (NVL_TESTS="lend_depth"): whether Slurm starts a
-# borrower the helper lends a spare to from behind 600 waiting jobs, 1 minute
+# borrower the helper lends a spare to from behind 600 waiting jobs, 1-4 minutes
 case " ${NVL_TESTS:-} " in *" lend_depth "*)
     [ "${NVL_ACCOUNTING:-0}" = 1 ] || { "$HERE/cluster.sh" helper >/dev/null 2>&1 || true; }
     run_test "$HERE/lend_depth.sh" ;;
