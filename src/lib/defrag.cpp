@@ -112,10 +112,7 @@ PlacementResult place_or_borrow(const Snapshot& snap, SliceRequest req, bool may
         NodeSet on_spares;
         for (DomainId d = 0; n > 0 && d < map.domains().size(); ++d) {
             const Domain& dom = map.domain(d);
-            const DomainCounts& c = snap.counts(d);
-            const int kept = kept_spares(dom, c);
-            const int idle_kept = std::min(c.free, kept - std::min(c.lent, kept));
-            if (idle_kept < n) continue;
+            if (idle_kept_spares(dom, snap.counts(d)) < n) continue;
             if (on_spares.unsized()) on_spares = NodeSet(map.node_count());
             for (NodeId id : dom.nodes)
                 if (req.allowed.unsized() || req.allowed.contains(id)) on_spares.insert(id);

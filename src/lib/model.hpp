@@ -175,6 +175,15 @@ inline int domain_room(const Domain& dom, const DomainCounts& c, bool use_spares
     return c.free + (c.lent < kept ? c.lent : kept) - kept;
 }
 
+// Kept spares of a domain that are idle, not lent out: what a borrower may
+// take there (none in a degraded domain, which hosts nothing).
+inline int idle_kept_spares(const Domain& dom, const DomainCounts& c) {
+    if (c.degraded) return 0;
+    const int kept = kept_spares(dom, c);
+    const int unlent = kept - (c.lent < kept ? c.lent : kept);
+    return c.free < unlent ? c.free : unlent;
+}
+
 class Snapshot {
   public:
     // Every node starts Idle. The map must outlive the snapshot.

@@ -330,12 +330,8 @@ void Sim::schedule(double now) {
 void Sim::lend_spares(double now) {
     auto room = [&] { // the most idle kept spares of one rack (place_or_borrow's test)
         int most = 0;
-        for (DomainId d = 0; d < map_.domains().size(); ++d) {
-            const DomainCounts& c = snap_.counts(d);
-            if (c.degraded) continue;
-            const int kept = kept_spares(map_.domain(d), c);
-            most = std::max(most, std::min(c.free, kept - std::min(c.lent, kept)));
-        }
+        for (DomainId d = 0; d < map_.domains().size(); ++d)
+            most = std::max(most, idle_kept_spares(map_.domain(d), snap_.counts(d)));
         return most;
     };
     int most = room(), seen = 0;
