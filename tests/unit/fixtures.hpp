@@ -5,10 +5,12 @@
 #include "hostlist.hpp"
 #include "model.hpp"
 #include "reconcile.hpp"
+#include "sim.hpp"
 #include "slice_job.hpp"
 
 #include <fmt/format.h>
 
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -77,6 +79,17 @@ inline SlurmJob slice_job(JobId id, int slice, int count, bool ckpt, int64_t now
     j.num_nodes = t.nodes;
     j.submit_time = now - age;
     return j;
+}
+
+// The first start of every job under the simulator's nvlslice policy on
+// trace `t`, by job id (trace index + 1).
+inline std::map<JobId, SimDecision> first_starts(SimParams p, const Trace& t) {
+    std::map<JobId, SimDecision> out;
+    p.on_decision = [&](const SimDecision& d) {
+        if (d.kind == SimDecision::Start) out.emplace(d.job, d);
+    };
+    run_trace(p, t);
+    return out;
 }
 
 } // namespace nvl::test

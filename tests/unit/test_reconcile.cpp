@@ -1720,10 +1720,8 @@ TEST_CASE("one policy: spares go to a borrower behind any number of jobs that ca
     t.jobs = {{0.0, 16, 10, false}, {0.01, 16, 10, false}};
     for (int i = 0; i < 10; ++i) t.jobs.push_back({0.1 + i * 0.01, 1, 1, false});
     t.jobs.push_back({0.3, 1, 1, true});
-    bool lent_at_once = false;
-    p.on_decision = [&](const SimDecision& d) {
-        if (d.kind == SimDecision::Start && d.job == 13) lent_at_once = d.lent && d.hours == Approx(0.3);
-    };
-    run_trace(p, t);
-    CHECK(lent_at_once);
+    const auto started = first_starts(p, t);
+    REQUIRE(started.count(13));
+    CHECK(started.at(13).lent);
+    CHECK(started.at(13).hours == Approx(0.3));
 }

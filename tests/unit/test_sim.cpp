@@ -1,11 +1,11 @@
 #include "error.hpp"
+#include "fixtures.hpp"
 #include "sim.hpp"
 
 #include "catch.hpp"
 
-#include <map>
-
 using namespace nvl;
+using nvl::test::first_starts;
 
 namespace {
 // a C string, not a std::string: no temporary for the returned reference to
@@ -215,39 +215,34 @@ TEST_CASE("spares go to borrowers anywhere in the queue, and only the spares", "
     for (int i = 0; i < 8; ++i) t.jobs.push_back({0.1 + i * 0.01, 1, 1, false});
     t.jobs.push_back({0.2, 1, 1, true}); // id 11
     t.jobs.push_back({0.3, 4, 1, true}); // id 12
-    std::map<JobId, SimDecision> started;
-    p.on_decision = [&](const SimDecision& d) {
-        if (d.kind == SimDecision::Start && !started.count(d.job)) started[d.job] = d;
-    };
-    run_trace(p, t);
+    auto started = first_starts(p, t);
     REQUIRE(started.count(11));
-    CHECK(started[11].hours == Approx(0.2)); // at once, beyond the look-ahead of 8
-    CHECK(started[11].lent);
+    CHECK(started.at(11).hours == Approx(0.2)); // at once, beyond the look-ahead of 8
+    CHECK(started.at(11).lent);
     REQUIRE(started.count(12));
-    CHECK(started[12].hours >= 10); // no spares fit it: it waits for the slices to end
+    CHECK(started.at(12).hours >= 10); // no spares fit it: it waits for the slices to end
     for (JobId id = 3; id <= 10; ++id) {
         REQUIRE(started.count(id));
-        CHECK(started[id].hours >= 10); // never on the spares
+        CHECK(started.at(id).hours >= 10); // never on the spares
     }
     // the spare pass off, or not deep enough to reach it (8 eligible jobs
     // ahead of it): it waits behind the look-ahead
     for (int depth : {0, 8}) {
-        started.clear();
         p.lend_depth = depth;
-        run_trace(p, t);
+        started = first_starts(p, t);
         REQUIRE(started.count(11));
-        CHECK(started[11].hours >= 10);
+        CHECK(started.at(11).hours >= 10);
     }
-    started.clear();
     p.lend_depth = 9; // reaches it
-    run_trace(p, t);
-    CHECK(started[11].hours == Approx(0.2));
+    started = first_starts(p, t);
+    REQUIRE(started.count(11));
+    CHECK(started.at(11).hours == Approx(0.2));
     p.lend_depth = 0;
     // a look-ahead deep enough reaches it without the spare pass
-    started.clear();
     p.lookahead = 9;
-    run_trace(p, t);
-    CHECK(started[11].hours == Approx(0.2));
+    started = first_starts(p, t);
+    REQUIRE(started.count(11));
+    CHECK(started.at(11).hours == Approx(0.2));
     p.lookahead = 0;
     CHECK_THROWS_WITH(run_trace(p, t), Catch::Contains("look-ahead >= 1"));
 }
@@ -266,19 +261,15 @@ TEST_CASE("the spare pass takes spares only, never a rack's slice room", "[sim][
     for (int i = 0; i < 8; ++i) t.jobs.push_back({0.1 + i * 0.01, 32, 1, false});
     t.jobs.push_back({0.2, 3, 1, true}); // id 10
     t.jobs.push_back({0.3, 2, 1, true}); // id 11
-    std::map<JobId, SimDecision> started;
-    p.on_decision = [&](const SimDecision& d) {
-        if (d.kind == SimDecision::Start && !started.count(d.job)) started[d.job] = d;
-    };
-    run_trace(p, t);
+    auto started = first_starts(p, t);
     REQUIRE(started.count(11));
-    CHECK(started[11].hours == Approx(0.3));
-    CHECK(started[11].lent);
+    CHECK(started.at(11).hours == Approx(0.3));
+    CHECK(started.at(11).lent);
     REQUIRE(started.count(10));
-    CHECK(started[10].hours >= 0.3 + 1e-9); // not at its arrival: the slice room is not lent
+    CHECK(started.at(10).hours >= 0.3 + 1e-9); // not at its arrival: the slice room is not lent
     // with a look-ahead that reaches it, it starts at once in rack 2's room
-    started.clear();
     p.lookahead = 9;
-    run_trace(p, t);
-    CHECK(started[10].hours == Approx(0.2));
+    started = first_starts(p, t);
+    REQUIRE(started.count(10));
+    CHECK(started.at(10).hours == Approx(0.2));
 }
