@@ -11,7 +11,6 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 N=${NVL_DEPTH_N:-600}
-nodes_of() { squeue -h -j "$1" -o %N 2>/dev/null; }
 echo "# lend_depth: mode $(nvl_mode), $N jobs ahead"
 cleanup
 sbatch -Q -N 16 --nvl-slice=16 -J fillA --wrap 'sleep 1200' >/dev/null

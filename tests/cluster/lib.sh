@@ -78,6 +78,7 @@ nvl_mode() {
 
 # A job's state as squeue prints it ("" once it has left).
 state() { squeue -h -j "$1" -o %T 2>/dev/null; }
+nodes_of() { squeue -h -j "$1" -o %N 2>/dev/null; }
 
 # A slice job's placement record (admin_comment) and the spare reservation.
 record() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p' | sed 's/ *$//'; }

@@ -11,7 +11,6 @@ OUT=$(mktemp -d)
 cd "$OUT"
 LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
 
-nodes_of() { squeue -h -j "$1" -o %N 2>/dev/null; }
 running_on() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ] && [ "$(nodes_of "$1")" = "$2" ]; }
 # running JOB without NODE: state and nodes from one squeue call (two calls
 # could see RUNNING, then the empty node list of the job just requeued)
