@@ -121,6 +121,23 @@ struct AllowRequeue {
     void run(ClusterApi& api, JobId job, const Names&) const { api.allow_requeue(job); }
 };
 
+// Native mode: the job waits for its lent spare(s) in a reservation of its
+// own (cluster_api.hpp, lend_nodes).
+struct Lend {
+    static constexpr const char* name = "lend";
+    std::string nodes;
+    uint32_t user_id = 0;
+    std::string reservation;
+    void run(ClusterApi& api, JobId job, const Names&) const { api.lend_nodes(job, user_id, reservation, nodes); }
+};
+// Its end: the job (0: none) leaves the reservation, which is deleted.
+struct EndLend {
+    static constexpr const char* name = "end-lend";
+    std::string reservation;
+    void run(ClusterApi& api, JobId job, const Names&) const { api.end_lend(job, reservation); }
+    std::string key() const { return std::string(name) + " " + reservation; }
+};
+
 } // namespace action
 
 // In Payload's order.
@@ -139,13 +156,15 @@ enum class ActionKind {
     Gate,
     Exclude,
     NodeDown,
-    AllowRequeue
+    AllowRequeue,
+    Lend,
+    EndLend
 };
 
 using ActionPayload =
     std::variant<action::Hold, action::Pin, action::PinOnly, action::Release, action::RequeueHold, action::Requeue,
                  action::SetRecord, action::SetReservation, action::SetWeight, action::SetLicenses, action::Protect,
-                 action::Gate, action::Exclude, action::NodeDown, action::AllowRequeue>;
+                 action::Gate, action::Exclude, action::NodeDown, action::AllowRequeue, action::Lend, action::EndLend>;
 
 namespace detail {
 template <class T, class = void> struct HasNodes : std::false_type {};
@@ -167,8 +186,8 @@ template <class T, size_t I = 0> constexpr ActionKind kind_of() {
     else
         return kind_of<T, I + 1>();
 }
-static_assert(kind_of<action::AllowRequeue>() == ActionKind::AllowRequeue, "ActionKind follows ActionPayload");
-static_assert(size_t(ActionKind::AllowRequeue) + 1 == std::variant_size_v<ActionPayload>, "one ActionKind per payload");
+static_assert(kind_of<action::EndLend>() == ActionKind::EndLend, "ActionKind follows ActionPayload");
+static_assert(size_t(ActionKind::EndLend) + 1 == std::variant_size_v<ActionPayload>, "one ActionKind per payload");
 
 inline const char* to_string(ActionKind k) {
     static constexpr auto names = detail::kind_names(std::make_index_sequence<std::variant_size_v<ActionPayload>>{});

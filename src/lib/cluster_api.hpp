@@ -54,6 +54,7 @@ struct SlurmJob {
     uint32_t assoc_id = 0;
     uint32_t user_id = 0;
     std::string qos;
+    std::string reservation; // the reservation it runs or waits in ("" = none)
 };
 
 struct Reservation {
@@ -102,6 +103,16 @@ class ClusterApi {
     // that would still run then (Slurm's own rule).
     virtual void set_reservation(const std::string& name, const std::string& nodes, int64_t start_at = 0,
                                  int64_t end_at = 0) = 0;
+    // Native mode's lending: a reservation `name` on `nodes` (a spare) for
+    // the job's owner alone (OVERLAP: made while the spare reservation
+    // still holds the nodes, which leave it next), and the job moved into
+    // it. Until the job starts there, no other job may take the nodes,
+    // and Slurm's scheduler tests it apart from its partition's queue.
+    // An existing reservation of that name is given these nodes.
+    virtual void lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& nodes) = 0;
+    // Ends it: job `id` (0: none) leaves the reservation (Reservation=""),
+    // then the reservation is deleted; one already gone is no error.
+    virtual void end_lend(JobId id, const std::string& name) = 0;
     // Creates, if missing, the license-only reservation that holds every
     // `license` for root, so that jobs requesting it wait (Reason=Licenses)
     // with their priority computed, until the helper takes it off them.

@@ -255,6 +255,7 @@ CycleOutput Cycle::run() {
     // Native mode: Slurm's backfill protects its top job and the block
     // plugin packs small jobs; the helper does neither.
     if (cfg_.hand_off != HandOff::Native) protect_top();
+    keep_lends();
     keep_spares();
     if (cfg_.hand_off != HandOff::Native) keep_weights();
     keep_gate();

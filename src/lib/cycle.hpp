@@ -53,8 +53,9 @@ class Cycle {
     Cycle(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now, int64_t mono,
           HelperMemory& mem)
         : map_(map), nodes_(view.nodes), jobs_(view.jobs), spares_(view.spares), gate_(view.gate),
-          protection_(view.protection), limits_(view.limits), cfg_(cfg), now_(now), mono_(mono), mem_(mem),
-          obs_(observe(map, view, cfg.lend, compiled(mem, cfg).drain, mem.patterns.rack)), snap_(obs_.snap) {}
+          protection_(view.protection), limits_(view.limits), lends_(view.lends), cfg_(cfg), now_(now), mono_(mono),
+          mem_(mem), obs_(observe(map, view, cfg.lend, compiled(mem, cfg).drain, mem.patterns.rack)), snap_(obs_.snap) {
+    }
 
     CycleOutput run();
 
@@ -180,6 +181,10 @@ class Cycle {
     // record and the stats, give lent spares back, log each changed slice.
     void begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count, const char* label);
     void keep_spares();
+    // Native mode's lend reservations: each stays while its job waits,
+    // pinned, for the spare in it, and ends once the job runs there (it
+    // keeps the node), no longer waits for it, or is gone.
+    void keep_lends();
     void keep_weights();
     // A job whose last action Slurm refused waits out its backoff: true
     // while it does (its record says why, once).
@@ -283,7 +288,8 @@ class Cycle {
     const std::optional<Reservation>& spares_;
     const std::optional<Reservation>& gate_;
     const std::optional<Reservation>& protection_;
-    const AcctLimits* limits_; // Slurm's accounting limits, when loaded
+    const AcctLimits* limits_;              // Slurm's accounting limits, when loaded
+    const std::vector<Reservation>* lends_; // native mode's lend reservations, when loaded
     // Slurm's own reason to hold the job back (its pending reason, its
     // begin time, the accounting limits it tests only when it places), or
     // nullopt. Every update of a pending job (the record written, by the

@@ -1,4 +1,4 @@
-// Cluster-wide upkeep: the spare reservation, node weights, the gate.
+// Cluster-wide upkeep: the spare and lend reservations, node weights, the gate.
 #include "cycle.hpp"
 
 #include "upkeep.hpp"
@@ -15,6 +15,39 @@ void Cycle::keep_spares() {
     // reservation update (slurmctld may take seconds over one).
     act({0, action::SetReservation{*list}});
     log(fmt::format("spares: reservation {} = {}", cfg_.reservation, list->empty() ? "(none)" : *list));
+}
+
+void Cycle::keep_lends() {
+    if (!lends_ || lends_->empty()) return;
+    std::unordered_map<JobId, const SlurmJob*> by_id; // a few lends, many jobs: one pass
+    for (const Reservation& r : *lends_)
+        if (JobId id = cfg_.lend_job(r.name)) by_id.emplace(id, nullptr);
+    for (const SlurmJob& j : jobs_)
+        if (auto it = by_id.find(j.id); it != by_id.end()) it->second = &j;
+    for (const Reservation& r : *lends_) {
+        const JobId id = cfg_.lend_job(r.name);
+        if (!id || did(id, ActionKind::Lend)) continue; // not one; made again in this cycle
+        const SlurmJob* j = by_id[id];
+        const bool in = j && j->reservation == r.name;
+        // Slurm refuses both steps while the job completes (it still uses
+        // the reservation): the next cycle
+        if (j && j->state == JobState::Completing) continue;
+        if (in && j->state == JobState::Pending) {
+            // still pinned there: the nodes this cycle's snapshot gives it
+            bool waits = !r.nodes.empty();
+            for (const auto& n : hostlist_expand(r.nodes)) {
+                auto node = map_.find_node(n);
+                waits = waits && node && snap_.node(*node).job_id == id;
+            }
+            if (waits) continue;
+        }
+        act({in ? id : 0, action::EndLend{r.name}});
+        log(id, fmt::format("lend reservation {} ({}) ended: {}", r.name, r.nodes,
+                            !j                              ? "the job is gone"
+                            : !in                           ? "the job is not in it"
+                            : j->state == JobState::Pending ? "the job no longer waits for it"
+                                                            : "the job runs there and keeps the node"));
+    }
 }
 
 void Cycle::keep_weights() {

@@ -181,7 +181,9 @@ bool Cycle::place_job(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
     if (!top_) top_ = j.id; // the first job placement is tried for: the top priority
     PlaceLimits limits;
-    limits.may_lend = may_borrow_spares({sj.tag.checkpointable, j.requeue, j.batch, sj.tag.nodes}, cfg_.lend);
+    // (a job in a reservation of its own runs on that reservation's nodes)
+    limits.may_lend = may_borrow_spares({sj.tag.checkpointable, j.requeue, j.batch, sj.tag.nodes}, cfg_.lend) &&
+                      (j.reservation.empty() || cfg_.lend_job(j.reservation) == j.id);
     // Racks protected for the top-priority job: others may use them only
     // if they end before its expected start (as Slurm's backfill allows).
     if (kept_from_protection(j, top_ == j.id, obs_.unprotected, protection_, now_)) {
@@ -254,6 +256,15 @@ bool Cycle::place_job(const SliceJob& sj) {
                           d.on_spares ? " (a lent spare)"
                           : rec.lent  ? " (lent work: it stands in for the rack's spares)"
                                       : ""));
+    if (native(sj) && d.on_spares) {
+        // Slurm may not start it at once (jobs ahead of it, its scheduler's
+        // pace): the spare waits for it in a reservation of its own, which
+        // no job ahead may take and which Slurm's scheduler tests apart
+        // from the partition's queue (job_scheduler.c). Made before the
+        // spare leaves the spare reservation (OVERLAP), so it is never free.
+        act({j.id, action::Lend{hl(r.placement.nodes()), j.user_id, cfg_.lend_name(j.id)}});
+        log(j.id, fmt::format("its spare(s) wait for it in the reservation {}", cfg_.lend_name(j.id)));
+    }
     pin_and_release(sj, r.placement, rec, false);
     return true;
 }

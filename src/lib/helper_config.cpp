@@ -117,6 +117,13 @@ const Key kKeys[] = {
     {"gate_reservation", [](D& d, K k, N v, S& s) { s.reconcile.gate_reservation = d.scalar(v, k); }},
     {"protect", [](D& d, K k, N v, S& s) { s.reconcile.protect = d.boolean(v, k); }},
     {"protect_reservation", [](D& d, K k, N v, S& s) { s.reconcile.protect_reservation = d.scalar(v, k); }},
+    {"lend_reservation",
+     [](D& d, K k, N v, S& s) {
+         s.reconcile.lend_reservation = d.scalar(v, k);
+         if (s.reconcile.lend_reservation.empty())
+             d.fail(v, "\"lend_reservation\" is empty: give the prefix of the reservations that hold lent spares "
+                       "(default nvlslice_lend)");
+     }},
     {"mode",
      [](D& d, K k, N v, S& s) {
          s.reconcile.hand_off = checked(d, v, [&] { return parse_hand_off(d.scalar(v, k), "mode"); });

@@ -9,6 +9,19 @@
 
 namespace nvl {
 
+JobId HelperConfig::lend_job(const std::string& resv) const {
+    const size_t n = lend_reservation.size();
+    if (resv.size() <= n + 1 || resv.compare(0, n, lend_reservation) != 0 || resv[n] != '_') return 0;
+    JobId id = 0;
+    for (size_t i = n + 1; i < resv.size(); ++i) {
+        if (resv[i] < '0' || resv[i] > '9') return 0;
+        const JobId digit = JobId(resv[i] - '0');
+        if (id > (JobId(-1) - digit) / 10) return 0; // beyond a job id
+        id = id * 10 + digit;
+    }
+    return lend_name(id) == resv ? id : 0; // no leading zeros: one name per job
+}
+
 CycleOutput reconcile(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now,
                       HelperMemory& mem, int64_t mono) {
     return detail::Cycle(map, view, cfg, now, mono < 0 ? now : mono, mem).run();

@@ -68,6 +68,13 @@ struct HelperConfig {
     // Racks kept for the top-priority slice job that cannot start yet.
     std::string protect_reservation = "nvlslice_protect";
     bool protect = true;
+    // Native mode: a spare lent to a job that Slurm has not started yet
+    // waits for it in a reservation of its own, "<lend_reservation>_<job
+    // id>", for the job's owner, so that no job ahead of it takes it.
+    std::string lend_reservation = "nvlslice_lend";
+    std::string lend_name(JobId id) const { return lend_reservation + "_" + std::to_string(id); }
+    // The job a lend reservation was made for; 0: not one.
+    JobId lend_job(const std::string& resv) const;
     // Drains whose reason matches trigger a repair (ECMAScript regex searched
     // in the reason, case-insensitive);
     // empty = every drain. DOWN/FAIL always trigger one.
@@ -242,10 +249,11 @@ struct ApplyFailure {
 struct ClusterView {
     const std::vector<SlurmNode>& nodes;
     const std::vector<SlurmJob>& jobs;
-    const std::optional<Reservation>& spares;     // cfg.reservation
-    const std::optional<Reservation>& gate;       // cfg.gate_reservation
-    const std::optional<Reservation>& protection; // cfg.protect_reservation
-    const AcctLimits* limits = nullptr;           // Slurm's accounting limits (gate mode, when enforced)
+    const std::optional<Reservation>& spares;        // cfg.reservation
+    const std::optional<Reservation>& gate;          // cfg.gate_reservation
+    const std::optional<Reservation>& protection;    // cfg.protect_reservation
+    const AcctLimits* limits = nullptr;              // Slurm's accounting limits (gate mode, when enforced)
+    const std::vector<Reservation>* lends = nullptr; // those named cfg.lend_name(), native mode's lent spares
 };
 
 // `now`: the wall clock (epoch seconds), for what Slurm's own times are

@@ -373,9 +373,12 @@ int main(int argc, char** argv) {
             try {
                 auto nodes = slurm.load_nodes();
                 auto jobs = slurm.load_jobs();
-                // one request for the spare, gate and protection reservations
+                // one request for the spare, gate and protection reservations,
+                // and native mode's lend reservations
+                std::vector<Reservation> lends;
                 auto resvs = slurm.load_reservations(
-                    {s.reconcile.reservation, s.reconcile.gate_reservation, s.reconcile.protect_reservation});
+                    {s.reconcile.reservation, s.reconcile.gate_reservation, s.reconcile.protect_reservation},
+                    s.reconcile.lend_reservation, &lends);
                 // Slurm's accounting limits, when it enforces them and a
                 // slice job waits: the ones it tests only when it places a
                 // job are hidden behind the gate (Slurm 22.05), and a new
@@ -399,7 +402,7 @@ int main(int argc, char** argv) {
                 phases.load = since(t0);
                 auto t1 = std::chrono::steady_clock::now();
                 CycleOutput out =
-                    reconcile(map, {nodes, jobs, resvs[0], resvs[1], resvs[2], limits ? &*limits : nullptr},
+                    reconcile(map, {nodes, jobs, resvs[0], resvs[1], resvs[2], limits ? &*limits : nullptr, &lends},
                               s.reconcile, std::time(nullptr), mem, mono_seconds());
                 phases.decide = since(t1);
                 follow_up = out.follow_up;

@@ -14,6 +14,8 @@ extern "C" {
 #include <slurm/slurmdb.h>
 }
 
+#include <pwd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <ctime>
@@ -110,7 +112,9 @@ class SlurmClusterImpl final : public SlurmCluster {
     std::vector<SlurmNode> load_nodes() override;
     std::vector<SlurmJob> load_jobs() override;
     std::optional<Reservation> load_reservation(const std::string& name) override;
-    std::vector<std::optional<Reservation>> load_reservations(const std::vector<std::string>& names) override;
+    std::vector<std::optional<Reservation>> load_reservations(const std::vector<std::string>& names,
+                                                              const std::string& prefix,
+                                                              std::vector<Reservation>* prefixed) override;
     AcctLimits load_limits() override;
     void pin_job(JobId id, const std::string& nodes, int64_t start_at) override;
     void set_admin_comment(JobId id, const std::string& text) override;
@@ -123,6 +127,8 @@ class SlurmClusterImpl final : public SlurmCluster {
     void set_licenses(JobId id, const std::string& licenses) override;
     void set_reservation(const std::string& name, const std::string& nodes, int64_t start_at, int64_t end_at) override;
     void ensure_gate(const std::string& reservation, const std::string& license) override;
+    void lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& nodes) override;
+    void end_lend(JobId id, const std::string& name) override;
     void set_node_weight(const std::string& nodes, uint32_t weight) override;
     void set_node_down(const std::string& node, const std::string& reason) override;
 
@@ -227,6 +233,7 @@ std::vector<SlurmJob> SlurmClusterImpl::load_jobs() {
         r.assoc_id = j.assoc_id;
         r.user_id = j.user_id;
         r.qos = str(j.qos);
+        r.reservation = str(j.resv_name);
         out.push_back(std::move(r));
     }
     return out;
@@ -304,18 +311,25 @@ AcctLimits SlurmClusterImpl::load_limits() {
 }
 
 std::optional<Reservation> SlurmClusterImpl::load_reservation(const std::string& name) {
-    return load_reservations({name}).front();
+    return load_reservations({name}, "", nullptr).front();
 }
 
-std::vector<std::optional<Reservation>> SlurmClusterImpl::load_reservations(const std::vector<std::string>& names) {
+std::vector<std::optional<Reservation>> SlurmClusterImpl::load_reservations(const std::vector<std::string>& names,
+                                                                            const std::string& prefix,
+                                                                            std::vector<Reservation>* prefixed) {
     reserve_info_msg_t* msg = nullptr;
     if (slurm_load_reservations(0, &msg) != SLURM_SUCCESS) fail("loading reservations");
     std::vector<std::optional<Reservation>> out(names.size());
+    if (prefixed) prefixed->clear();
+    const std::string head = prefix + "_";
     for (uint32_t i = 0; i < msg->record_count; ++i) {
         const reserve_info_t& r = msg->reservation_array[i];
+        const std::string name = str(r.name);
         for (size_t k = 0; k < names.size(); ++k)
-            if (!names[k].empty() && names[k] == str(r.name))
+            if (!names[k].empty() && names[k] == name)
                 out[k] = Reservation{names[k], str(r.node_list), r.start_time, r.end_time};
+        if (prefixed && !prefix.empty() && name.compare(0, head.size(), head) == 0)
+            prefixed->push_back(Reservation{name, str(r.node_list), r.start_time, r.end_time});
     }
     slurm_free_reservation_info_msg(msg);
     return out;
@@ -431,6 +445,67 @@ void SlurmClusterImpl::set_reservation(const std::string& name, const std::strin
     // The name is allocated by libslurm's own allocator, which the public
     // headers give no way to free; one short string per creation.
     (void)created;
+}
+
+void SlurmClusterImpl::lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& nodes) {
+    // Reservations name users, not uids: the helper runs on the controller,
+    // which knows the cluster's users.
+    std::string user;
+    {
+        std::vector<char> buf(16384);
+        struct passwd pw {};
+        struct passwd* found = nullptr;
+        if (getpwuid_r(uid_t(user_id), &pw, buf.data(), buf.size(), &found) != 0 || !found)
+            throw Error(fmt::format("job {}: its owner (uid {}) is not known on this host: cannot make the lend "
+                                    "reservation {}",
+                                    id, user_id, name));
+        user = found->pw_name;
+    }
+    resv_desc_msg_t r;
+    slurm_init_resv_desc_msg(&r);
+    r.name = const_cast<char*>(name.c_str());
+    r.node_list = const_cast<char*>(nodes.c_str());
+    r.users = const_cast<char*>(user.c_str());
+    if (load_reservation(name)) {
+        // left by an earlier lend to this job (the helper stopped between
+        // the two steps): these nodes now
+        if (slurm_update_reservation(&r) != SLURM_SUCCESS)
+            fail(fmt::format("updating the lend reservation {} to {}", name, nodes));
+    } else {
+        r.start_time = time(nullptr);
+        r.duration = INFINITE;
+        // OVERLAP: made while the spare reservation still holds the nodes;
+        // NO_HOLD_JOBS_AFTER_END: should it ever end under the job, the job
+        // is not held for it
+        r.flags = RESERVE_FLAG_OVERLAP | RESERVE_FLAG_NO_HOLD_JOBS;
+        char* created = slurm_create_reservation(&r);
+        if (!created) fail(fmt::format("creating the lend reservation {} on {} for {}", name, nodes, user));
+        (void)created; // as in set_reservation
+    }
+    job_desc_msg_t d;
+    slurm_init_job_desc_msg(&d);
+    std::string id_str;
+    slurm_calls::set_update_job_id(d, id, id_str);
+    d.reservation = const_cast<char*>(name.c_str());
+    update(d, id, fmt::format("moving it into the lend reservation {}", name).c_str());
+}
+
+void SlurmClusterImpl::end_lend(JobId id, const std::string& name) {
+    if (id) {
+        job_desc_msg_t d;
+        slurm_init_job_desc_msg(&d);
+        std::string id_str;
+        slurm_calls::set_update_job_id(d, id, id_str);
+        d.reservation = const_cast<char*>("");
+        // a job that has just ended no longer holds the reservation
+        if (slurm_update_job(&d) != SLURM_SUCCESS && slurm_calls::last_error() != ESLURM_INVALID_JOB_ID &&
+            slurm_calls::last_error() != ESLURM_JOB_FINISHED)
+            fail(fmt::format("job {}: taking it out of the lend reservation {}", id, name));
+    }
+    reservation_name_msg_t m;
+    m.name = const_cast<char*>(name.c_str());
+    if (slurm_delete_reservation(&m) != SLURM_SUCCESS && slurm_calls::last_error() != ESLURM_RESERVATION_INVALID)
+        fail(fmt::format("deleting the lend reservation {}", name));
 }
 
 void SlurmClusterImpl::set_node_weight(const std::string& nodes, uint32_t weight) {

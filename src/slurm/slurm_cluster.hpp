@@ -19,7 +19,11 @@ class SlurmCluster : public ClusterApi {
     static std::unique_ptr<SlurmCluster> open();
     // Several reservations in one request, in the order of `names` ("" or
     // a missing one: nullopt).
-    virtual std::vector<std::optional<Reservation>> load_reservations(const std::vector<std::string>& names) = 0;
+    // With `prefixed`: also every reservation whose name starts with
+    // `prefix` + "_" (native mode's lend reservations), in the same request.
+    virtual std::vector<std::optional<Reservation>> load_reservations(const std::vector<std::string>& names,
+                                                                      const std::string& prefix = "",
+                                                                      std::vector<Reservation>* prefixed = nullptr) = 0;
     // Slurm's association and QOS limits with their use, as slurmctld's
     // association manager holds them (scontrol show assoc_mgr): one request.
     virtual AcctLimits load_limits() = 0;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "cluster_api.hpp"
+#include "reconcile.hpp"
 #include "error.hpp"
 #include "hostlist.hpp"
 
@@ -103,6 +104,29 @@ class FakeCluster : public ClusterApi {
             reservations[name].reset(); // as the adapter does: no nodes, no reservation
         else
             reservations[name] = Reservation{name, n, start_at, end_at};
+    }
+    // As slurmctld: the reservation (for the job's owner), then the job in
+    // it; ended, the job leaves it first (a reservation a job still uses is
+    // not deleted: ESLURM_RESERVATION_BUSY).
+    void lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& n) override {
+        call(fmt::format("lend {}", id), fmt::format(" {} {} {}", user_id, name, n));
+        reservations[name] = Reservation{name, n, now, 0};
+        job(id).reservation = name;
+    }
+    void end_lend(JobId id, const std::string& name) override {
+        call(fmt::format("end-lend {}", id), " " + name);
+        if (id) job(id).reservation.clear();
+        for (const auto& j : jobs)
+            if (j.reservation == name && j.state != JobState::Finished)
+                throw Error(fmt::format("Requested reservation is in use (job {})", j.id));
+        reservations.erase(name);
+    }
+    // The reservations named cfg.lend_name(), as nvlsliced loads them.
+    std::vector<Reservation> lends(const HelperConfig& cfg) const {
+        std::vector<Reservation> out;
+        for (const auto& [name, r] : reservations)
+            if (r && cfg.lend_job(name)) out.push_back(*r);
+        return out;
     }
     void ensure_gate(const std::string& reservation, const std::string& license) override {
         call("gate", fmt::format(" {} {}", reservation, license));

@@ -74,7 +74,8 @@ struct FakeWorld : FakeCluster {
         j.start_time = now;
     }
     CycleOutput cycle(const AcctLimits* limits = nullptr) {
-        return reconcile(map, {nodes, jobs, resv, gate, protection, limits}, cfg, now, mem, mono);
+        const std::vector<Reservation> lent = lends(cfg);
+        return reconcile(map, {nodes, jobs, resv, gate, protection, limits, &lent}, cfg, now, mem, mono);
     }
     // The cycle's actions applied through the ClusterApi, then noted in the
     // helper's memory, as nvlsliced does; every action must succeed.

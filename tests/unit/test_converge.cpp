@@ -89,6 +89,30 @@ class SlurmModel final : public ClusterApi {
         else
             resvs[name] = Reservation{name, n, start_at, end_at};
     }
+    void lend_nodes(JobId id, uint32_t, const std::string& name, const std::string& n) override {
+        tick("lend");
+        resvs[name] = Reservation{name, n};
+        find(id).reservation = name;
+    }
+    // as slurmctld: a reservation a job still uses (pending, running or
+    // completing) is not deleted
+    void end_lend(JobId id, const std::string& name) override {
+        tick("end-lend");
+        if (id) {
+            SlurmJob& j = find(id);
+            if (j.state == JobState::Completing) throw Error("Job is no longer pending nor running");
+            j.reservation.clear();
+        }
+        for (const auto& j : jobs)
+            if (j.reservation == name) throw Error("Requested reservation is in use");
+        resvs.erase(name);
+    }
+    std::vector<Reservation> lends(const HelperConfig& cfg) const {
+        std::vector<Reservation> out;
+        for (const auto& [name, r] : resvs)
+            if (cfg.lend_job(name)) out.push_back(r);
+        return out;
+    }
     void ensure_gate(const std::string& reservation, const std::string&) override {
         tick("gate");
         resvs[reservation] = Reservation{reservation, ""};
@@ -116,12 +140,12 @@ class SlurmModel final : public ClusterApi {
                 j.state = JobState::Pending;
                 j.begin_time = now + 3; // Slurm: the requeue time plus cred_expire
             }
-        std::set<std::string> busy, reserved;
+        std::set<std::string> busy;
+        std::map<std::string, std::string> reserved; // node -> reservation (the gate holds none)
         for (const auto& j : jobs)
             if (j.state == JobState::Running) busy.insert(j.nodes.begin(), j.nodes.end());
         for (const auto& [name, r] : resvs)
-            if (name == "nvlslice_spares")
-                for (const auto& n : hostlist_expand(r.nodes)) reserved.insert(n);
+            for (const auto& n : hostlist_expand(r.nodes)) reserved.emplace(n, name);
         std::vector<SlurmJob*> order;
         for (auto& j : jobs) order.push_back(&j);
         std::stable_sort(order.begin(), order.end(),
@@ -132,7 +156,14 @@ class SlurmModel final : public ClusterApi {
                 continue;
             const auto want = hostlist_expand(j->req_nodes);
             bool ok = int(want.size()) == j->num_nodes;
-            for (const auto& n : want) ok = ok && !busy.count(n) && !reserved.count(n) && !failed.count(n);
+            // a job in a reservation runs on its nodes only; no other job
+            // runs on a reserved node
+            for (const auto& n : want) {
+                auto r = reserved.find(n);
+                ok =
+                    ok && !busy.count(n) && !failed.count(n) &&
+                    (j->reservation.empty() ? r == reserved.end() : r != reserved.end() && r->second == j->reservation);
+            }
             if (!ok) continue;
             j->state = JobState::Running;
             j->nodes = want;
@@ -270,6 +301,31 @@ const std::vector<Scenario>& scenarios() {
                  s.refresh_nodes();
              }
          }},
+        {"native lending: the borrower waits for its spare in a reservation of its own, then a repair takes it back", 2,
+         [](SlurmModel& s, HelperConfig& cfg) {
+             // Slurm 25.11+ (node pools: the helper's pin is a node list)
+             cfg.hand_off = HandOff::Native;
+             cfg.node_pools = true;
+             auto native = [&](JobId id, int slice, int count, bool ckpt) {
+                 SlurmJob j = slice_job(id, slice, count, ckpt, s.now);
+                 RequestTag t = *RequestTag::parse(j.comment);
+                 t.hand_off = HandOff::Native;
+                 j.comment = t.str();
+                 j.licenses.clear();
+                 return j;
+             };
+             SlurmJob big = native(7, 16, 2, false);
+             big.req_nodes = "n[001-016,019-034]";
+             big.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0 job=7";
+             s.jobs.push_back(big);
+             s.resvs["nvlslice_spares"] = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+             s.schedule();
+             s.jobs.push_back(native(6, 16, 1, false)); // ahead of the borrower, no room: Slurm's to place
+             s.jobs.push_back(native(8, 1, 1, true));
+         },
+         [](SlurmModel& s, int c) {
+             if (c == 6) drain(s, "n005");
+         }},
         {"defragmentation frees a rack from checkpointable jobs", 2,
          [](SlurmModel& s, HelperConfig& cfg) {
              cfg.defrag_after_s = 0;
@@ -311,7 +367,8 @@ struct Run {
         auto jobs = slurm.load_jobs();
         auto spares = slurm.load_reservation(cfg.reservation), gate = slurm.load_reservation(cfg.gate_reservation),
              prot = slurm.load_reservation(cfg.protect_reservation);
-        CycleOutput out = reconcile(map, {nodes, jobs, spares, gate, prot}, cfg, slurm.now, mem, mono);
+        const auto lends = slurm.lends(cfg);
+        CycleOutput out = reconcile(map, {nodes, jobs, spares, gate, prot, nullptr, &lends}, cfg, slurm.now, mem, mono);
         std::vector<Action> acts = out.actions;
         if (keep >= 0 && size_t(keep) < acts.size()) acts.resize(size_t(keep));
         auto failures = apply(slurm, cfg, acts);
@@ -392,13 +449,22 @@ TEST_CASE("kill anywhere, converge everywhere: every prefix of every cycle, ever
         // the undisturbed run, and each cycle's action count
         Run ref(map, sc);
         std::vector<size_t> counts;
+        std::string kinds = " "; // every action of the run, by kind
         for (int c = 0; c < kCycles + kSettle; ++c) {
             sc.at(ref.slurm, c);
-            counts.push_back(ref.cycle().size());
+            const auto acts = ref.cycle();
+            counts.push_back(acts.size());
+            for (const auto& a : acts) kinds += std::string(a.name()) + " ";
             ref.tick();
         }
         const Outcome want = outcome(ref.slurm);
         CAPTURE(want.state);
+        if (std::string(sc.name).rfind("native lending", 0) == 0) {
+            // the scenario does what it says: a lend, ended, no lend left
+            CHECK(kinds.find(" lend ") != std::string::npos);
+            CHECK(kinds.find("end-lend ") != std::string::npos);
+            for (const auto& [name, r] : ref.slurm.resvs) CHECK_FALSE(ref.cfg.lend_job(name));
+        }
         REQUIRE(want.held == 0);
         REQUIRE(want.on_failed == 0);
         size_t acted = 0;

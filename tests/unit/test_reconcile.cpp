@@ -1296,6 +1296,95 @@ TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares;
     CHECK_FALSE(find(p.cycle(), ActionKind::Protect));
 }
 
+TEST_CASE("native mode: a spare lent to a job Slurm has not started waits for it in a reservation of its own",
+          "[reconcile][native][quick]") {
+    World w(2);
+    make_native(w);
+    SlurmJob& big = add_native_job(w, 7, 16, 2);
+    w.run_on(big, "n[001-016,019-034]");
+    big.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0";
+    SlurmJob& b = add_native_job(w, 8, 1, 1, /*ckpt=*/true);
+    b.user_id = 1000;
+    auto out = w.cycle();
+    // the lend reservation first (it overlaps the spare reservation), then
+    // the spare leaves that one, then the pin that lets Slurm start it
+    CHECK(kinds(out) == "lend record reservation exclude");
+    const auto& lend = as<action::Lend>(*find(out, ActionKind::Lend, 8));
+    CHECK(lend.reservation == "nvlslice_lend_8");
+    CHECK(lend.user_id == 1000);
+    CHECK(lend.nodes == "n017");
+    CHECK(find<action::SetReservation>(out)->nodes == "n[018,035-036]");
+    w.apply(out);
+    REQUIRE(b.reservation == "nvlslice_lend_8");
+    REQUIRE(w.reservations.count("nvlslice_lend_8"));
+    // Slurm has not started it yet (jobs ahead of it): the reservation
+    // stays, nothing is lent again and the spare stays out of the spares
+    w.now += 5;
+    auto waiting = w.step();
+    CHECK_FALSE(find(waiting, ActionKind::EndLend));
+    CHECK_FALSE(find(waiting, ActionKind::Lend));
+    CHECK(w.reservations.count("nvlslice_lend_8"));
+    CHECK(w.resv->nodes == "n[018,035-036]");
+    // started there: the job leaves the reservation, which goes; the job
+    // keeps the node (lent work), and the spares are as they were
+    w.run_on(b, "n017");
+    b.start_time = w.now;
+    w.now += 1;
+    auto started = w.cycle();
+    REQUIRE(find(started, ActionKind::EndLend, 8));
+    CHECK(as<action::EndLend>(*find(started, ActionKind::EndLend, 8)).reservation == "nvlslice_lend_8");
+    INFO(kinds(started));
+    CHECK_FALSE(find(started, ActionKind::SetReservation));
+    w.apply(started);
+    CHECK(b.reservation.empty());
+    CHECK_FALSE(w.reservations.count("nvlslice_lend_8"));
+    w.now += 1;
+    CHECK(w.step().actions.empty());
+    // a lend reservation whose job is gone (the helper stopped before it
+    // ended it): deleted, with no job to take out of it
+    w.reservations["nvlslice_lend_99"] = Reservation{"nvlslice_lend_99", "n018"};
+    auto orphan = w.cycle();
+    REQUIRE(find(orphan, ActionKind::EndLend));
+    CHECK(find(orphan, ActionKind::EndLend)->job == 0);
+    w.apply(orphan);
+    CHECK_FALSE(w.reservations.count("nvlslice_lend_99"));
+    // a job in a reservation of its own (its owner's --reservation) runs on
+    // that reservation's nodes: it is lent no spare
+    World r(2);
+    make_native(r);
+    SlurmJob& rbig = add_native_job(r, 7, 16, 2);
+    r.run_on(rbig, "n[001-016,019-034]");
+    rbig.admin_comment = big.admin_comment;
+    add_native_job(r, 8, 1, 1, /*ckpt=*/true).reservation = "maint";
+    auto ro = r.cycle();
+    CHECK_FALSE(find(ro, ActionKind::Lend));
+    CHECK_FALSE(find(ro, ActionKind::Exclude));
+    // gate mode lends as before: the jobs ahead wait behind the gate
+    World g(2);
+    SlurmJob& gbig = g.add_slice_job(7, 16, 2);
+    g.run_on(gbig, "n[001-016,019-034]");
+    gbig.admin_comment = big.admin_comment;
+    g.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    g.add_slice_job(8, 1, 1, true, true);
+    auto go = g.cycle();
+    CHECK(find(go, ActionKind::Pin, 8));
+    CHECK_FALSE(find(go, ActionKind::Lend));
+}
+
+TEST_CASE("lend reservations are named after their job, one name per job", "[reconcile][quick]") {
+    HelperConfig cfg;
+    CHECK(cfg.lend_name(8) == "nvlslice_lend_8");
+    CHECK(cfg.lend_job("nvlslice_lend_8") == 8);
+    CHECK(cfg.lend_job("nvlslice_lend_4294967295") == 4294967295u);
+    CHECK(cfg.lend_job("nvlslice_lend_4294967296") == 0);
+    CHECK(cfg.lend_job("nvlslice_lend_08") == 0);
+    CHECK(cfg.lend_job("nvlslice_lend_") == 0);
+    CHECK(cfg.lend_job("nvlslice_lend") == 0);
+    CHECK(cfg.lend_job("nvlslice_lendx_8") == 0);
+    CHECK(cfg.lend_job("nvlslice_lend_8x") == 0);
+    CHECK(cfg.lend_job("nvlslice_spares") == 0);
+}
+
 TEST_CASE("rack health: failed nodes beyond the spares, or a rack-scope reason, degrade a rack", "[rack][quick]") {
     RackMap map = make_map(2, 18);
     Snapshot snap(map);
