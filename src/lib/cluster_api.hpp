@@ -103,7 +103,7 @@ class ClusterApi {
     // that would still run then (Slurm's own rule).
     virtual void set_reservation(const std::string& name, const std::string& nodes, int64_t start_at = 0,
                                  int64_t end_at = 0) = 0;
-    // Native mode's lending: a reservation `name` on `nodes` (a spare) for
+    // Lending: a reservation `name` on `nodes` (a spare) for
     // the job's owner alone (OVERLAP: made while the spare reservation
     // still holds the nodes, which leave it next), and the job moved into
     // it. Until the job starts there, no other job may take the nodes,

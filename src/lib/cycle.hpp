@@ -181,7 +181,7 @@ class Cycle {
     // record and the stats, give lent spares back, log each changed slice.
     void begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count, const char* label);
     void keep_spares();
-    // Native mode's lend reservations: each stays while its job waits,
+    // The lend reservations: each stays while its job waits,
     // pinned, for the spare in it, and ends once the job runs there (it
     // keeps the node), no longer waits for it, or is gone.
     void keep_lends();
@@ -289,7 +289,7 @@ class Cycle {
     const std::optional<Reservation>& gate_;
     const std::optional<Reservation>& protection_;
     const AcctLimits* limits_;              // Slurm's accounting limits, when loaded
-    const std::vector<Reservation>* lends_; // native mode's lend reservations, when loaded
+    const std::vector<Reservation>* lends_; // the lend reservations, when loaded
     // Slurm's own reason to hold the job back (its pending reason, its
     // begin time, the accounting limits it tests only when it places), or
     // nullopt. Every update of a pending job (the record written, by the

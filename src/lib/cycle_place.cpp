@@ -256,12 +256,14 @@ bool Cycle::place_job(const SliceJob& sj) {
                           d.on_spares ? " (a lent spare)"
                           : rec.lent  ? " (lent work: it stands in for the rack's spares)"
                                       : ""));
-    if (native(sj) && d.on_spares) {
+    if (d.on_spares) {
         // Slurm may not start it at once (jobs ahead of it, its scheduler's
         // pace): the spare waits for it in a reservation of its own, which
-        // no job ahead may take and which Slurm's scheduler tests apart
-        // from the partition's queue (job_scheduler.c). Made before the
-        // spare leaves the spare reservation (OVERLAP), so it is never free.
+        // no job ahead may take (one Slurm places itself: any job in native
+        // mode, a plain job in gate mode), and Slurm's scheduler tests a
+        // job in a reservation apart from its partition's queue
+        // (job_scheduler.c). Made before the spare leaves the spare
+        // reservation (OVERLAP), so the spare is never free meanwhile.
         act({j.id, action::Lend{hl(r.placement.nodes()), j.user_id, cfg_.lend_name(j.id)}});
         log(j.id, fmt::format("its spare(s) wait for it in the reservation {}", cfg_.lend_name(j.id)));
     }

@@ -68,7 +68,7 @@ struct HelperConfig {
     // Racks kept for the top-priority slice job that cannot start yet.
     std::string protect_reservation = "nvlslice_protect";
     bool protect = true;
-    // Native mode: a spare lent to a job that Slurm has not started yet
+    // A spare lent to a job that Slurm has not started yet
     // waits for it in a reservation of its own, "<lend_reservation>_<job
     // id>", for the job's owner, so that no job ahead of it takes it.
     std::string lend_reservation = "nvlslice_lend";
@@ -253,7 +253,7 @@ struct ClusterView {
     const std::optional<Reservation>& gate;          // cfg.gate_reservation
     const std::optional<Reservation>& protection;    // cfg.protect_reservation
     const AcctLimits* limits = nullptr;              // Slurm's accounting limits (gate mode, when enforced)
-    const std::vector<Reservation>* lends = nullptr; // those named cfg.lend_name(), native mode's lent spares
+    const std::vector<Reservation>* lends = nullptr; // those named cfg.lend_name(): lent spares not yet started on
 };
 
 // `now`: the wall clock (epoch seconds), for what Slurm's own times are

@@ -374,7 +374,7 @@ int main(int argc, char** argv) {
                 auto nodes = slurm.load_nodes();
                 auto jobs = slurm.load_jobs();
                 // one request for the spare, gate and protection reservations,
-                // and native mode's lend reservations
+                // and the lend reservations
                 std::vector<Reservation> lends;
                 auto resvs = slurm.load_reservations(
                     {s.reconcile.reservation, s.reconcile.gate_reservation, s.reconcile.protect_reservation},

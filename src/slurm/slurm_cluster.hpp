@@ -20,7 +20,7 @@ class SlurmCluster : public ClusterApi {
     // Several reservations in one request, in the order of `names` ("" or
     // a missing one: nullopt).
     // With `prefixed`: also every reservation whose name starts with
-    // `prefix` + "_" (native mode's lend reservations), in the same request.
+    // `prefix` + "_" (the lend reservations), in the same request.
     virtual std::vector<std::optional<Reservation>> load_reservations(const std::vector<std::string>& names,
                                                                       const std::string& prefix = "",
                                                                       std::vector<Reservation>* prefixed = nullptr) = 0;

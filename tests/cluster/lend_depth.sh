@@ -32,5 +32,13 @@ else
     not_ok "the borrower behind $N jobs did not start in 180 s: $(squeue -h -j "$L" -o '%T %r') record: $(record "$L")"
 fi
 check "none of the jobs ahead took a spare" [ "$(squeue -h -t R -n ahead -o %i | wc -l)" = 0 ]
+# the spare waited for it in nvlslice_lend_<job>; once it runs there, the job
+# leaves that reservation and the reservation goes (the job keeps the node)
+if wait_for 30 bash -c "! scontrol -o show reservation nvlslice_lend_$L >/dev/null 2>&1 && [ -z \"\$(squeue -h -j $L -o %v | grep -v '(null)')\" ]"; then
+    ok "the lend reservation nvlslice_lend_$L ended once the borrower ran; the borrower runs on"
+else
+    not_ok "the lend reservation: $(scontrol -o show reservation nvlslice_lend_$L 2>&1); the job's reservation: $(squeue -h -j "$L" -o %v)"
+fi
+check "the borrower still runs, on its lent spare" [ "$(squeue -h -j "$L" -o %T)" = RUNNING ]
 cleanup
 summary lending
