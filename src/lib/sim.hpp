@@ -95,13 +95,15 @@ struct SimParams {
     int lookahead = 8;
     // nvlslice: after them, every other of the first `lend_depth` eligible
     // waiting jobs that may borrow spares and fits whole in one rack's idle
-    // kept spares starts there (0: none). The helper tries every waiting
-    // job each cycle (cycle.cpp) and lends spares first (place_or_borrow),
-    // but Slurm starts the job it pins only when its scheduler reaches it:
-    // the main scheduler stops in a partition at the first job that does
-    // not fit, backfill tests the first bf_max_job_test jobs (500 by
-    // default, backfill.c).
-    int lend_depth = 500;
+    // kept spares starts there (0: none; kAnyDepth: the whole queue). The
+    // helper tries every waiting job each cycle (cycle.cpp) and lends spares
+    // first (place_or_borrow); the job waits for its spare in a reservation
+    // of its own, and Slurm's main scheduler tests a job in a reservation
+    // apart from its partition's queue (job_scheduler.c), every job at its
+    // full-queue pass (sched_interval). Without that reservation Slurm would
+    // reach only the first bf_max_job_test jobs (500 by default, backfill.c).
+    static constexpr int kAnyDepth = 2147483647;
+    int lend_depth = kAnyDepth;
     uint64_t seed = 1;
     // Called with each decision of the nvlslice policy (none: not recorded).
     std::function<void(const SimDecision&)> on_decision;

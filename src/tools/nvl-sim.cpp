@@ -44,10 +44,11 @@ Slurm's policies bring a failed job back by its plain requeue
                        counts the work since their last checkpoint (on)
   --lookahead N        Slurm's queue: the first N waiting jobs are tried at
                        every event, by every policy (8)
-  --lend-depth N        nvlslice: after the look-ahead, any of the first N
+  --lend-depth N|all   nvlslice: after the look-ahead, any of the first N
                        waiting jobs that may borrow spares starts on idle
-                       kept spares it fits in (the helper tries every job;
-                       Slurm's backfill reaches bf_max_job_test, 500); 0: none
+                       kept spares it fits in (all: the helper tries every
+                       job, and Slurm tests one waiting in its lend
+                       reservation apart from the queue); 0: none
   --seed S | --seeds A-B|A,B,..   trace seed(s) (1); with several, the mean
                        and the min-max of each policy's goodput
   --csv FILE           the table as CSV     --svg FILE  a chart     --json
@@ -207,7 +208,13 @@ static int trace_main(int argc, char** argv) {
     on_off("defrag", p.defrag);
     on_off("defrag-repairs", p.defrag_repairs);
     on_off("checkpoint-every", p.checkpoint_known);
-    p.lend_depth = int(o.integer("lend-depth", 500, 0, 100000000));
+    if (o.has("lend-depth") && o.str("lend-depth") != "all") {
+        try {
+            p.lend_depth = int(o.integer("lend-depth", 0, 0, 100000000));
+        } catch (const Error& e) {
+            throw Error(std::string(e.what()) + ", or all");
+        }
+    }
     p.lookahead = int(o.integer("lookahead", 8, 1, 1000000));
     p.defrag_after_s = int(o.integer("defrag-after", -1, -1, 100000000));
     p.defrag_interval_s = int(o.integer("defrag-interval", -1, -1, 100000000));
@@ -355,15 +362,17 @@ static int trace_main(int argc, char** argv) {
         fmt::print("{{\"days\":{},\"seeds\":{},\"restart_hours\":{},\"requeue_delay_s\":{},\"lend_spares\":\"{}\","
                    "\"lookahead\":{},\"lend_depth\":{},\"seconds\":{:.2f},\"scenarios\":[{}]}}\n",
                    p.days, seeds.size(), p.restart_hours, p.requeue_delay_s, to_string(p.lend), p.lookahead,
-                   p.lend_depth, secs, scen);
+                   p.lend_depth == SimParams::kAnyDepth ? std::string("\"all\"") : std::to_string(p.lend_depth), secs,
+                   scen);
         return 0;
     }
     fmt::print("trace: {} racks x {} nodes, {} days, load {}, {:.0f}% checkpointable (every {} h, {}), restart delay "
                "{} h, spares lent to {} work{}, look-ahead {}, {} seed(s) {}{}\n",
                p.racks, p.nodes_per_rack, p.days, p.load, p.checkpointable * 100, p.checkpoint_hours,
                p.checkpoint_known ? "said by the jobs" : "not said", p.restart_hours, to_string(p.lend),
-               p.lend_depth > 0 && p.lend != LendScope::None ? fmt::format(" from the first {} waiting", p.lend_depth)
-                                                             : std::string(),
+               p.lend_depth == SimParams::kAnyDepth || p.lend == LendScope::None ? std::string()
+               : p.lend_depth > 0 ? fmt::format(" from the first {} waiting", p.lend_depth)
+                                  : std::string(" (none from the queue's depth)"),
                p.lookahead, seeds.size(), seeds.front(), seeds.size() > 1 ? fmt::format("-{}", seeds.back()) : "");
     for (size_t m = 0; m < mtbfs.size(); ++m) {
         const auto& rs = table[m];

@@ -1,12 +1,12 @@
 #!/bin/bash
-# Lending from deep in the queue (run only when named: NVL_TESTS=lend_depth
-# tests/cluster/run.sh): a checkpointable job behind N waiting jobs that may
-# not borrow spares, at a lower priority than all of them. The helper lends
-# it a spare wherever it waits; whether Slurm starts it is what this
-# measures (its backfill tests the first bf_max_job_test jobs, 500 by
-# default; its main scheduler stops in a partition at the first job that
-# does not fit, but not at a job waiting for a license, as gated jobs do).
-# doc/figures.txt reports what it found.
+# Lending from deep in the queue: a checkpointable job behind N waiting jobs
+# that may not borrow spares, at a lower priority than all of them. The
+# helper lends it a spare wherever it waits, in a reservation of its own
+# (nvlslice_lend_<job>): no job ahead may take the spare, and Slurm's main
+# scheduler tests a job in a reservation apart from its partition's queue
+# (without it, backfill reaches the first bf_max_job_test jobs, 500 by
+# default, and the main scheduler stops in a partition at the first job
+# that does not fit). doc/figures.txt reports what it found.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"

@@ -4,8 +4,8 @@
 #   tests/cluster/run.sh BUILD_DIR
 # Stops the cluster afterwards unless NVL_KEEP_CLUSTER=1. NVL_TESTS="test_rules"
 # runs only the scripts named (test_plugin, test_native, test_helper,
-# test_rules, test_load, test_accounting; bench_failure, replay and lend_depth run
-# only when named). NVL_ACCOUNTING=1 runs every script
+# test_rules, test_load, lend_depth, test_accounting; bench_failure and
+# replay run only when named). NVL_ACCOUNTING=1 runs every script
 # with real accounting (cluster.sh); NVL_ACCOUNTING=after runs them without,
 # then starts the cluster again with accounting for test_accounting.
 #
@@ -194,6 +194,9 @@ echo "# the helper tests run in $(nvl_mode) mode"
 run_test "$HERE/test_helper.sh"
 run_test "$HERE/test_rules.sh"
 run_test "$HERE/test_load.sh"
+# a borrower behind 600 waiting jobs starts on its lent spare, and no job
+# ahead takes a spare (under a minute)
+run_test "$HERE/lend_depth.sh"
 # with real accounting only (NVL_ACCOUNTING=1): it says so and passes otherwise
 if [ "${NVL_ACCOUNTING:-0}" = 1 ]; then run_test "$HERE/test_accounting.sh"; fi
 # NVL_ACCOUNTING=after: the tests above on a cluster without accounting, then
@@ -223,12 +226,6 @@ esac
 case " ${NVL_TESTS:-} " in *" replay "*)
     [ "${NVL_ACCOUNTING:-0}" = 1 ] || { "$HERE/cluster.sh" helper >/dev/null 2>&1 || true; }
     run_test "$HERE/replay.sh" ;;
-esac
-# Only when named (NVL_TESTS="lend_depth"): whether Slurm starts a
-# borrower the helper lends a spare to from behind 600 waiting jobs, 1-4 minutes
-case " ${NVL_TESTS:-} " in *" lend_depth "*)
-    [ "${NVL_ACCOUNTING:-0}" = 1 ] || { "$HERE/cluster.sh" helper >/dev/null 2>&1 || true; }
-    run_test "$HERE/lend_depth.sh" ;;
 esac
 "$HERE/cluster.sh" kill-helper
 [ "${NVL_KEEP_CLUSTER:-0}" = 1 ] || "$HERE/cluster.sh" down >/dev/null
