@@ -29,9 +29,10 @@ void Cycle::keep_lends() {
         if (!id || did(id, ActionKind::Lend)) continue; // not one; made again in this cycle
         const SlurmJob* j = by_id[id];
         const bool in = j && j->reservation == r.name;
-        // Slurm refuses both steps while the job completes (it still uses
-        // the reservation): the next cycle
-        if (j && j->state == JobState::Completing) continue;
+        // Slurm refuses both steps while the job completes or is suspended
+        // (it still uses the reservation, and only a pending or running
+        // job's may change): a later cycle
+        if (j && (j->state == JobState::Completing || j->state == JobState::Suspended)) continue;
         if (in && j->state == JobState::Pending) {
             // still pinned there: the nodes this cycle's snapshot gives it
             bool waits = !r.nodes.empty();
