@@ -107,7 +107,8 @@ class ClusterApi {
     // the job's owner alone (OVERLAP: made while the spare reservation
     // still holds the nodes, which leave it next), and the job moved into
     // it. Until the job starts there, no other job may take the nodes,
-    // and Slurm's scheduler tests it apart from its partition's queue.
+    // and Slurm's scheduler sorts it first and tests it apart from its
+    // partition's queue.
     // An existing reservation of that name is given these nodes.
     virtual void lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& nodes) = 0;
     // Ends it: job `id` (0: none) leaves the reservation (Reservation=""),

@@ -260,10 +260,10 @@ bool Cycle::place_job(const SliceJob& sj) {
         // Slurm may not start it at once (jobs ahead of it, its scheduler's
         // pace): the spare waits for it in a reservation of its own, which
         // no job ahead may take (one Slurm places itself: any job in native
-        // mode, a plain job in gate mode), and Slurm's scheduler tests a
-        // job in a reservation apart from its partition's queue
-        // (job_scheduler.c). Made before the spare leaves the spare
-        // reservation (OVERLAP), so the spare is never free meanwhile.
+        // mode, a plain job in gate mode), and Slurm's scheduler sorts a
+        // job in a reservation first and tests it apart from its
+        // partition's queue (job_scheduler.c). Made before the spare
+        // leaves the spare reservation (OVERLAP): it is never free.
         act({j.id, action::Lend{hl(r.placement.nodes()), j.user_id, cfg_.lend_name(j.id)}});
         log(j.id, fmt::format("its spare(s) wait for it in the reservation {}", cfg_.lend_name(j.id)));
     }

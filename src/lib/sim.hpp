@@ -98,10 +98,12 @@ struct SimParams {
     // kept spares starts there (0: none; kAnyDepth: the whole queue). The
     // helper tries every waiting job each cycle (cycle.cpp) and lends spares
     // first (place_or_borrow); the job waits for its spare in a reservation
-    // of its own, and Slurm's main scheduler tests a job in a reservation
-    // apart from its partition's queue (job_scheduler.c), every job at its
-    // full-queue pass (sched_interval). Without that reservation Slurm would
-    // reach only the first bf_max_job_test jobs (500 by default, backfill.c).
+    // of its own, and Slurm sorts a job in a reservation before every other
+    // (job_scheduler.c, sort_job_queue2) and tests it apart from its
+    // partition's queue: its next scheduling pass starts it. Without that
+    // reservation Slurm would reach only the first bf_max_job_test jobs (500
+    // by default, backfill.c), and its main scheduler would stop in the
+    // partition at the first job that does not fit.
     static constexpr int kAnyDepth = 2147483647;
     int lend_depth = kAnyDepth;
     uint64_t seed = 1;

@@ -404,16 +404,15 @@ static int trace_main(int argc, char** argv) {
                 fmt::format("{:.0f}-{:.0f}", r.resume.p99.min, r.resume.p99.max), r.resume.max.mean(),
                 r.resume_work.p99.mean(), r.resume_big.p99.mean(), r.lost_per_failure.mean(), r.unresumed.mean());
     }
-    fmt::print(
-        "\nAssumed, not simulated: failures are seen at once (a drain), epilogs and the seconds slurmctld and "
-        "nvlsliced take are not modelled; Slurm's queue is FIFO by submit time with a look-ahead of {} jobs "
-        "for every policy, no backfill by time limits (a plain requeue resets the submit time: the job queues "
-        "behind those waiting){}.\n",
-        p.lookahead,
-        p.lend_depth > 0 && p.lend != LendScope::None
-            ? "; a borrower behind the look-ahead starts on its lent spare at once (Slurm reaches it in its lend "
-              "reservation at its next full-queue pass, within sched_interval)"
-            : "");
+    fmt::print("\nAssumed, not simulated: failures are seen at once (a drain), epilogs and the seconds slurmctld and "
+               "nvlsliced take are not modelled; Slurm's queue is FIFO by submit time with a look-ahead of {} jobs "
+               "for every policy, no backfill by time limits (a plain requeue resets the submit time: the job queues "
+               "behind those waiting){}.\n",
+               p.lookahead,
+               p.lend_depth > 0 && p.lend != LendScope::None
+                   ? "; a borrower behind the look-ahead starts on its lent spare at once (in its lend reservation it "
+                     "sorts first in Slurm's queue: Slurm's next scheduling pass, a second or so)"
+                   : "");
     fmt::print("({:.1f} s)\n", secs);
     return 0;
 }

@@ -2,8 +2,8 @@
 # Lending from deep in the queue: a checkpointable job behind N waiting jobs
 # that may not borrow spares, at a lower priority than all of them. The
 # helper lends it a spare wherever it waits, in a reservation of its own
-# (nvlslice_lend_<job>): no job ahead may take the spare, and Slurm's main
-# scheduler tests a job in a reservation apart from its partition's queue
+# (nvlslice_lend_<job>): no job ahead may take the spare, and Slurm sorts a
+# job in a reservation first and tests it apart from its partition's queue
 # (without it, backfill reaches the first bf_max_job_test jobs, 500 by
 # default, and the main scheduler stops in a partition at the first job
 # that does not fit). doc/figures.txt reports what it found.
