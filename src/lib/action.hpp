@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace nvl {
 
@@ -130,11 +131,13 @@ struct Lend {
     std::string reservation;
     void run(ClusterApi& api, JobId job, const Names&) const { api.lend_nodes(job, user_id, reservation, nodes); }
 };
-// Its end: the job (0: none) leaves the reservation, which is deleted.
+// Its end: the job (0: none) and `others` leave the reservation, which is
+// deleted.
 struct EndLend {
     static constexpr const char* name = "end-lend";
     std::string reservation;
-    void run(ClusterApi& api, JobId job, const Names&) const { api.end_lend(job, reservation); }
+    std::vector<JobId> others;
+    void run(ClusterApi& api, JobId job, const Names&) const { api.end_lend(job, others, reservation); }
     std::string key() const { return std::string(name) + " " + reservation; }
 };
 

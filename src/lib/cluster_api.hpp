@@ -111,9 +111,11 @@ class ClusterApi {
     // partition's queue.
     // An existing reservation of that name is given these nodes.
     virtual void lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& nodes) = 0;
-    // Ends it: job `id` (0: none) leaves the reservation (Reservation=""),
-    // then the reservation is deleted; one already gone is no error.
-    virtual void end_lend(JobId id, const std::string& name) = 0;
+    // Ends it: job `id` (0: none) and the `others` in it (a task its job
+    // array split off, a job its owner put there) leave the reservation
+    // (Reservation=""; a job that ended meanwhile is no error), then the
+    // reservation is deleted; one already gone is no error.
+    virtual void end_lend(JobId id, const std::vector<JobId>& others, const std::string& name) = 0;
     // Creates, if missing, the license-only reservation that holds every
     // `license` for root, so that jobs requesting it wait (Reason=Licenses)
     // with their priority computed, until the helper takes it off them.

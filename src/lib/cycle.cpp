@@ -226,6 +226,10 @@ CycleOutput Cycle::run() {
         prune(mem_.retry_at);
         prune(mem_.requeued_at);
     }
+    // before any job's own actions: a lend ends before its job is pinned
+    // elsewhere (Slurm 22.05 holds a job whose nodes lie outside its
+    // reservation)
+    keep_lends();
     for (const auto& sj : slice_jobs_) {
         if (backing_off(sj)) {
             settled_.insert(sj.job->id);
@@ -255,7 +259,6 @@ CycleOutput Cycle::run() {
     // Native mode: Slurm's backfill protects its top job and the block
     // plugin packs small jobs; the helper does neither.
     if (cfg_.hand_off != HandOff::Native) protect_top();
-    keep_lends();
     keep_spares();
     if (cfg_.hand_off != HandOff::Native) keep_weights();
     keep_gate();

@@ -270,7 +270,10 @@ class Cycle {
                          k == ActionKind::Release || k == ActionKind::NodeDown ||
                          ((k == ActionKind::Pin || k == ActionKind::Exclude) && a.start_at() > now_);
         Phase p = phase_of(a);
-        if (a.job) {
+        // a lend is made (and ended) before the spare reservation changes,
+        // whatever the job's earlier actions: never after it, when the
+        // spare would be free to any job meanwhile
+        if (a.job && k != ActionKind::Lend && k != ActionKind::EndLend) {
             auto [it, fresh] = last_phase_.try_emplace(a.job, p);
             if (!fresh) it->second = p = std::max(p, it->second);
         }

@@ -3,6 +3,8 @@
 
 #include "upkeep.hpp"
 
+#include <fmt/ranges.h>
+
 namespace nvl::detail {
 
 void Cycle::keep_spares() {
@@ -19,35 +21,49 @@ void Cycle::keep_spares() {
 
 void Cycle::keep_lends() {
     if (!lends_ || lends_->empty()) return;
-    std::unordered_map<JobId, const SlurmJob*> by_id; // a few lends, many jobs: one pass
+    std::unordered_map<JobId, const SlurmJob*> by_id;           // a few lends, many jobs: one pass
+    std::unordered_map<std::string, std::vector<JobId>> inside; // every job in a lend reservation
     for (const Reservation& r : *lends_)
         if (JobId id = cfg_.lend_job(r.name)) by_id.emplace(id, nullptr);
-    for (const SlurmJob& j : jobs_)
+    for (const SlurmJob& j : jobs_) {
         if (auto it = by_id.find(j.id); it != by_id.end()) it->second = &j;
+        if (!j.reservation.empty() && cfg_.lend_job(j.reservation)) inside[j.reservation].push_back(j.id);
+    }
     for (const Reservation& r : *lends_) {
         const JobId id = cfg_.lend_job(r.name);
-        if (!id || did(id, ActionKind::Lend)) continue; // not one; made again in this cycle
+        if (!id) continue; // not one
         const SlurmJob* j = by_id[id];
         const bool in = j && j->reservation == r.name;
-        // Slurm refuses both steps while the job completes or is suspended
-        // (it still uses the reservation, and only a pending or running
-        // job's may change): a later cycle
-        if (j && (j->state == JobState::Completing || j->state == JobState::Suspended)) continue;
-        if (in && j->state == JobState::Pending) {
-            // still pinned there: the nodes this cycle's snapshot gives it
+        // Slurm changes only a pending or running job's reservation, and
+        // keeps one a suspended job holds; a job Slurm refused lately waits
+        // out its backoff
+        if (j && j->state == JobState::Suspended) continue;
+        if (auto b = mem_.backoff.find(id); j && b != mem_.backoff.end() && b->second.until > mono_) continue;
+        // jobs in it besides its own: a task its job array split off, a job
+        // its owner put there (--reservation)
+        std::vector<JobId> others;
+        for (JobId o : inside[r.name])
+            if (o != id) others.push_back(o);
+        if (in && j->state == JobState::Pending && others.empty()) {
+            // still pinned there (the nodes this cycle's snapshot gives it),
+            // and not on a degraded rack: a job in an OVERLAP reservation
+            // is not kept off the nodes the spare reservation holds
             bool waits = !r.nodes.empty();
             for (const auto& n : hostlist_expand(r.nodes)) {
                 auto node = map_.find_node(n);
-                waits = waits && node && snap_.node(*node).job_id == id;
+                waits = waits && node && snap_.node(*node).job_id == id && !snap_.degraded(map_.domain_of(*node));
             }
             if (waits) continue;
         }
-        act({in ? id : 0, action::EndLend{r.name}});
-        log(id, fmt::format("lend reservation {} ({}) ended: {}", r.name, r.nodes,
-                            !j                              ? "the job is gone"
-                            : !in                           ? "the job is not in it"
-                            : j->state == JobState::Pending ? "the job no longer waits for it"
-                                                            : "the job runs there and keeps the node"));
+        act({in ? id : 0, action::EndLend{r.name, others}});
+        log(id,
+            fmt::format("lend reservation {} ({}) ended: {}{}", r.name, r.nodes,
+                        !j                                 ? "the job is gone"
+                        : !in                              ? "the job is not in it"
+                        : j->state == JobState::Pending    ? "the job no longer waits for it there"
+                        : j->state == JobState::Completing ? "the job has ended"
+                                                           : "the job runs there and keeps the node",
+                        others.empty() ? "" : fmt::format("; job(s) {} taken out of it too", fmt::join(others, ","))));
     }
 }
 

@@ -32,10 +32,14 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
     const action::Names names{cfg.reservation, cfg.protect_reservation, cfg.gate_reservation, cfg.gate_license};
     std::vector<ApplyFailure> failures;
     std::unordered_set<JobId> failed_jobs;
+    bool lend_failed = false;
     for (size_t i = 0; i < actions.size(); ++i) {
         const Action& a = actions[i];
         if (stop && stop()) break;                       // asked to stop: the next start reads Slurm afresh
         if (a.job && failed_jobs.count(a.job)) continue; // builds on the action that failed
+        // a refused lend leaves its spare in the spare reservation: this
+        // update would free it to any job (the next cycle decides afresh)
+        if (lend_failed && a.kind() == ActionKind::SetReservation) continue;
         try {
             a.run(api, names);
         } catch (const Unreachable& e) {
@@ -56,6 +60,7 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
                  fmt::format("{}{}: {}", a.name(), a.nodes().empty() ? "" : " (" + a.nodes() + ")", e.what()), false,
                  a.job ? std::string() : backoff_key(a)});
             if (a.job) failed_jobs.insert(a.job);
+            lend_failed = lend_failed || a.kind() == ActionKind::Lend;
             continue;
         }
         if (after_each) after_each(a);

@@ -14,8 +14,6 @@ extern "C" {
 #include <slurm/slurmdb.h>
 }
 
-#include <pwd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <ctime>
@@ -128,7 +126,7 @@ class SlurmClusterImpl final : public SlurmCluster {
     void set_reservation(const std::string& name, const std::string& nodes, int64_t start_at, int64_t end_at) override;
     void ensure_gate(const std::string& reservation, const std::string& license) override;
     void lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& nodes) override;
-    void end_lend(JobId id, const std::string& name) override;
+    void end_lend(JobId id, const std::vector<JobId>& others, const std::string& name) override;
     void set_node_weight(const std::string& nodes, uint32_t weight) override;
     void set_node_down(const std::string& node, const std::string& reason) override;
 
@@ -448,19 +446,9 @@ void SlurmClusterImpl::set_reservation(const std::string& name, const std::strin
 }
 
 void SlurmClusterImpl::lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& nodes) {
-    // Reservations name users, not uids: the helper runs on the controller,
-    // which knows the cluster's users.
-    std::string user;
-    {
-        std::vector<char> buf(16384);
-        struct passwd pw {};
-        struct passwd* found = nullptr;
-        if (getpwuid_r(uid_t(user_id), &pw, buf.data(), buf.size(), &found) != 0 || !found)
-            throw Error(fmt::format("job {}: its owner (uid {}) is not known on this host: cannot make the lend "
-                                    "reservation {}",
-                                    id, user_id, name));
-        user = found->pw_name;
-    }
+    // The owner by uid: slurmctld reads a numeric user as a uid, so the
+    // helper's host need not know the cluster's users.
+    const std::string user = std::to_string(user_id);
     resv_desc_msg_t r;
     slurm_init_resv_desc_msg(&r);
     r.name = const_cast<char*>(name.c_str());
@@ -472,14 +460,14 @@ void SlurmClusterImpl::lend_nodes(JobId id, uint32_t user_id, const std::string&
         if (slurm_update_reservation(&r) != SLURM_SUCCESS)
             fail(fmt::format("updating the lend reservation {} to {}", name, nodes));
     } else {
-        r.start_time = time(nullptr);
-        r.duration = INFINITE;
+        // from now (slurmctld's clock: no start time given), without end;
         // OVERLAP: made while the spare reservation still holds the nodes;
         // NO_HOLD_JOBS_AFTER_END: should it ever end under the job, the job
         // is not held for it
+        r.duration = INFINITE;
         r.flags = RESERVE_FLAG_OVERLAP | RESERVE_FLAG_NO_HOLD_JOBS;
         char* created = slurm_create_reservation(&r);
-        if (!created) fail(fmt::format("creating the lend reservation {} on {} for {}", name, nodes, user));
+        if (!created) fail(fmt::format("creating the lend reservation {} on {} for uid {}", name, nodes, user));
         (void)created; // as in set_reservation
     }
     job_desc_msg_t d;
@@ -490,17 +478,22 @@ void SlurmClusterImpl::lend_nodes(JobId id, uint32_t user_id, const std::string&
     update(d, id, fmt::format("moving it into the lend reservation {}", name).c_str());
 }
 
-void SlurmClusterImpl::end_lend(JobId id, const std::string& name) {
-    if (id) {
+void SlurmClusterImpl::end_lend(JobId id, const std::vector<JobId>& others, const std::string& name) {
+    std::vector<JobId> all = others;
+    if (id) all.insert(all.begin(), id);
+    for (JobId j : all) {
         job_desc_msg_t d;
         slurm_init_job_desc_msg(&d);
         std::string id_str;
-        slurm_calls::set_update_job_id(d, id, id_str);
+        slurm_calls::set_update_job_id(d, j, id_str);
         d.reservation = const_cast<char*>("");
-        // a job that has just ended no longer holds the reservation
-        if (slurm_update_job(&d) != SLURM_SUCCESS && slurm_calls::last_error() != ESLURM_INVALID_JOB_ID &&
-            slurm_calls::last_error() != ESLURM_JOB_FINISHED)
-            fail(fmt::format("job {}: taking it out of the lend reservation {}", id, name));
+        // a job that has just ended (or still completes after its end) no
+        // longer holds the reservation
+        if (slurm_update_job(&d) != SLURM_SUCCESS) {
+            const int e = slurm_calls::last_error();
+            if (e != ESLURM_INVALID_JOB_ID && e != ESLURM_JOB_FINISHED && e != ESLURM_JOB_NOT_PENDING_NOR_RUNNING)
+                fail(fmt::format("job {}: taking it out of the lend reservation {}", j, name));
+        }
     }
     reservation_name_msg_t m;
     m.name = const_cast<char*>(name.c_str());

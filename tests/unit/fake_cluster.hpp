@@ -113,9 +113,12 @@ class FakeCluster : public ClusterApi {
         reservations[name] = Reservation{name, n, now, 0};
         job(id).reservation = name;
     }
-    void end_lend(JobId id, const std::string& name) override {
+    void end_lend(JobId id, const std::vector<JobId>& others, const std::string& name) override {
         call(fmt::format("end-lend {}", id), " " + name);
-        if (id) job(id).reservation.clear();
+        // a job that ended meanwhile is no error
+        for (auto& j : jobs)
+            if ((j.id == id || std::count(others.begin(), others.end(), j.id)) && j.reservation == name)
+                j.reservation.clear();
         for (const auto& j : jobs)
             if (j.reservation == name && j.state != JobState::Finished)
                 throw Error(fmt::format("Requested reservation is in use (job {})", j.id));

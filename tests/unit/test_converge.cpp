@@ -96,13 +96,10 @@ class SlurmModel final : public ClusterApi {
     }
     // as slurmctld: a reservation a job still uses (pending, running or
     // completing) is not deleted
-    void end_lend(JobId id, const std::string& name) override {
+    void end_lend(JobId id, const std::vector<JobId>& others, const std::string& name) override {
         tick("end-lend");
-        if (id) {
-            SlurmJob& j = find(id);
-            if (j.state == JobState::Completing) throw Error("Job is no longer pending nor running");
-            j.reservation.clear();
-        }
+        for (auto& j : jobs)
+            if (j.id == id || std::count(others.begin(), others.end(), j.id)) j.reservation.clear();
         for (const auto& j : jobs)
             if (j.reservation == name) throw Error("Requested reservation is in use");
         resvs.erase(name);
@@ -141,11 +138,11 @@ class SlurmModel final : public ClusterApi {
                 j.begin_time = now + 3; // Slurm: the requeue time plus cred_expire
             }
         std::set<std::string> busy;
-        std::map<std::string, std::string> reserved; // node -> reservation (the gate holds none)
+        std::map<std::string, std::set<std::string>> reserved; // node -> its reservations (the gate holds none)
         for (const auto& j : jobs)
             if (j.state == JobState::Running) busy.insert(j.nodes.begin(), j.nodes.end());
         for (const auto& [name, r] : resvs)
-            for (const auto& n : hostlist_expand(r.nodes)) reserved.emplace(n, name);
+            for (const auto& n : hostlist_expand(r.nodes)) reserved[n].insert(name);
         std::vector<SlurmJob*> order;
         for (auto& j : jobs) order.push_back(&j);
         std::stable_sort(order.begin(), order.end(),
@@ -156,13 +153,14 @@ class SlurmModel final : public ClusterApi {
                 continue;
             const auto want = hostlist_expand(j->req_nodes);
             bool ok = int(want.size()) == j->num_nodes;
-            // a job in a reservation runs on its nodes only; no other job
-            // runs on a reserved node
+            // a job in a reservation runs on its nodes only, whatever other
+            // reservation holds them too (the lend reservation's OVERLAP);
+            // no other job runs on a reserved node
             for (const auto& n : want) {
                 auto r = reserved.find(n);
-                ok =
-                    ok && !busy.count(n) && !failed.count(n) &&
-                    (j->reservation.empty() ? r == reserved.end() : r != reserved.end() && r->second == j->reservation);
+                ok = ok && !busy.count(n) && !failed.count(n) &&
+                     (j->reservation.empty() ? r == reserved.end()
+                                             : r != reserved.end() && r->second.count(j->reservation));
             }
             if (!ok) continue;
             j->state = JobState::Running;
@@ -390,6 +388,7 @@ struct Outcome {
     int held = 0;
     int on_failed = 0;
     int max_repairs = 0;     // the most repairs= of one job's record
+    int lends = 0;           // lend reservations left, and jobs still in one
     size_t last_actions = 0; // what the last cycles asked for: 0 when it has settled
 };
 
@@ -409,6 +408,9 @@ Outcome outcome(const SlurmModel& s) {
         if (j.state == JobState::Running)
             for (const auto& n : j.nodes) o.on_failed += s.failed.count(n) != 0;
     }
+    const HelperConfig cfg;
+    for (const auto& [name, r] : s.resvs) o.lends += cfg.lend_job(name) != 0;
+    for (const auto& j : s.jobs) o.lends += !j.reservation.empty();
     auto it = s.resvs.find("nvlslice_spares");
     if (it != s.resvs.end()) o.spare_nodes = int(hostlist_expand(it->second.nodes).size());
     return o;
@@ -466,6 +468,7 @@ TEST_CASE("kill anywhere, converge everywhere: every prefix of every cycle, ever
             for (const auto& [name, r] : ref.slurm.resvs) CHECK_FALSE(ref.cfg.lend_job(name));
         }
         REQUIRE(want.held == 0);
+        REQUIRE(want.lends == 0);
         REQUIRE(want.on_failed == 0);
         size_t acted = 0;
         for (int c = 0; c < kCycles; ++c) {
@@ -476,6 +479,7 @@ TEST_CASE("kill anywhere, converge everywhere: every prefix of every cycle, ever
                 const Outcome got = disturbed(map, sc, c, keep, -1);
                 CHECK(got.state == want.state);
                 CHECK(got.held == 0);
+                CHECK(got.lends == 0);
                 CHECK(got.spare_nodes == want.spare_nodes);
                 CHECK(got.on_failed == 0);
                 CHECK(got.last_actions == 0);
@@ -489,6 +493,7 @@ TEST_CASE("kill anywhere, converge everywhere: every prefix of every cycle, ever
                 const Outcome got = disturbed(map, sc, c, -1, fail);
                 CAPTURE(got.state);
                 CHECK(got.held == 0);
+                CHECK(got.lends == 0);
                 CHECK(got.on_failed == 0);
                 CHECK(got.max_repairs <= std::max(1, want.max_repairs));
                 CHECK(got.last_actions == 0);

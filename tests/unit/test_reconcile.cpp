@@ -1352,6 +1352,34 @@ TEST_CASE("a spare lent to a job Slurm has not started waits for it in a reserva
     CHECK(find(orphan, ActionKind::EndLend)->job == 0);
     w.apply(orphan);
     CHECK_FALSE(w.reservations.count("nvlslice_lend_99"));
+    // a lend reservation a stopped helper left behind, with another job its
+    // owner put there (--reservation): both jobs leave it, and it goes
+    w.reservations["nvlslice_lend_8"] = Reservation{"nvlslice_lend_8", "n018"};
+    b.reservation = "nvlslice_lend_8";
+    SlurmJob& other = add_native_job(w, 9, 1, 1);
+    other.reservation = "nvlslice_lend_8";
+    auto two = w.cycle();
+    REQUIRE(find<action::EndLend>(two));
+    CHECK(find(two, ActionKind::EndLend)->job == 8);
+    CHECK(find<action::EndLend>(two)->others == std::vector<JobId>{9});
+    w.apply(two);
+    CHECK(other.reservation.empty());
+    CHECK_FALSE(w.reservations.count("nvlslice_lend_8"));
+    // a refused lend leaves its spare in the spare reservation: the update
+    // that would free it waits (the next cycle decides afresh)
+    World f(2);
+    make_native(f);
+    SlurmJob& fbig = add_native_job(f, 7, 16, 2);
+    f.run_on(fbig, "n[001-016,019-034]");
+    fbig.admin_comment = big.admin_comment;
+    add_native_job(f, 8, 1, 1, /*ckpt=*/true);
+    f.faults["lend 8"] = "Requested nodes are busy";
+    auto fo = f.cycle();
+    const auto failures = nvl::apply(f, f.cfg, fo.actions);
+    REQUIRE(failures.size() == 1);
+    CHECK(failures.front().kind == ActionKind::Lend);
+    CHECK(f.resv->nodes == "n[017-018,035-036]");
+    CHECK(f.job(8).exc_nodes.empty()); // not pinned either
     // a job in a reservation of its own (its owner's --reservation) runs on
     // that reservation's nodes: it is lent no spare
     World r(2);
@@ -1374,6 +1402,34 @@ TEST_CASE("a spare lent to a job Slurm has not started waits for it in a reserva
     auto go = g.cycle();
     CHECK(find(go, ActionKind::Pin, 8));
     CHECK(find(go, ActionKind::Lend, 8));
+    CHECK(kinds(go) == "lend record reservation pin licenses");
+    CHECK(find<action::Lend>(go, 8)->nodes == find<action::Pin>(go, 8)->nodes);
+}
+
+TEST_CASE("a lend on a rack that degrades ends: its job is not started there", "[reconcile][native][quick]") {
+    World w(2);
+    make_native(w);
+    w.cfg.rack_failure_reasons = "contained";
+    SlurmJob& big = add_native_job(w, 7, 16, 2);
+    w.run_on(big, "n[001-016,019-034]");
+    big.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0";
+    SlurmJob& b = add_native_job(w, 8, 1, 1, /*ckpt=*/true);
+    w.step();
+    REQUIRE(b.reservation == "nvlslice_lend_8");
+    const std::string spare = w.reservations["nvlslice_lend_8"]->nodes;
+    // its rack degrades: the spare reservation holds the whole rack, but a
+    // job in an OVERLAP reservation is not kept off it
+    w.node(spare == "n017" ? "n005" : "n023").reason = "Xid 145: NVLink contained error";
+    w.node(spare == "n017" ? "n005" : "n023").state = NodeState::Draining;
+    w.now += 1;
+    auto out = w.cycle();
+    REQUIRE(find(out, ActionKind::EndLend, 8));
+    CHECK(std::any_of(out.log.begin(), out.log.end(), [](const auto& l) {
+        return l.line().find("no longer waits for it there") != std::string::npos;
+    }));
+    w.apply(out);
+    CHECK(b.reservation.empty());
+    CHECK_FALSE(w.reservations.count("nvlslice_lend_8"));
 }
 
 TEST_CASE("lend reservations are named after their job, one name per job", "[reconcile][quick]") {
