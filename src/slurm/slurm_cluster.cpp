@@ -95,6 +95,21 @@ std::string reason_name(uint32_t r) {
     }
 }
 
+// One job's update request (slurm_update_job): every field unset but the
+// job's id, which `id_str` holds where 25.11+ names the job by a string
+// (set_update_job_id); not copied, so that the request's pointer to it
+// stays valid.
+struct JobUpdate {
+    job_desc_msg_t d;
+    std::string id_str;
+    explicit JobUpdate(JobId id) {
+        slurm_init_job_desc_msg(&d);
+        slurm_calls::set_update_job_id(d, id, id_str);
+    }
+    JobUpdate(const JobUpdate&) = delete;
+    JobUpdate& operator=(const JobUpdate&) = delete;
+};
+
 void update(job_desc_msg_t& d, JobId id, const char* what) {
     if (slurm_update_job(&d) != SLURM_SUCCESS) fail(fmt::format("job {}: {}", id, what));
 }
@@ -334,67 +349,53 @@ std::vector<std::optional<Reservation>> SlurmClusterImpl::load_reservations(cons
 }
 
 void SlurmClusterImpl::pin_job(JobId id, const std::string& nodes, int64_t start_at) {
-    job_desc_msg_t d;
-    slurm_init_job_desc_msg(&d);
-    std::string id_str;
-    slurm_calls::set_update_job_id(d, id, id_str);
+    JobUpdate u(id);
+    job_desc_msg_t& d = u.d;
     d.req_nodes = const_cast<char*>(nodes.c_str());
     if (start_at > 0) d.begin_time = time_t(start_at);
     update(d, id, fmt::format("pinning to {}", nodes).c_str());
 }
 
 void SlurmClusterImpl::exclude_nodes(JobId id, const std::string& nodes, int64_t start_at) {
-    job_desc_msg_t d;
-    slurm_init_job_desc_msg(&d);
-    std::string id_str;
-    slurm_calls::set_update_job_id(d, id, id_str);
+    JobUpdate u(id);
+    job_desc_msg_t& d = u.d;
     d.exc_nodes = const_cast<char*>(nodes.c_str());
     if (start_at > 0) d.begin_time = time_t(start_at);
     update(d, id, nodes.empty() ? "clearing its excluded nodes" : fmt::format("excluding {}", nodes).c_str());
 }
 
 void SlurmClusterImpl::set_licenses(JobId id, const std::string& licenses) {
-    job_desc_msg_t d;
-    slurm_init_job_desc_msg(&d);
-    std::string id_str;
-    slurm_calls::set_update_job_id(d, id, id_str);
+    JobUpdate u(id);
+    job_desc_msg_t& d = u.d;
     d.licenses = const_cast<char*>(licenses.c_str());
     update(d, id, fmt::format("setting licenses to \"{}\"", licenses).c_str());
 }
 
 void SlurmClusterImpl::allow_requeue(JobId id) {
-    job_desc_msg_t d;
-    slurm_init_job_desc_msg(&d);
-    std::string id_str;
-    slurm_calls::set_update_job_id(d, id, id_str);
+    JobUpdate u(id);
+    job_desc_msg_t& d = u.d;
     d.requeue = 1;
     update(d, id, "setting Requeue=1");
 }
 
 void SlurmClusterImpl::set_admin_comment(JobId id, const std::string& text) {
-    job_desc_msg_t d;
-    slurm_init_job_desc_msg(&d);
-    std::string id_str;
-    slurm_calls::set_update_job_id(d, id, id_str);
+    JobUpdate u(id);
+    job_desc_msg_t& d = u.d;
     d.admin_comment = const_cast<char*>(text.c_str());
     update(d, id, "setting admin_comment");
 }
 
 void SlurmClusterImpl::hold(JobId id) {
-    job_desc_msg_t d;
-    slurm_init_job_desc_msg(&d);
-    std::string id_str;
-    slurm_calls::set_update_job_id(d, id, id_str);
+    JobUpdate u(id);
+    job_desc_msg_t& d = u.d;
     d.priority = 0;
     d.alloc_sid = ALLOC_SID_ADMIN_HOLD;
     update(d, id, "hold");
 }
 
 void SlurmClusterImpl::release(JobId id) {
-    job_desc_msg_t d;
-    slurm_init_job_desc_msg(&d);
-    std::string id_str;
-    slurm_calls::set_update_job_id(d, id, id_str);
+    JobUpdate u(id);
+    job_desc_msg_t& d = u.d;
     d.priority = INFINITE;
     update(d, id, "release");
 }
@@ -470,10 +471,8 @@ void SlurmClusterImpl::lend_nodes(JobId id, uint32_t user_id, const std::string&
         if (!created) fail(fmt::format("creating the lend reservation {} on {} for uid {}", name, nodes, user));
         (void)created; // as in set_reservation
     }
-    job_desc_msg_t d;
-    slurm_init_job_desc_msg(&d);
-    std::string id_str;
-    slurm_calls::set_update_job_id(d, id, id_str);
+    JobUpdate u(id);
+    job_desc_msg_t& d = u.d;
     d.reservation = const_cast<char*>(name.c_str());
     update(d, id, fmt::format("moving it into the lend reservation {}", name).c_str());
 }
@@ -482,10 +481,8 @@ void SlurmClusterImpl::end_lend(JobId id, const std::vector<JobId>& others, cons
     std::vector<JobId> all = others;
     if (id) all.insert(all.begin(), id);
     for (JobId j : all) {
-        job_desc_msg_t d;
-        slurm_init_job_desc_msg(&d);
-        std::string id_str;
-        slurm_calls::set_update_job_id(d, j, id_str);
+        JobUpdate u(j);
+        job_desc_msg_t& d = u.d;
         d.reservation = const_cast<char*>("");
         // a job that has just ended (or still completes after its end) no
         // longer holds the reservation
