@@ -122,7 +122,7 @@ struct AllowRequeue {
     void run(ClusterApi& api, JobId job, const Names&) const { api.allow_requeue(job); }
 };
 
-// Native mode: the job waits for its lent spare(s) in a reservation of its
+// The job waits for its lent spare(s) in a reservation of its
 // own (cluster_api.hpp, lend_nodes).
 struct Lend {
     static constexpr const char* name = "lend";

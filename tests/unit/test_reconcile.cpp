@@ -980,6 +980,14 @@ void make_native(World& w, bool node_pools = false) {
     w.cfg.node_pools = node_pools;
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
 }
+// Both racks full but for their spares: a native 2 x 16 slice job 7 runs
+// on n[001-016,019-034], as its record says.
+SlurmJob& fill_racks_native(World& w) {
+    SlurmJob& big = add_native_job(w, 7, 16, 2);
+    w.run_on(big, "n[001-016,019-034]");
+    big.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0";
+    return big;
+}
 // The helper's repair (`out`) applied: pending, held, its nodes free
 // again but the failed one (drained), Slurm's begin time the next second
 // (the cluster's credential lifetime cut short), pinned, recorded.
@@ -1229,9 +1237,7 @@ TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares;
           "[reconcile][native][quick]") {
     World w(2);
     w.cfg.hand_off = HandOff::Native;
-    SlurmJob& big = add_native_job(w, 7, 16, 2);
-    w.run_on(big, "n[001-016,019-034]");
-    big.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0";
+    fill_racks_native(w);
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
     add_native_job(w, 8, 1, 1, /*ckpt=*/true);
     auto out = w.cycle();
@@ -1243,9 +1249,7 @@ TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares;
     // the pin's StartTime would bring its begin time forward
     World b(2);
     b.cfg.hand_off = HandOff::Native;
-    SlurmJob& bbig = add_native_job(b, 7, 16, 2);
-    b.run_on(bbig, "n[001-016,019-034]");
-    bbig.admin_comment = big.admin_comment;
+    fill_racks_native(b);
     b.resv = w.resv;
     SlurmJob& later = add_native_job(b, 8, 1, 1, /*ckpt=*/true);
     later.reason = "BeginTime";
@@ -1304,9 +1308,7 @@ TEST_CASE("a spare lent to a job Slurm has not started waits for it in a reserva
           "[reconcile][native][quick]") {
     World w(2);
     make_native(w);
-    SlurmJob& big = add_native_job(w, 7, 16, 2);
-    w.run_on(big, "n[001-016,019-034]");
-    big.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0";
+    SlurmJob& big = fill_racks_native(w);
     SlurmJob& b = add_native_job(w, 8, 1, 1, /*ckpt=*/true);
     b.user_id = 1000;
     auto out = w.cycle();
@@ -1369,9 +1371,7 @@ TEST_CASE("a spare lent to a job Slurm has not started waits for it in a reserva
     // that would free it waits (the next cycle decides afresh)
     World f(2);
     make_native(f);
-    SlurmJob& fbig = add_native_job(f, 7, 16, 2);
-    f.run_on(fbig, "n[001-016,019-034]");
-    fbig.admin_comment = big.admin_comment;
+    fill_racks_native(f);
     add_native_job(f, 8, 1, 1, /*ckpt=*/true);
     f.faults["lend 8"] = "Requested nodes are busy";
     auto fo = f.cycle();
@@ -1384,9 +1384,7 @@ TEST_CASE("a spare lent to a job Slurm has not started waits for it in a reserva
     // that reservation's nodes: it is lent no spare
     World r(2);
     make_native(r);
-    SlurmJob& rbig = add_native_job(r, 7, 16, 2);
-    r.run_on(rbig, "n[001-016,019-034]");
-    rbig.admin_comment = big.admin_comment;
+    fill_racks_native(r);
     add_native_job(r, 8, 1, 1, /*ckpt=*/true).reservation = "maint";
     auto ro = r.cycle();
     CHECK_FALSE(find(ro, ActionKind::Lend));
@@ -1410,9 +1408,7 @@ TEST_CASE("a lend on a rack that degrades ends: its job is not started there", "
     World w(2);
     make_native(w);
     w.cfg.rack_failure_reasons = "contained";
-    SlurmJob& big = add_native_job(w, 7, 16, 2);
-    w.run_on(big, "n[001-016,019-034]");
-    big.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0";
+    fill_racks_native(w);
     SlurmJob& b = add_native_job(w, 8, 1, 1, /*ckpt=*/true);
     w.step();
     REQUIRE(b.reservation == "nvlslice_lend_8");
