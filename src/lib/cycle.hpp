@@ -209,6 +209,9 @@ class Cycle {
     // move allowed_transition() forbids.
     void record(const SliceJob& sj, const PlacementRecord& r, bool always = false);
     void pin_and_release(const SliceJob& sj, const Placement& p, PlacementRecord r, bool requeue_first);
+    // A repair's or restart's target kept for its job until it runs there:
+    // the job's own reservation (cfg_.lend_name()), made before its requeue.
+    void hold_target(const SliceJob& sj, const std::vector<NodeId>& nodes);
     std::string hl(const std::vector<NodeId>& ids) const { return hostlist_compress(map_.node_names(ids)); }
     // A decision about one job (0: about the cluster), in words.
     void log(JobId job, std::string s) { out_.log.push_back({Severity::Info, job, std::move(s)}); }

@@ -21,18 +21,20 @@ void Cycle::keep_spares() {
 
 void Cycle::keep_lends() {
     if (!lends_ || lends_->empty()) return;
-    std::unordered_map<JobId, const SlurmJob*> by_id;           // a few lends, many jobs: one pass
+    std::unordered_map<JobId, const ParsedJob*> by_id;          // a few lends, many jobs: one pass
     std::unordered_map<std::string, std::vector<JobId>> inside; // every job in a lend reservation
     for (const Reservation& r : *lends_)
         if (JobId id = cfg_.lend_job(r.name)) by_id.emplace(id, nullptr);
-    for (const SlurmJob& j : jobs_) {
-        if (auto it = by_id.find(j.id); it != by_id.end()) it->second = &j;
+    for (const ParsedJob& p : obs_.jobs) {
+        const SlurmJob& j = *p.job;
+        if (auto it = by_id.find(j.id); it != by_id.end()) it->second = &p;
         if (!j.reservation.empty() && cfg_.lend_job(j.reservation)) inside[j.reservation].push_back(j.id);
     }
     for (const Reservation& r : *lends_) {
         const JobId id = cfg_.lend_job(r.name);
         if (!id) continue; // not one
-        const SlurmJob* j = by_id[id];
+        const ParsedJob* p = by_id[id];
+        const SlurmJob* j = p ? p->job : nullptr;
         const bool in = j && j->reservation == r.name;
         // Slurm changes only a pending or running job's reservation, and
         // keeps one a suspended job holds; a job Slurm refused lately waits
@@ -44,6 +46,16 @@ void Cycle::keep_lends() {
         std::vector<JobId> others;
         for (JobId o : inside[r.name])
             if (o != id) others.push_back(o);
+        // A repair or restart under way (hold_target()): its target is kept
+        // from the requeue (the job completing, then waiting held or for
+        // its start second) until it runs there; the repair itself moves
+        // the reservation when it plans afresh. A job still running is one
+        // whose requeue did not happen (refused, or the helper stopped in
+        // between): ended, and made again should the repair be retried.
+        if (in && others.empty() && p->rec && p->rec->belongs_to(id) &&
+            (p->rec->state == RecordState::Repairing || p->rec->state == RecordState::Restarting) &&
+            (j->state == JobState::Pending || j->state == JobState::Completing))
+            continue;
         if (in && j->state == JobState::Pending && others.empty()) {
             // still pinned there (the nodes this cycle's snapshot gives it),
             // and not on a degraded rack: a job in an OVERLAP reservation

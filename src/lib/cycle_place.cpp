@@ -27,6 +27,7 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
         r.state = RecordState::Repairing;
         r.hold = true; // the one hold the helper may release
         record(sj, r, true);
+        hold_target(sj, p.nodes());
         act({id, action::RequeueHold{}});
         pin(sj, p.nodes(), 0);
         take(p.nodes(), id);
@@ -40,6 +41,7 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
         const bool repair = sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing);
         r.state = repair ? RecordState::Repairing : RecordState::Restarting;
         record(sj, r, true);
+        hold_target(sj, p.nodes());
         pin(sj, p.nodes(), start_time(*sj.job));
         settled_.insert(id);
         take(p.nodes(), id);
@@ -59,6 +61,22 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
         act({id, action::Pin{hl(p.nodes()), 0}}); // its node list, no StartTime
     start_now(sj);
     take(p.nodes(), id);
+}
+
+void Cycle::hold_target(const SliceJob& sj, const std::vector<NodeId>& nodes) {
+    const SlurmJob& j = *sj.job;
+    if (!cfg_.repair_reservation) return;
+    const std::string name = cfg_.lend_name(j.id);
+    // a reservation the job asked for is its owner's: the pin alone
+    if (!j.reservation.empty() && j.reservation != name) return;
+    // Made before the requeue, over nodes the job still runs on (the
+    // reservation ignores running jobs): the moment its healthy nodes
+    // complete, no other job may start there, nor on the spare, which
+    // leaves the spare reservation only after this (OVERLAP). The job is
+    // moved into it, so that Slurm starts it there alone; keep_lends() ends
+    // it once the job runs again.
+    act({j.id, action::Lend{hl(nodes), j.user_id, name}});
+    log(j.id, fmt::format("its target {} waits for it in the reservation {}", hl(nodes), name));
 }
 
 SliceJob Cycle::keep_off_degraded(const SliceJob& sj) {

@@ -124,6 +124,7 @@ const Key kKeys[] = {
              d.fail(v, "\"lend_reservation\" is empty: give the prefix of the reservations that hold lent spares "
                        "(default nvlslice_lend)");
      }},
+    {"repair_reservation", [](D& d, K k, N v, S& s) { s.reconcile.repair_reservation = d.boolean(v, k); }},
     {"mode",
      [](D& d, K k, N v, S& s) {
          s.reconcile.hand_off = checked(d, v, [&] { return parse_hand_off(d.scalar(v, k), "mode"); });

@@ -75,6 +75,12 @@ struct HelperConfig {
     std::string lend_name(JobId id) const { return lend_reservation + "_" + std::to_string(id); }
     // The job a lend reservation was made for; 0: not one.
     JobId lend_job(const std::string& resv) const;
+    // A repair's (or a restart's) target waits for its job in the same
+    // reservation of the job's own, made before the requeue: from the
+    // requeue to the restart, neither the job's healthy nodes nor the spare
+    // it takes may go to another job (Slurm would give them to the
+    // backlog the moment they complete). false: the pin alone, as before.
+    bool repair_reservation = true;
     // Drains whose reason matches trigger a repair (ECMAScript regex searched
     // in the reason, case-insensitive);
     // empty = every drain. DOWN/FAIL always trigger one.

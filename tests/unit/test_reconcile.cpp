@@ -1,5 +1,6 @@
 #include "fake_world.hpp"
 #include "fixtures.hpp"
+#include "helper_config.hpp"
 #include "rack_health.hpp"
 #include "reconcile.hpp"
 #include "sim.hpp"
@@ -287,8 +288,13 @@ TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, 
     World w(2);
     SlurmJob& j = running_with_n005_draining(w);
     auto out = w.cycle();
-    // the requeue first; the spare leaves the reservation before any release
-    CHECK(kinds(out) == "record requeue-hold pin-nodes reservation");
+    // its target kept for it first (its healthy nodes and the spare, in a
+    // reservation of its own made before the requeue, so that no other job
+    // takes them while it completes and waits); then the requeue; the spare
+    // leaves the spare reservation before any release
+    CHECK(kinds(out) == "record lend requeue-hold pin-nodes reservation");
+    CHECK(find<action::Lend>(out)->nodes == "n[001-004,006-017,019-034]");
+    CHECK(find<action::Lend>(out)->reservation == "nvlslice_lend_7");
     CHECK(find<action::SetReservation>(out)->nodes == "n[018,035-036]");
     CHECK(find<action::PinOnly>(out)->nodes == "n[001-004,006-017,019-034]");
     CHECK_THAT(find<action::SetRecord>(out)->text,
@@ -309,12 +315,22 @@ TEST_CASE("a drained node of a running job: requeue-hold onto the rack's spare, 
     CHECK(pin.follow_up);
     // ...and release it once that second has come, so the release starts it
     w.apply(pin);
+    // the job waits in its reservation, held, completing or not
+    REQUIRE(j.reservation == "nvlslice_lend_7");
     CHECK(w.cycle().actions.empty());
     w.now += 1;
     auto fin = w.cycle();
     CHECK(kinds(fin) == "release record");
     CHECK_THAT(find<action::SetRecord>(fin)->text,
                Catch::StartsWith("nvlslice/1 placed") && Catch::Contains("repairs=1") && !Catch::Contains("hold=1"));
+    // running there: the reservation ends, the job keeps its nodes
+    w.apply(fin);
+    w.start(j);
+    auto end = w.step();
+    CHECK(kinds(end) == "end-lend");
+    CHECK(j.reservation.empty());
+    CHECK_FALSE(w.reservations.count("nvlslice_lend_7"));
+    CHECK(w.cycle().actions.empty());
 }
 
 TEST_CASE("after the helper's own requeue the repaired job may start from the second after it", "[reconcile][quick]") {
@@ -351,6 +367,63 @@ TEST_CASE("after the helper's own requeue the repaired job may start from the se
     CHECK(w.mem.requeued_at.count(7) == 0);
 }
 
+TEST_CASE("a repair's target waits for its job in a reservation of its own from before the requeue to its restart",
+          "[reconcile][quick]") {
+    World w(2);
+    SlurmJob& j = running_with_n005_draining(w);
+    auto out = w.cycle();
+    // made before the requeue (the order Slurm sees), over the nodes the job
+    // still runs on and the spare, which leaves the spare reservation after
+    const auto pos = [&](ActionKind k) {
+        for (size_t i = 0; i < out.actions.size(); ++i)
+            if (out.actions[i].kind() == k) return i;
+        return out.actions.size();
+    };
+    REQUIRE(pos(ActionKind::Lend) < out.actions.size());
+    CHECK(pos(ActionKind::Lend) < pos(ActionKind::RequeueHold));
+    CHECK(pos(ActionKind::Lend) < pos(ActionKind::SetReservation));
+    CHECK(find<action::Lend>(out)->user_id == j.user_id);
+    w.requeue_completes = false;
+    w.requeue_delay = 31;
+    w.apply(out);
+    REQUIRE(w.reservations.count("nvlslice_lend_7"));
+    CHECK(j.reservation == "nvlslice_lend_7");
+    // completing, then pending held, then pinned from its second: the
+    // reservation stays through all of it
+    REQUIRE(j.state == JobState::Completing);
+    w.now += 1;
+    CHECK_FALSE(find(w.step(), ActionKind::EndLend));
+    w.complete(7);
+    for (int c = 0; c < 3; ++c) {
+        auto o = w.step();
+        CHECK_FALSE(find(o, ActionKind::EndLend));
+        if (find(o, ActionKind::Release)) break;
+        w.now += 1;
+    }
+    CHECK_FALSE(j.held);
+    CHECK(w.reservations.count("nvlslice_lend_7"));
+    // running there: ended, the job keeps its nodes
+    w.start(j);
+    CHECK(kinds(w.step()) == "end-lend");
+    CHECK_FALSE(w.reservations.count("nvlslice_lend_7"));
+
+    // a job in a reservation its owner asked for: the pin alone
+    World o(2);
+    SlurmJob& k = running_with_n005_draining(o);
+    k.reservation = "maint_window";
+    auto ko = o.cycle();
+    CHECK(kinds(ko) == "record requeue-hold pin-nodes reservation");
+
+    // repair_reservation: false: the pin alone, as before
+    World f(2);
+    f.cfg.repair_reservation = false;
+    running_with_n005_draining(f);
+    CHECK(kinds(f.cycle()) == "record requeue-hold pin-nodes reservation");
+    CHECK(read_helper_config("map: m.yaml\nrepair_reservation: false\n", "h.yaml").reconcile.repair_reservation ==
+          false);
+    CHECK(read_helper_config("map: m.yaml\n", "h.yaml").reconcile.repair_reservation);
+}
+
 TEST_CASE("a repaired job completing long after the helper's requeue is left to the regular cycle",
           "[reconcile][quick]") {
     World w(2);
@@ -383,7 +456,7 @@ TEST_CASE("drain reasons outside the pattern do not trigger a repair; DOWN alway
     CHECK(w.cycle().actions.empty());
     w.node("n005").reason = "GPU XID 79";
     // the repair takes the node the reservation gave up: the reservation stays
-    CHECK(kinds(w.cycle()) == "record requeue-hold pin-nodes");
+    CHECK(kinds(w.cycle()) == "record lend requeue-hold pin-nodes");
     w.node("n005").reason = "planned maintenance";
     w.node("n006").state = NodeState::Down;
     w.node("n006").failed = true;
@@ -446,7 +519,10 @@ TEST_CASE("a job Slurm requeued after a node went down is repaired before it run
     w.node("n009").state = NodeState::Down;
     w.node("n009").failed = true;
     auto out = w.cycle();
-    CHECK(kinds(out) == "reservation licenses record pin"); // gated, started when its second has come
+    // its target kept for it from now (Slurm let go of its nodes), gated,
+    // started when its second has come
+    CHECK(kinds(out) == "lend reservation licenses record pin");
+    CHECK(find<action::Lend>(out)->nodes == "n[001-008,010-017]");
     CHECK(find<action::Pin>(out)->nodes == "n[001-008,010-017]");
     CHECK(find<action::Pin>(out)->start_at == w.now + 1);
     CHECK_THAT(find<action::SetRecord>(out)->text, Catch::StartsWith("nvlslice/1 repairing"));
@@ -1035,7 +1111,7 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     auto out = w.cycle();
     // pinned by excluding every other node: Slurm refuses a ReqNodeList
     // on a job of several segments
-    CHECK(kinds(out) == "record requeue-hold exclude reservation");
+    CHECK(kinds(out) == "record lend requeue-hold exclude reservation");
     CHECK(find<action::Exclude>(out)->nodes == "n[005,018-036]");
     CHECK(find<action::Exclude>(out)->start_at == 0);
     // pending again, held by the helper: excluded from its start second, released
@@ -1046,7 +1122,9 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     CHECK(kinds(fin) == "release record");
     // running there: Slurm allows no change of a running job's exclusion;
     // it stays (a requeue by Slurm restarts it there, or a repair re-pins it)
+    w.apply(fin);
     w.run_on(j, "n[001-004,006-017]");
+    CHECK(kinds(w.step()) == "end-lend"); // its reservation ends once it runs
     CHECK(w.cycle().actions.empty());
 
     // Slurm started it and a node drained before a cycle recorded where
@@ -1057,7 +1135,7 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     q.run_on(m, "n[001-016]");
     for (const char* n : {"n002", "n003", "n004"}) q.node(n).state = NodeState::Draining;
     auto mv = q.cycle();
-    CHECK(kinds(mv) == "record requeue-hold exclude reservation");
+    CHECK(kinds(mv) == "record lend requeue-hold exclude reservation");
     CHECK(find<action::Exclude>(mv)->nodes == "n[001-018,035-036]");        // moved to r2: n[019-034]
     CHECK(find<action::SetReservation>(mv)->nodes == "n[001-018,035-036]"); // r1 degraded: held whole
     CHECK_THAT(find<action::SetRecord>(mv)->text, Catch::Contains("repairs=1 moves=1"));
@@ -1072,7 +1150,7 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     d.node("n009").state = NodeState::Down;
     d.node("n009").failed = true;
     auto rep = d.cycle();
-    CHECK(kinds(rep) == "record reservation exclude"); // never gated
+    CHECK(kinds(rep) == "record lend reservation exclude"); // never gated
     CHECK(find<action::Exclude>(rep)->nodes == "n[009,018-036]");
     CHECK(find<action::Exclude>(rep)->start_at == d.now + 1);
 }
@@ -1202,7 +1280,7 @@ TEST_CASE("native mode on Slurm 25.11+: a repair pins the job with a node pool, 
     w.node("n005").state = NodeState::Draining;
     auto out = w.cycle();
     // a ReqNodeList of the 16 nodes, the rack's spare in place of n005; no exclusion
-    CHECK(kinds(out) == "record requeue-hold pin-nodes reservation");
+    CHECK(kinds(out) == "record lend requeue-hold pin-nodes reservation");
     CHECK(find<action::PinOnly>(out)->nodes == "n[001-004,006-017]");
     CHECK(find(out, ActionKind::Exclude) == nullptr);
     // pending again, held by the helper: pinned from its start second, released
@@ -1211,7 +1289,9 @@ TEST_CASE("native mode on Slurm 25.11+: a repair pins the job with a node pool, 
     w.now += 1;
     auto fin = w.step();
     CHECK(kinds(fin) == "release record");
+    w.apply(fin);
     w.start(j);
+    CHECK(kinds(w.step()) == "end-lend");
     CHECK(w.cycle().actions.empty());
 
     // slurmd died and Slurm requeued it itself: pinned by its pool from the next second
@@ -1226,7 +1306,7 @@ TEST_CASE("native mode on Slurm 25.11+: a repair pins the job with a node pool, 
     d.node("n009").state = NodeState::Down;
     d.node("n009").failed = true;
     auto rep = d.cycle();
-    CHECK(kinds(rep) == "record exclude reservation pin");
+    CHECK(kinds(rep) == "record lend exclude reservation pin");
     // its new nodes leave the exclusion first; the rest stays until the pool is set
     CHECK(find<action::Exclude>(rep)->nodes == "n[018-036]");
     CHECK(find<action::Pin>(rep)->nodes == "n[001-008,010-017]");
