@@ -463,10 +463,12 @@ void SlurmClusterImpl::lend_nodes(JobId id, uint32_t user_id, const std::string&
     } else {
         // from now (slurmctld's clock: no start time given), without end;
         // OVERLAP: made while the spare reservation still holds the nodes;
+        // IGNORE_JOBS: a repair's target is made while the job still runs
+        // on it (kept by the reservation, later updates included);
         // NO_HOLD_JOBS_AFTER_END: should it ever end under the job, the job
         // is not held for it
         r.duration = INFINITE;
-        r.flags = RESERVE_FLAG_OVERLAP | RESERVE_FLAG_NO_HOLD_JOBS;
+        r.flags = RESERVE_FLAG_OVERLAP | RESERVE_FLAG_IGN_JOBS | RESERVE_FLAG_NO_HOLD_JOBS;
         char* created = slurm_create_reservation(&r);
         if (!created) fail(fmt::format("creating the lend reservation {} on {} for uid {}", name, nodes, user));
         (void)created; // as in set_reservation

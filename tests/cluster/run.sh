@@ -4,7 +4,7 @@
 #   tests/cluster/run.sh BUILD_DIR
 # Stops the cluster afterwards unless NVL_KEEP_CLUSTER=1. NVL_TESTS="test_rules"
 # runs only the scripts named (test_plugin, test_native, test_helper,
-# test_rules, test_load, lend_depth, test_accounting; bench_failure and
+# test_rules, test_load, lend_depth, busy_repair, test_accounting; bench_failure and
 # replay run only when named). NVL_ACCOUNTING=1 runs every script
 # with real accounting (cluster.sh); NVL_ACCOUNTING=after runs them without,
 # then starts the cluster again with accounting for test_accounting.
@@ -197,6 +197,9 @@ run_test "$HERE/test_load.sh"
 # a borrower behind 600 waiting jobs starts on its lent spare, and no job
 # ahead takes a spare (under a minute)
 run_test "$HERE/lend_depth.sh"
+# a repair on a busy cluster: the backlog takes none of the job's nodes
+# between its requeue and its restart (about a minute with Slurm alone's side)
+run_test "$HERE/busy_repair.sh"
 # with real accounting only (NVL_ACCOUNTING=1): it says so and passes otherwise
 if [ "${NVL_ACCOUNTING:-0}" = 1 ]; then run_test "$HERE/test_accounting.sh"; fi
 # NVL_ACCOUNTING=after: the tests above on a cluster without accounting, then
