@@ -52,6 +52,30 @@ void Cycle::not_responding() {
             });
         });
     for (const auto& d : silent.down) {
+        // its repair's target kept for the job first, so that the moment
+        // Slurm lets go of its nodes (the DOWN requeues it) no other job
+        // takes them, nor the spare (the repair of a later cycle pins it
+        // there: hold_target() again, the same nodes)
+        for (const SliceJob& sj : slice_jobs_) {
+            const SlurmJob& j = *sj.job;
+            if (j.id != d.job || j.state != JobState::Running || !j.requeue || !j.batch) continue;
+            auto node = map_.find_node(d.node);
+            if (!node || !(has_placement(sj) || native(sj))) break;
+            std::vector<NodeId> failed{*node};
+            for (const auto& n : j.nodes)
+                if (auto id = map_.find_node(n); id && *id != *node && needs_repair(obs_, snap_, *id))
+                    failed.push_back(*id);
+            try {
+                const RepairPlan plan = plan_repair(snap_, placement_of(map_, sj, j.nodes), failed, obs_.unprotected);
+                if (plan.feasible && plan.preempt.empty()) {
+                    hold_target(sj, plan.placement.nodes());
+                    take(plan.placement.nodes(), j.id);
+                }
+            } catch (const Error& e) {
+                warn_once(j.id, fmt::format("skipped: {}", e.what()));
+            }
+            break;
+        }
         const std::string reason =
             fmt::format("nvlsliced: not responding to slurmctld for {} s (repair_not_responding_after={}); slice job "
                         "{} repaired on a spare",
@@ -119,6 +143,25 @@ void Cycle::collect_slice_jobs() {
         for (NodeId id : recorded_nodes(*rec))
             if (is_free(snap_.node(id).state)) snap_.set(id, {NodeState::Allocated, j.id, -1, false});
     }
+    // A job whose repair is under way or due, waiting (or completing) in
+    // its own reservation: the nodes it holds are its (a repair's target
+    // kept before Slurm let go of the job: hold_target()), and its repair
+    // takes them first. (A borrower's lend is kept by its pin, above.)
+    if (lends_ && !lends_->empty())
+        for (const auto& p : obs_.jobs) {
+            const SlurmJob& j = *p.job;
+            if (j.reservation.empty() || (j.state != JobState::Pending && j.state != JobState::Completing) || !p.rec ||
+                !p.rec->belongs_to(j.id) || cfg_.lend_job(j.reservation) != j.id)
+                continue;
+            if (p.rec->state != RecordState::Repairing && p.rec->state != RecordState::Restarting && !on_failed(*p.rec))
+                continue;
+            auto r = std::find_if(lends_->begin(), lends_->end(),
+                                  [&](const Reservation& x) { return x.name == j.reservation; });
+            if (r == lends_->end()) continue;
+            for (const auto& n : hostlist_expand(r->nodes))
+                if (auto node = map_.find_node(n); node && is_free(snap_.node(*node).state))
+                    snap_.set(*node, {NodeState::Allocated, j.id, -1, false});
+        }
     // Nodes pinned to released jobs that Slurm has not started yet are
     // spoken for: no other slice may be placed there meanwhile.
     for (const auto& sj : slice_jobs_) {

@@ -113,6 +113,12 @@ class Cycle {
     void protect_top();
     void keep_gate();
     bool gated(const SlurmJob& j) const { return has_license(j.licenses, cfg_.gate_license); }
+    // Whether a node of the record's slices has failed (a repair is due).
+    bool on_failed(const PlacementRecord& r) const {
+        for (NodeId id : recorded_nodes(r))
+            if (obs_.failed.contains(id)) return true;
+        return false;
+    }
     // Every node of a record's slices, in map order.
     std::vector<NodeId> recorded_nodes(const PlacementRecord& r) const { return nvl::recorded_nodes(map_, r); }
     bool held_by_us(const SliceJob& sj) const { return sj.job->held && sj.rec && sj.rec->hold; }

@@ -56,6 +56,13 @@ void Cycle::keep_lends() {
             (p->rec->state == RecordState::Repairing || p->rec->state == RecordState::Restarting) &&
             (j->state == JobState::Pending || j->state == JobState::Completing))
             continue;
+        // Made this cycle (a silent node's repair, before its DOWN), or
+        // its job requeued by Slurm for a failed node and not repaired yet:
+        // kept until the repair pins the job there.
+        if (in && others.empty() &&
+            (did(id, ActionKind::Lend) ||
+             (j->state != JobState::Running && p->rec && p->rec->belongs_to(id) && on_failed(*p->rec))))
+            continue;
         if (in && j->state == JobState::Pending && others.empty()) {
             // still pinned there (the nodes this cycle's snapshot gives it),
             // and not on a degraded rack: a job in an OVERLAP reservation

@@ -26,11 +26,16 @@ bool contains(const std::vector<NodeId>& v, NodeId id) {
 // Free nodes outside the spare reservation first (the spare it gave up when
 // a failure used up part of the rack's budget among them), then its spares,
 // then free nodes the protection holds.
-void candidates(const Snapshot& snap, DomainId d, const std::vector<NodeId>& taken, std::vector<NodeId>& out,
+void candidates(const Snapshot& snap, DomainId d, JobId job, const std::vector<NodeId>& taken, std::vector<NodeId>& out,
                 bool include_lent, const NodeSet& unprotected) {
     const Domain& dom = snap.map().domain(d);
     auto held = [&](NodeId id) { return !unprotected.unsized() && !unprotected.contains(id); };
     out.clear();
+    // nodes already held for this job (its own reservation, made before
+    // Slurm let go of it: the target of a repair under way) come first
+    for (NodeId id : dom.nodes)
+        if (job && snap.node(id).job_id == job && is_healthy(snap.node(id).state) && !contains(taken, id))
+            out.push_back(id);
     for (NodeId id : dom.nodes)
         if (snap.node(id).state == NodeState::Idle && !contains(taken, id) && !held(id)) out.push_back(id);
     for (NodeId id : dom.nodes)
@@ -87,7 +92,7 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
         // 1. the same domain
         int usable_here = 0;
         if (slice.domain != kNoDomain && !snap.counts(slice.domain).degraded) {
-            candidates(snap, slice.domain, taken, cand, true, unprotected);
+            candidates(snap, slice.domain, running.job_id, taken, cand, true, unprotected);
             usable_here = int(cand.size());
             if (int(cand.size()) >= lost) {
                 rep.action = RepairAction::ReplaceInDomain;
@@ -130,7 +135,7 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
             rep.action = RepairAction::MoveDomain;
             rep.to = best;
             rep.removed = slice.nodes;
-            candidates(snap, best, taken, cand, false, unprotected);
+            candidates(snap, best, running.job_id, taken, cand, false, unprotected);
             // idle nodes before the spare-reserved ones: the target keeps its spares
             std::stable_partition(cand.begin(), cand.end(),
                                   [&](NodeId id) { return snap.node(id).state == NodeState::Idle; });

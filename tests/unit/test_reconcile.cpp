@@ -1663,6 +1663,62 @@ TEST_CASE("repair_not_responding_after: a silent node of a running slice job is 
     CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown));
 }
 
+TEST_CASE("repair_not_responding_after: the repair's target is kept for the job before the DOWN, through Slurm's "
+          "own requeue, until the job runs there",
+          "[reconcile][rack][quick]") {
+    World w(2);
+    w.cfg.repair_not_responding_after_s = 5;
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = w.add_slice_job(7, 16, 1);
+    w.run_on(j, "n[001-016]");
+    j.req_nodes = "n[001-016]";
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    j.requeue = j.batch = true;
+    w.node("n005").not_responding = true;
+    CHECK(w.step().actions.empty()); // first seen
+    w.now += 5;
+    auto out = w.cycle();
+    // the target (the 15 healthy nodes and the rack's spare) in the job's
+    // own reservation, then the DOWN that makes Slurm let go of the job
+    REQUIRE(find<action::Lend>(out));
+    CHECK(find<action::Lend>(out)->nodes == "n[001-004,006-017]");
+    size_t lend = 0, down = 0;
+    for (size_t i = 0; i < out.actions.size(); ++i) {
+        if (out.actions[i].kind() == ActionKind::Lend) lend = i;
+        if (out.actions[i].kind() == ActionKind::NodeDown) down = i;
+    }
+    CHECK(lend < down);
+    CHECK_FALSE(find(out, ActionKind::RequeueHold)); // Slurm requeues it on the DOWN
+    w.apply(out);
+    CHECK(j.reservation == "nvlslice_lend_7");
+    CHECK(w.reservations.at("nvlslice_lend_7")->nodes == "n[001-004,006-017]");
+    // Slurm marks n005 DOWN and requeues the job itself: completing, then
+    // pending with its credential's begin time, not held
+    w.node("n005").state = NodeState::Down;
+    w.node("n005").failed = true;
+    j.state = JobState::Completing;
+    j.restarts = 1;
+    j.begin_time = w.now + 121;
+    w.now += 1;
+    CHECK_FALSE(find(w.step(), ActionKind::EndLend)); // kept while it completes
+    j.state = JobState::Pending;
+    j.nodes.clear();
+    for (const char* n : {"n001", "n002", "n003", "n004", "n006", "n007", "n008", "n009", "n010", "n011", "n012",
+                          "n013", "n014", "n015", "n016"})
+        w.node(n).state = NodeState::Idle;
+    auto rep = w.step();
+    CHECK_FALSE(find(rep, ActionKind::EndLend));
+    // repaired onto the very nodes held for it, from the next second
+    REQUIRE(find<action::Pin>(rep));
+    CHECK(find<action::Pin>(rep)->nodes == "n[001-004,006-017]");
+    CHECK(w.reservations.at("nvlslice_lend_7")->nodes == "n[001-004,006-017]");
+    w.now += 1;
+    for (int c = 0; c < 3 && j.licenses.find("nvlslice_gate") != std::string::npos; ++c) w.step();
+    w.start(j);
+    CHECK(kinds(w.step()) == "end-lend");
+    CHECK_FALSE(w.reservations.count("nvlslice_lend_7"));
+}
+
 TEST_CASE("native mode: a job Slurm holds back is kept off a degraded rack by the reservation alone: its begin time "
           "and exclusion untouched, and it is lent nothing",
           "[reconcile][rack][native][eligibility][quick]") {
