@@ -14,6 +14,7 @@
 #   NVL_RACKS          racks (2)          NVL_NODES_PER_RACK  nodes per rack (18)
 #   NVL_SPARES         spares per rack in the generated map (2)
 #   NVL_SUBNET         first three octets of the private /24 (10.77.0)
+#   NVL_SLURMD_TIMEOUT slurm.conf's SlurmdTimeout (10; sites run 60 or more)
 #   NVL_PLUGIN         spank_nvlslice.so to load through PlugStackConfig (none)
 #   NVL_PLUGIN_ARGS    extra plugstack.conf arguments for it
 #   NVL_HELPER         nvlsliced binary to run on the controller host (none)
@@ -34,6 +35,10 @@
 # Must run as root (network namespaces). Nodes are nvl0001.. with Slurm
 # feature rack001.. naming their rack; the rack map is DIR/etc/nvlslice-map.yaml.
 #   tests/cluster/cluster.sh helper   (re)start nvlsliced if it is not running
+#   tests/cluster/cluster.sh kill-node N | silence-node N | revive-node N
+#                                     node N's slurmd killed; the node silent
+#                                     (its processes killed, its link down);
+#                                     back (link up, slurmd started)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -219,7 +224,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 MpiDefault=none
 ReturnToService=2
-SlurmdTimeout=10
+SlurmdTimeout=${NVL_SLURMD_TIMEOUT:-10}
 JobRequeue=1
 UnkillableStepTimeout=120
 MinJobAge=600
@@ -249,7 +254,7 @@ CONF
     else
         : > "$DIR/etc/plugstack.conf"
     fi
-    echo "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING" > "$DIR/etc/geometry"
+    echo "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10}" > "$DIR/etc/geometry"
     write_helper_conf
 }
 
@@ -412,7 +417,7 @@ wait_ready() {
 
 healthy() {
     [ -f "$DIR/etc/geometry" ] || return 1
-    [ "$(cat "$DIR/etc/geometry")" = "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING" ] || return 1
+    [ "$(cat "$DIR/etc/geometry")" = "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10}" ] || return 1
     alive "$DIR/run/slurmctld.pid" && alive "$DIR/run/munged.pid" || return 1
     if [ "$ACCOUNTING" = 1 ]; then alive "$DIR/run/slurmdbd.pid" && alive "$DIR/run/mariadbd.pid" || return 1; fi
     local i
@@ -514,5 +519,21 @@ case "${1:-}" in
     kill-node) # kill -9 a node's slurmd, as a crash would
         f="$DIR/run/slurmd-$(node_name "$((10#${2:?node number}))").pid"
         [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; rm -f "$f" ;;
-    *) echo "usage: $0 up|down|status|env|helper|kill-helper|start-node N|kill-node N|stop-ctld|start-ctld" >&2; exit 2 ;;
+    silence-node) # a kernel panic or power loss: every process of the node
+        # gone and its link down, so that packets to it time out and
+        # nothing refuses a connection
+        i=$((10#${2:?node number}))
+        ip link set "$(node_veth "$i")" down
+        for _ in 1 2 3; do
+            pids=$(ip netns pids "$(node_ns "$i")" 2>/dev/null)
+            [ -n "$pids" ] || break
+            kill -9 $pids 2>/dev/null || true
+            sleep 0.1
+        done
+        rm -f "$DIR/run/slurmd-$(node_name "$i").pid" ;;
+    revive-node) # back from silence-node: its link up, slurmd started
+        i=$((10#${2:?node number}))
+        ip link set "$(node_veth "$i")" up
+        start_slurmd "$i" ;;
+    *) echo "usage: $0 up|down|status|env|helper|kill-helper|start-node N|kill-node N|silence-node N|revive-node N|stop-ctld|start-ctld" >&2; exit 2 ;;
 esac

@@ -72,8 +72,11 @@ if { [ "${NVL_SLURM:-}" = 24.11 ] || [ "${NVL_SLURM:-}" = 26.05 ]; } && [ -z "${
     fi
     built=$(cat "$("$ROOTSH" path)$inner/.nvl-built" 2>/dev/null) ||
         { echo "run.sh: NVL_ROOT_STEP=test, but the $NVL_SLURM root has no finished build" >&2; exit 1; }
+    # the geometry and the benches' settings, when given
+    pass=()
+    for v in NVL_RACKS NVL_SLURMD_TIMEOUT $(compgen -v NVL_BENCH_); do [ -n "${!v:-}" ] && pass+=("$v=${!v}"); done
     exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_SLURM="$NVL_SLURM" NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" NVL_TESTS="${NVL_TESTS:-}" \
-        NVL_ACCOUNTING="${NVL_ACCOUNTING:-0}" NVL_SLURMDBD_LIBDIR=/var/tmp/nvlslice-dbclient \
+        NVL_ACCOUNTING="${NVL_ACCOUNTING:-0}" NVL_SLURMDBD_LIBDIR=/var/tmp/nvlslice-dbclient "${pass[@]}" \
         $src/tests/cluster/run.sh "$built"
 fi
 # The packages' tier: `NVL_SLURM=installed tests/cluster/run.sh BUILD_DIR`
@@ -136,7 +139,7 @@ fi
 # Simulated GPUs: every node has 4 in its hwloc fixture except nvl0036 (3),
 # for the plugin's GPU check test.
 mkdir -p "$NVL_CLUSTER_DIR/hwloc"
-for i in $(seq 1 36); do
+for i in $(seq 1 $(( ${NVL_RACKS:-2} * 18 ))); do
     n=$(printf nvl%04d "$i")
     f=node-4gpu.xml; [ "$n" = nvl0036 ] && f=node-3gpu.xml
     cp "$HERE/../data/hwloc/$f" "$NVL_CLUSTER_DIR/hwloc/$n.xml"
@@ -154,8 +157,15 @@ defrag:
 # Simulated NVLink fabric: the rack map is discovered from a recorded report
 # of every node's GPUs (fabric identity, state, health), and the plugin's
 # fabric check reads the same report, which the tests edit to break a node.
-export NVL_FABRIC_REPORT=$HERE/../data/fabric/cluster-36.txt
-export NVL_PLUGIN_ARGS="check_gpus=fail hwloc_xml=$NVL_CLUSTER_DIR/hwloc/%n.xml check_fabric=fail fabric_report=$NVL_CLUSTER_DIR/fabric.txt fabric_drain=yes mode=gate"
+# (the recorded report has the 2 racks of the tests; another NVL_RACKS, for
+# the benches, has its map written by contrib/gen-map.sh and no fabric check)
+if [ "${NVL_RACKS:-2}" = 2 ]; then
+    export NVL_FABRIC_REPORT=$HERE/../data/fabric/cluster-36.txt
+    export NVL_PLUGIN_ARGS="check_gpus=fail hwloc_xml=$NVL_CLUSTER_DIR/hwloc/%n.xml check_fabric=fail fabric_report=$NVL_CLUSTER_DIR/fabric.txt fabric_drain=yes mode=gate"
+else
+    export NVL_RACKS
+    export NVL_PLUGIN_ARGS="check_gpus=fail hwloc_xml=$NVL_CLUSTER_DIR/hwloc/%n.xml mode=gate"
+fi
 start=$(date +%s)
 "$HERE/cluster.sh" up || { "$HERE/cluster.sh" down >/dev/null 2>&1; exit 1; }
 total_pass=0 total_fail=0
