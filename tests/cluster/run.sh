@@ -4,8 +4,8 @@
 #   tests/cluster/run.sh BUILD_DIR
 # Stops the cluster afterwards unless NVL_KEEP_CLUSTER=1. NVL_TESTS="test_rules"
 # runs only the scripts named (test_plugin, test_native, test_helper,
-# test_rules, test_load, lend_depth, busy_repair, test_accounting; bench_failure and
-# replay run only when named). NVL_ACCOUNTING=1 runs every script
+# test_rules, test_load, lend_depth, busy_repair, test_accounting; bench_failure,
+# bench_busy and replay run only when named). NVL_ACCOUNTING=1 runs every script
 # with real accounting (cluster.sh); NVL_ACCOUNTING=after runs them without,
 # then starts the cluster again with accounting for test_accounting.
 #
@@ -232,6 +232,13 @@ fi
 case " ${NVL_TESTS:-} " in *" bench_failure "*)
     [ "${NVL_ACCOUNTING:-0}" = 1 ] || { "$HERE/cluster.sh" helper >/dev/null 2>&1 || true; }
     run_test "$HERE/bench_failure.sh" ;;
+esac
+# Only when named (NVL_TESTS="bench_busy"): the same on a busy cluster, with
+# every kind of failure and the backlog's throughput (bench_busy.sh says how
+# to run it: 3 racks, SlurmdTimeout 60)
+case " ${NVL_TESTS:-} " in *" bench_busy "*)
+    [ "${NVL_ACCOUNTING:-0}" = 1 ] || { "$HERE/cluster.sh" helper >/dev/null 2>&1 || true; }
+    run_test "$HERE/bench_busy.sh" ;;
 esac
 # Only when named (NVL_TESTS="replay"): a short trace replayed on this
 # cluster with nvlslice and with Slurm alone, against the simulator on the

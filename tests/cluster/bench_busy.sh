@@ -1,0 +1,235 @@
+#!/bin/bash
+# What a node failure costs a running 32-node job (two 16-node slices, an
+# srun step on every node) on a busy cluster, side by side on the same
+# cluster and the same backlog: nvlslice (native mode, shipped defaults and
+# repair_not_responding_after: 5), Slurm alone with its expedited requeue
+# (--requeue=expedite, enable_expedited_requeue, topology/block,
+# --segment=16) and Slurm alone with its plain requeue. Not part of the
+# test command (about 15 minutes a trial of every kind and side); run it by
+# name, on Slurm 26.05, 3 racks x 18, SlurmdTimeout 60:
+#   NVL_SLURM=26.05 NVL_RACKS=3 NVL_SLURMD_TIMEOUT=60 NVL_TESTS=bench_busy \
+#       NVL_BENCH_TRIALS=10 tests/cluster/run.sh
+# Settings: NVL_BENCH_TRIALS (2), NVL_BENCH_MODES ("nvlslice expedite
+# plain"), NVL_BENCH_FAILURES ("drain slurmd silent rack"), NVL_BENCH_SEED
+# (1), NVL_BENCH_DEPTH (waiting backlog jobs kept, 12).
+#
+# The backlog: plain jobs far below the measured job's priority (--nice),
+# sizes 1, 1, 2, 2, 4, 8 or 16 nodes and run times uniform in 20-90 s,
+# drawn from NVL_BENCH_SEED (the same list on every side), submitted so that
+# NVL_BENCH_DEPTH of them always wait: every node Slurm may give them is
+# busy. The measured job is the top priority; each trial waits until no
+# node is idle but the spare reservation's.
+#
+# Failures (the failed nodes are restored after each trial):
+#   drain   a health check drains one node of the job. Slurm alone acts on
+#           a node failure, not a drain: the expedited side marks it DOWN
+#           too (DRAIN, then DOWN: Slurm requeues an expedited job on a
+#           node failure and keeps its nodes), the plain side requeues the
+#           job (scontrol requeue), as a site's check would.
+#   slurmd  the node's slurmd is killed (its job's processes live on).
+#   silent  the node goes silent: every process of it killed and its link
+#           down (cluster.sh silence-node): a kernel panic or power loss.
+#   rack    every node of one rack of the job fails within a second (one
+#           NVLink switch fault takes a whole NVL72 rack): drained (and,
+#           on the expedited side, DOWN) with the reason "NVLink switch
+#           fault"; the plain side requeues the job.
+# Measured from the failure to the job running again (its batch script
+# started again, Restarts one higher, on 32 nodes none of them failed):
+# p50 / p90 / max per kind and side, whether each slice stayed in one rack
+# (16 nodes per rack it uses), requeues; and the backlog's throughput over
+# each side's whole run (jobs and node-hours done per hour): the price of
+# the spares.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+CL="$HERE/cluster.sh"
+OUT=$(mktemp -d)
+chmod 755 "$OUT"
+TRIALS=${NVL_BENCH_TRIALS:-2}
+SEED=${NVL_BENCH_SEED:-1}
+DEPTH=${NVL_BENCH_DEPTH:-12}
+MODES=" ${NVL_BENCH_MODES:-nvlslice expedite plain} "
+FAILURES=${NVL_BENCH_FAILURES:-drain slurmd silent rack}
+RESULTS=$OUT/results
+: > "$RESULTS"
+ALL=$(sinfo -h -N -o %N | sort -u)
+NODES=$(wc -l <<< "$ALL")
+RACKS=$((NODES / 18))
+ALL_HL=$(paste -sd, <<< "$ALL")
+LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
+echo "# bench_busy: $(sinfo -V), $RACKS racks x 18, SlurmdTimeout $(scontrol show config | sed -n 's/^SlurmdTimeout *= *//p'), $TRIALS trial(s) of each kind and side, seed $SEED"
+
+# The backlog's jobs, drawn once: "SIZE SECONDS" per line.
+awk -v seed="$SEED" 'BEGIN { srand(seed); split("1 1 2 2 4 8 16", s, " ");
+    for (i = 0; i < 5000; i++) printf "%d %d\n", s[int(rand() * 7) + 1], 20 + int(rand() * 71) }' > "$OUT/draws"
+echo "# bench_busy: backlog sizes $(head -1000 "$OUT/draws" | awk '{ n[$1]++ } END { for (k in n) printf "%s:%d ", k, n[k] }')(first 1000), mean run $(head -1000 "$OUT/draws" | awk '{ t += $2 } END { printf "%.0f", t / NR }') s"
+
+# feeder SIDE: keeps DEPTH backlog jobs waiting, in the drawn order
+feeder() {
+    local side=$1 k=0 size secs waiting
+    while true; do
+        waiting=$(squeue -h -t PD -n backlog -o %i 2>/dev/null | wc -l)
+        while [ "$waiting" -lt "$DEPTH" ]; do
+            k=$((k + 1))
+            read -r size secs < <(sed -n "${k}p" "$OUT/draws")
+            sbatch -Q -N "$size" --nice=10000 -J backlog -o /dev/null \
+                --wrap "echo \"$side \$SLURM_JOB_ID $size \$(date +%s.%N) start\" >> $OUT/backlog.log; sleep $secs; echo \"$side \$SLURM_JOB_ID $size \$(date +%s.%N) end\" >> $OUT/backlog.log" >/dev/null
+            waiting=$((waiting + 1))
+        done
+        sleep 1
+    done
+}
+FEEDER=""
+start_feeder() { feeder "$1" & FEEDER=$!; }
+stop_feeder() { [ -n "$FEEDER" ] && kill "$FEEDER" 2>/dev/null; wait "$FEEDER" 2>/dev/null; FEEDER=""; }
+trap 'stop_feeder' EXIT
+
+rack_of() { local n=$((10#${1#nvl})); printf 'rack%03d' $(((n - 1) / 18 + 1)); }
+# per rack the job's nodes, "rack001:16,rack002:16"
+racks_count() { for n in $(scontrol show hostnames "$1"); do rack_of "$n"; echo; done | sort | uniq -c | awk '{print $2 ":" $1}' | paste -sd,; }
+# each slice in one rack: every rack it uses holds a multiple of 16 of its nodes
+whole_slices() { ! racks_count "$1" | tr ',' '\n' | awk -F: '$2 % 16 != 0 { bad = 1 } END { exit !bad }'; }
+# no node idle but those the spare reservation holds: the backlog has them
+saturated() {
+    local idle spares
+    idle=$(sinfo -h -N -t idle -o %N 2>/dev/null | sort -u)
+    spares=$(scontrol show hostnames "$(resv_nodes)" 2>/dev/null | sort -u)
+    [ -z "$(comm -23 <(echo "$idle" | grep .) <(echo "$spares" | grep .))" ]
+}
+
+J=""
+WORK="date +%s.%N >> $OUT/starts.\$SLURM_JOB_ID; srun sleep 30000"
+submit_measured() {
+    case $1 in
+        nvlslice) J=$(sbatch --parsable -N 32 --nvl-slice=16 --requeue -J measured --wrap "$WORK") ;;
+        expedite) J=$(sbatch --parsable -N 32 --segment=16 --exclusive --requeue=expedite -J measured --wrap "$WORK") ;;
+        plain) J=$(sbatch --parsable -N 32 --segment=16 --exclusive --requeue -J measured --wrap "$WORK") ;;
+    esac
+}
+# running again: requeued since (Restarts above $2), on 32 nodes, none of $3 (a file of names)
+back_running() {
+    local s
+    s=$(squeue -h -j "$J" -o '%T %N' 2>/dev/null)
+    [[ "$s" == "RUNNING "?* ]] && [ "$(restarts "$J")" -gt "$1" ] || return 1
+    s=$(scontrol show hostnames "${s#RUNNING }")
+    [ "$(wc -l <<< "$s")" -eq 32 ] && [ -z "$(comm -12 <(sort <<< "$s") <(sort "$2"))" ]
+}
+restore() { # restore KIND VICTIMS-FILE
+    local n
+    case $1 in
+        slurmd) for n in $(cat "$2"); do "$CL" start-node "$((10#${n#nvl}))"; done ;;
+        silent) for n in $(cat "$2"); do "$CL" revive-node "$((10#${n#nvl}))"; done ;;
+    esac
+    scontrol update nodename="$(paste -sd, "$2")" state=resume 2>/dev/null
+    wait_for 120 bash -c "[ -z \"\$(sinfo -h -N -n $(paste -sd, "$2") -t down,drain,drained,draining,fail,unk,no_respond -o %N)\" ]" ||
+        echo "# not back after 120 s: $(sinfo -h -N -n "$(paste -sd, "$2")" -o '%N %T' | sort -u | paste -sd' ')"
+}
+
+# one trial: SIDE KIND K
+trial() {
+    local side=$1 kind=$2 k=$3 r0 t0 t1 before victims="$OUT/victims" n same
+    if [ -z "$J" ] || [ "$(state "$J")" != RUNNING ]; then
+        [ -n "$J" ] && scancel "$J"
+        submit_measured "$side"
+        wait_for 300 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ]" ||
+            { echo "$side $kind $k never-started - - -" >> "$RESULTS"; not_ok "$side/$kind #$k: the measured job did not start: $(squeue -h -j "$J" -o '%T %r')"; return; }
+    fi
+    wait_for 30 bash -c "squeue -h -s -o %i | grep -q '^$J\.0\$'"
+    wait_for 120 saturated || echo "# $side/$kind #$k: not saturated: idle $(sinfo -h -N -t idle -o %N | sort -u | paste -sd,)"
+    before=$(nodes_of "$J")
+    r0=$(restarts "$J")
+    case $kind in
+        rack) n=$(scontrol show hostnames "$before" | sed -n "$(( (k % 2) * 16 + 1 ))p")
+              n=$((10#${n#nvl})); lo=$(( (n - 1) / 18 * 18 + 1 ))
+              for i in $(seq "$lo" $((lo + 17))); do printf 'nvl%04d\n' "$i"; done > "$victims" ;;
+        *) scontrol show hostnames "$before" | sed -n "$(( (k * 7) % 32 + 1 ))p" > "$victims" ;;
+    esac
+    local vl; vl=$(paste -sd, "$victims")
+    t0=$(now)
+    case "$side/$kind" in
+        */slurmd) "$CL" kill-node "$((10#${vl#nvl}))" ;;
+        */silent) "$CL" silence-node "$((10#${vl#nvl}))" ;;
+        nvlslice/drain) scontrol update nodename="$vl" state=drain reason="bench: gpu xid 79" ;;
+        nvlslice/rack) scontrol update nodename="$vl" state=drain reason="bench: NVLink switch fault" ;;
+        expedite/drain|expedite/rack)
+            scontrol update nodename="$vl" state=drain reason="bench: $kind"
+            scontrol update nodename="$vl" state=down reason="bench: $kind" ;;
+        plain/drain|plain/rack)
+            scontrol update nodename="$vl" state=drain reason="bench: $kind"
+            scontrol requeue "$J" ;;
+    esac
+    t1=""
+    if wait_for 600 back_running "$r0" "$victims" &&
+        wait_for 10 bash -c "[ \"\$(wc -l < $OUT/starts.$J)\" -ge $((r0 + 2)) ]"; then
+        t1=$(sed -n "$((r0 + 2))p" "$OUT/starts.$J")
+    fi
+    if [ -n "$t1" ]; then
+        local after; after=$(nodes_of "$J")
+        if whole_slices "$after"; then same=yes; else same="no($(racks_count "$after"))"; fi
+        echo "$side $kind $k $(secs "$t0" "$t1") $same $(( $(restarts "$J") - r0 ))" >> "$RESULTS"
+        echo "# $side/$kind #$k: running again after $(secs "$t0" "$t1") s on $(racks_count "$after") (each slice in one rack: $same, $(( $(restarts "$J") - r0 )) requeue(s)); failed $vl"
+    else
+        echo "$side $kind $k never - -" >> "$RESULTS"
+        not_ok "$side/$kind #$k: not running again within 600 s: $(squeue -h -j "$J" -o '%T %r %N')"
+        scancel "$J"; J=""
+    fi
+    restore "$kind" "$victims"
+}
+
+declare -A SIDE_T0 SIDE_T1
+for side in nvlslice expedite plain; do
+    [[ $MODES = *" $side "* ]] || continue
+    scancel -u root 2>/dev/null
+    wait_for 120 bash -c '[ -z "$(squeue -h -o %i)" ] && [ -z "$(sinfo -h -t completing -o %N)" ]'
+    if [ "$side" = nvlslice ]; then
+        # shipped defaults, and the silent path on (5 s)
+        grep -q '^repair_not_responding_after:' "$NVL_CLUSTER_DIR/etc/nvlslice.yaml" ||
+            echo "repair_not_responding_after: 5" >> "$NVL_CLUSTER_DIR/etc/nvlslice.yaml"
+        "$CL" kill-helper; "$CL" helper >/dev/null
+        wait_for 30 bash -c '[ -n "$(resv_nodes)" ]'
+    else
+        # Slurm alone: no helper, none of its reservations
+        "$CL" kill-helper
+        for r in $(scontrol -o show reservation 2>/dev/null | sed -n 's/^ReservationName=\(nvlslice_[a-z_0-9]*\) .*/\1/p'); do
+            [ "$r" = nvlslice_gate ] || scontrol delete ReservationName="$r" 2>/dev/null
+        done
+    fi
+    J=""
+    SIDE_T0[$side]=$(now)
+    start_feeder "$side"
+    for k in $(seq 1 "$TRIALS"); do
+        for f in $FAILURES; do trial "$side" "$f" "$k"; done
+    done
+    SIDE_T1[$side]=$(now)
+    stop_feeder
+    scancel -u root 2>/dev/null
+done
+wait_for 120 bash -c '[ -z "$(squeue -h -o %i)" ]'
+"$CL" helper >/dev/null 2>&1
+
+echo "# bench_busy: time to running again (s) p50 / p90 / max over the trials; each slice in one rack; requeues"
+for side in nvlslice expedite plain; do
+    [[ $MODES = *" $side "* ]] || continue
+    for f in $FAILURES; do
+        awk -v m="$side" -v f="$f" '$1 == m && $2 == f && $4 ~ /^[0-9.]+$/ { t[++n] = $4 + 0; same += ($5 == "yes"); rq = rq (rq == "" ? "" : ",") $6 }
+            $1 == m && $2 == f && $4 !~ /^[0-9.]+$/ { bad++ }
+            END { if (!n) { printf "# %-9s %-7s no run came back (%d failed)\n", m, f, bad; exit }
+                  for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (t[j] < t[i]) { x = t[i]; t[i] = t[j]; t[j] = x }
+                  i50 = int(0.5 * (n - 1) + 0.5) + 1; i90 = int(0.9 * (n - 1) + 0.5) + 1
+                  printf "# %-9s %-7s %2d runs  p50 %6.1f  p90 %6.1f  max %6.1f s  one rack per slice %d/%d  requeues %s%s\n",
+                      m, f, n, t[i50], t[i90], t[n], same, n, rq, bad ? "  (" bad " failed)" : "" }' "$RESULTS"
+    done
+done
+echo "# bench_busy: the backlog's throughput over each side's run (jobs ended, node-hours done, per hour)"
+for side in nvlslice expedite plain; do
+    [[ $MODES = *" $side "* ]] || continue
+    awk -v m="$side" -v a="${SIDE_T0[$side]}" -v b="${SIDE_T1[$side]}" '
+        $1 == m && $5 == "start" { st[$2] = $4; sz[$2] = $3 }
+        $1 == m && $5 == "end" && ($2 in st) { done++; ns += sz[$2] * ($4 - st[$2]); delete st[$2] }
+        END { for (j in st) ns += sz[j] * (b - st[j]); h = (b - a) / 3600;
+              printf "# %-9s %6.0f s  %5.1f jobs/h  %6.1f node-h/h (of %d nodes)\n", m, b - a, done / h, ns / 3600 / h, '"$NODES"' }' \
+        "$OUT/backlog.log" 2>/dev/null
+done
+while read -r line; do ok "trial: $line"; done < <(awk '$4 ~ /^[0-9.]+$/' "$RESULTS")
+rm -rf "$OUT"
+summary bench
