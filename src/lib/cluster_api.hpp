@@ -21,6 +21,12 @@ struct SlurmNode {
     std::string features;                 // available features (AvailableFeatures), comma-separated
     uint32_t weight = 0;                  // Slurm's scheduling weight; 0 = not reported
     bool not_responding = false;          // NOT_RESPONDING: slurmctld's pings go unanswered
+    // Where its slurmd listens (NodeAddr, its port), for the helper's own
+    // probe; and for how long that probe has gone unanswered (seconds;
+    // 0: it answers, or it is not probed).
+    std::string addr;
+    uint16_t port = 0;
+    int64_t unanswered_s = 0;
 };
 
 enum class JobState { Pending, Running, Suspended, Completing, Finished };

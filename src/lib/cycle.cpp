@@ -45,12 +45,13 @@ void Cycle::apply_rack_verdicts(const RackVerdicts& v) {
 }
 
 void Cycle::not_responding() {
-    SilentNodes silent = judge_silent(
-        map_, nodes_, snap_, mem_.not_responding_since, mono_, cfg_.repair_not_responding_after_s, [&](JobId job) {
-            return std::any_of(slice_jobs_.begin(), slice_jobs_.end(), [&](const SliceJob& sj) {
-                return sj.job->id == job && sj.job->state == JobState::Running;
-            });
-        });
+    SilentNodes silent =
+        judge_silent(map_, nodes_, snap_, mem_.not_responding_since, mono_, cfg_.repair_not_responding_after_s,
+                     cfg_.silent_after_s, [&](JobId job) {
+                         return std::any_of(slice_jobs_.begin(), slice_jobs_.end(), [&](const SliceJob& sj) {
+                             return sj.job->id == job && sj.job->state == JobState::Running;
+                         });
+                     });
     for (const auto& d : silent.down) {
         // its repair's target kept for the job first, so that the moment
         // Slurm lets go of its nodes (the DOWN requeues it) no other job
@@ -77,9 +78,12 @@ void Cycle::not_responding() {
             break;
         }
         const std::string reason =
-            fmt::format("nvlsliced: not responding to slurmctld for {} s (repair_not_responding_after={}); slice job "
-                        "{} repaired on a spare",
-                        d.silent_s, cfg_.repair_not_responding_after_s, d.job);
+            d.probe ? fmt::format("nvlsliced: slurmd did not answer nvlsliced's probe for {} s (silent_after={}); "
+                                  "slice job {} repaired on a spare",
+                                  d.silent_s, cfg_.silent_after_s, d.job)
+                    : fmt::format("nvlsliced: not responding to slurmctld for {} s (repair_not_responding_after={}); "
+                                  "slice job {} repaired on a spare",
+                                  d.silent_s, cfg_.repair_not_responding_after_s, d.job);
         act({0, action::NodeDown{d.node, reason}});
         warn(fmt::format("node {}: drained and marked DOWN: {}", d.node, reason));
     }

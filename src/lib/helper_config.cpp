@@ -106,6 +106,7 @@ const Key kKeys[] = {
     {"reservation", [](D& d, K k, N v, S& s) { s.reconcile.reservation = d.scalar(v, k); }},
     {"repair_drain_reasons", [](D& d, K k, N v, S& s) { s.reconcile.repair_drain_reasons = reason_pattern(d, k, v); }},
     {"rack_failure_reasons", [](D& d, K k, N v, S& s) { s.reconcile.rack_failure_reasons = reason_pattern(d, k, v); }},
+    {"silent_after", [](D& d, K k, N v, S& s) { s.reconcile.silent_after_s = int(d.integer(v, k, 0, 3600)); }},
     {"repair_not_responding_after",
      [](D& d, K k, N v, S& s) { s.reconcile.repair_not_responding_after_s = int(d.integer(v, k, 0, 86400)); }},
     {"prefer_wait", [](D& d, K k, N v, S& s) { s.reconcile.prefer_wait_s = int(d.integer(v, k, 0, 30 * 86400)); }},

@@ -65,20 +65,29 @@ RackVerdicts judge_racks(const Snapshot& snap, const std::vector<std::string>& b
 
 SilentNodes judge_silent(const RackMap& map, const std::vector<SlurmNode>& nodes, const Snapshot& snap,
                          const std::unordered_map<std::string, int64_t>& since, int64_t mono, int64_t after_s,
-                         const std::function<bool(JobId)>& runs_slice_job) {
+                         int64_t probe_after_s, const std::function<bool(JobId)>& runs_slice_job) {
     SilentNodes out;
-    if (after_s <= 0) return out; // not asked for: nothing remembered
+    if (after_s <= 0 && probe_after_s <= 0) return out; // not asked for: nothing remembered
     for (const auto& n : nodes) {
-        if (!n.not_responding || n.failed) continue; // answering, or Slurm has marked it DOWN already
+        if (n.failed) continue; // Slurm has marked it DOWN already
+        const bool flagged = after_s > 0 && n.not_responding;
+        const bool unanswered = probe_after_s > 0 && n.unanswered_s >= probe_after_s;
+        if (!flagged && !unanswered) continue;
         auto id = map.find_node(n.name);
         if (!id) continue;
-        auto it = since.find(n.name);
-        const int64_t first = it == since.end() ? mono : it->second;
-        out.since.emplace(n.name, first);
+        int64_t first = mono;
+        if (flagged) {
+            auto it = since.find(n.name);
+            first = it == since.end() ? mono : it->second;
+            out.since.emplace(n.name, first);
+        }
         const NodeStatus& st = snap.node(*id);
-        if (mono - first < after_s || st.job_id == 0) continue;
-        if (!runs_slice_job(st.job_id)) continue; // only slice jobs are the helper's to repair
-        out.down.push_back({n.name, st.job_id, mono - first});
+        if (st.job_id == 0 || !runs_slice_job(st.job_id)) continue; // only slice jobs are the helper's to repair
+        if (unanswered) {
+            out.down.push_back({n.name, st.job_id, n.unanswered_s, true});
+        } else if (mono - first >= after_s) {
+            out.down.push_back({n.name, st.job_id, mono - first, false});
+        }
     }
     return out;
 }

@@ -59,24 +59,27 @@ struct RackVerdicts {
 };
 RackVerdicts judge_racks(const Snapshot& snap, const std::vector<std::string>& before);
 
-// Nodes that slurmctld has flagged NOT_RESPONDING (not yet DOWN): how long
-// each has been silent, and which to drain and mark DOWN now, so that Slurm
-// lets go of their jobs and the repair of a DOWN node follows. Only a node
-// of a running slice job (`runs_slice_job`), silent for `after_s`
-// (repair_not_responding_after) is; `since`: when each silent node was first
-// seen so (monotonic seconds), from the last cycle.
+// Silent nodes: flagged NOT_RESPONDING by slurmctld (not yet DOWN), or
+// unanswered by the helper's own probe of their slurmd: how long each has
+// been so, and which to drain and mark DOWN now, so that Slurm lets go of
+// their jobs and the repair of a DOWN node follows. Only a node of a
+// running slice job (`runs_slice_job`) is: NOT_RESPONDING for `after_s`
+// (repair_not_responding_after; 0 = off), or unanswered for `probe_after_s`
+// (silent_after; 0 = off). `since`: when each node was first seen
+// NOT_RESPONDING (monotonic seconds), from the last cycle.
 struct SilentNodes {
     std::unordered_map<std::string, int64_t> since; // the nodes silent now, for the next cycle
     struct Down {
         std::string node;
         JobId job = 0;        // the slice job on it
         int64_t silent_s = 0; // for how long
+        bool probe = false;   // found by the helper's probe (else slurmctld's NOT_RESPONDING)
     };
     std::vector<Down> down; // to drain and mark DOWN, in Slurm's node order
 };
 SilentNodes judge_silent(const RackMap& map, const std::vector<SlurmNode>& nodes, const Snapshot& snap,
                          const std::unordered_map<std::string, int64_t>& since, int64_t mono, int64_t after_s,
-                         const std::function<bool(JobId)>& runs_slice_job);
+                         int64_t probe_after_s, const std::function<bool(JobId)>& runs_slice_job);
 
 // Each map node's Slurm reason, by NodeId.
 std::vector<std::string> node_reasons(const RackMap& map, const std::vector<SlurmNode>& nodes);

@@ -93,6 +93,13 @@ struct HelperConfig {
     // many seconds is drained and marked DOWN by the helper and repaired,
     // before Slurm marks it DOWN (SlurmdTimeout). 0 = off: wait for Slurm.
     int repair_not_responding_after_s = 0;
+    // A node of a running slice job whose slurmd has not answered the
+    // helper's own probe (a TCP connection to its port, nvlsliced probes
+    // every second) for this many seconds is drained, marked DOWN and its
+    // job repaired, without waiting for slurmctld's ping and SlurmdTimeout.
+    // A node that answers again sooner (a network blip) is left alone.
+    // 0 = off.
+    int silent_after_s = 8;
     int prefer_wait_s = 300;  // prefer mode: wait this long for whole slices
     int replace_after_s = 60; // placed but not started while others hold the nodes
     bool defrag = true;

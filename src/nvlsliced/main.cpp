@@ -6,6 +6,7 @@
 #include "helper_config.hpp"
 #include "map_io.hpp"
 #include "metrics.hpp"
+#include "probe.hpp"
 #include "rack_health.hpp"
 #include "reconcile.hpp"
 #include "slurm_cluster.hpp"
@@ -31,6 +32,8 @@
 #include <ctime>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
+#include <memory>
 
 using namespace nvl;
 
@@ -56,6 +59,10 @@ void on_signal(int) {
 void on_hup(int) {
     g_reload = 1;
 }
+
+// The probe's rounds: one a second, each connection given a second.
+constexpr int kProbeIntervalMs = 1000;
+constexpr int kProbeTimeoutMs = 1000;
 
 // The log: standard error with a timestamp, the journal (standard error
 // when it is journald's stream: "<N>" prefixes carry the level), or syslog.
@@ -106,6 +113,55 @@ void say(const std::string& msg) {
 // A line of the core's, at its severity.
 void say_core(const LogEntry& e) {
     say(e.severity == Severity::Warning ? LOG_WARNING : LOG_INFO, e.line());
+}
+
+// The probe's targets from this cycle's view (the nodes of running jobs:
+// only a slice job's node is ever repaired for silence, judge_silent()),
+// and its last rounds into the nodes (SlurmNode::unanswered_s). Many nodes
+// silent at once (more than 2 and a twentieth of those probed) are taken
+// for the helper's own network, not theirs: none of them counts, and
+// slurmctld's ping decides, as without the probe. Returns whether the
+// probe is distrusted now (said when that changes).
+bool apply_probe(SlurmdProbe& probe, std::vector<SlurmNode>& nodes, const std::vector<SlurmJob>& jobs,
+                 int silent_after_s, bool distrusted) {
+    std::unordered_map<std::string, size_t> by_name;
+    by_name.reserve(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) by_name.emplace(nodes[i].name, i);
+    std::vector<ProbeTarget> targets;
+    std::vector<bool> seen(nodes.size(), false);
+    for (const auto& j : jobs) {
+        if (j.state != JobState::Running) continue;
+        for (const auto& n : j.nodes) {
+            auto it = by_name.find(n);
+            if (it == by_name.end() || seen[it->second]) continue;
+            seen[it->second] = true;
+            const SlurmNode& node = nodes[it->second];
+            if (node.failed || node.port == 0) continue;
+            targets.push_back({node.name, node.addr.empty() ? node.name : node.addr, node.port});
+        }
+    }
+    const size_t probed = targets.size();
+    probe.set_targets(std::move(targets));
+    size_t silent = 0;
+    const auto unanswered = probe.unanswered();
+    for (const auto& [name, secs] : unanswered) {
+        auto it = by_name.find(name);
+        if (it == by_name.end() || !seen[it->second]) continue;
+        nodes[it->second].unanswered_s = secs;
+        silent += secs >= silent_after_s;
+    }
+    const bool distrust = silent > 2 && silent * 20 > probed;
+    if (distrust) {
+        for (auto& n : nodes) n.unanswered_s = 0;
+        if (!distrusted)
+            say(LOG_WARNING, fmt::format("{} of {} probed nodes have not answered nvlsliced's probe for {} s or more: "
+                                         "taken for a fault of the helper's own network, none is repaired for it "
+                                         "(slurmctld's ping decides)",
+                                         silent, probed, silent_after_s));
+    } else if (distrusted) {
+        say("nvlsliced's probe is answered again: a node silent for silent_after is repaired");
+    }
+    return distrust;
 }
 
 // The configuration and the map it names, checked as a whole: a bad file
@@ -293,6 +349,11 @@ int main(int argc, char** argv) {
             server ? fmt::format("{}:{}", server->host(), server->port()) : "(off)", dry ? ", dry run" : ""));
 
         HelperMemory mem;
+        // Its own probe of the slurmds under running jobs (probe.hpp), on
+        // while silent_after is: a node silent that long is repaired
+        // without waiting for slurmctld's ping and SlurmdTimeout.
+        std::unique_ptr<SlurmdProbe> probe;
+        bool probe_distrusted = false; // too many unanswered at once: said once
         // With a backup controller, only the helper beside the slurmctld in
         // control acts (controller.hpp); the role is said when it changes.
         std::vector<std::string> my_names;
@@ -373,6 +434,12 @@ int main(int argc, char** argv) {
             try {
                 auto nodes = slurm.load_nodes();
                 auto jobs = slurm.load_jobs();
+                if (s.reconcile.silent_after_s > 0 && !once) {
+                    if (!probe) probe = std::make_unique<SlurmdProbe>(kProbeIntervalMs, kProbeTimeoutMs);
+                    probe_distrusted = apply_probe(*probe, nodes, jobs, s.reconcile.silent_after_s, probe_distrusted);
+                } else {
+                    probe.reset();
+                }
                 // one request for the spare, gate and protection reservations,
                 // and the lend reservations
                 std::vector<Reservation> lends;

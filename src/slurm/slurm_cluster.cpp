@@ -199,6 +199,8 @@ std::vector<SlurmNode> SlurmClusterImpl::load_nodes() {
         r.reason = str(n.reason);
         r.features = str(n.features);
         r.weight = n.weight;
+        r.addr = str(n.node_addr);
+        r.port = n.port;
         out.push_back(std::move(r));
     }
     return out;

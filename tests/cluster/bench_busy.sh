@@ -186,7 +186,8 @@ for side in nvlslice expedite plain; do
         grep -q '^repair_not_responding_after:' "$NVL_CLUSTER_DIR/etc/nvlslice.yaml" ||
             echo "repair_not_responding_after: 5" >> "$NVL_CLUSTER_DIR/etc/nvlslice.yaml"
         "$CL" kill-helper; "$CL" helper >/dev/null
-        wait_for 30 bash -c '[ -n "$(resv_nodes)" ]'
+        spares_kept() { [ -n "$(resv_nodes)" ]; }
+        wait_for 30 spares_kept
     else
         # Slurm alone: no helper, none of its reservations
         "$CL" kill-helper

@@ -104,21 +104,47 @@ TEST_CASE("node health: silent nodes of running slice jobs are marked DOWN after
     set_all(s, "n002", NodeState::Allocated, 8);
     auto slice_job = [](JobId id) { return id == 7; };
     // first seen now: remembered, nothing marked yet
-    auto first = judge_silent(m, nodes, s, {}, 1000, 30, slice_job);
+    auto first = judge_silent(m, nodes, s, {}, 1000, 30, 0, slice_job);
     CHECK(first.down.empty());
     CHECK(first.since.size() == 3);
     CHECK(first.since.at("n001") == 1000);
     // 30 s later: the slice job's node only
-    auto later = judge_silent(m, nodes, s, first.since, 1030, 30, slice_job);
+    auto later = judge_silent(m, nodes, s, first.since, 1030, 30, 0, slice_job);
     REQUIRE(later.down.size() == 1);
     CHECK(later.down[0].node == "n001");
     CHECK(later.down[0].job == 7);
     CHECK(later.down[0].silent_s == 30);
     // answering again: forgotten
     nodes[0].not_responding = false;
-    CHECK_FALSE(judge_silent(m, nodes, s, later.since, 1031, 30, slice_job).since.count("n001"));
+    CHECK_FALSE(judge_silent(m, nodes, s, later.since, 1031, 30, 0, slice_job).since.count("n001"));
     // not asked for (repair_not_responding_after=0): nothing kept
-    CHECK(judge_silent(m, nodes, s, later.since, 1031, 0, slice_job).since.empty());
+    CHECK(judge_silent(m, nodes, s, later.since, 1031, 0, 0, slice_job).since.empty());
+}
+
+TEST_CASE("observe: a node the helper's own probe finds silent for silent_after, a slice job's only; a blip is not",
+          "[observe][quick]") {
+    const RackMap m = make_map(1, 18);
+    auto nodes = idle_nodes(m);
+    Snapshot s(m);
+    set_all(s, "n001", NodeState::Allocated, 7);
+    set_all(s, "n002", NodeState::Allocated, 8);
+    auto slice_job = [](JobId id) { return id == 7; };
+    nodes[0].unanswered_s = 3;  // a 3-second blip: under silent_after
+    nodes[1].unanswered_s = 60; // another job's node
+    nodes[2].unanswered_s = 60; // idle
+    CHECK(judge_silent(m, nodes, s, {}, 1000, 0, 8, slice_job).down.empty());
+    nodes[0].unanswered_s = 8;
+    auto out = judge_silent(m, nodes, s, {}, 1000, 0, 8, slice_job);
+    REQUIRE(out.down.size() == 1);
+    CHECK(out.down[0].node == "n001");
+    CHECK(out.down[0].probe);
+    CHECK(out.down[0].silent_s == 8);
+    CHECK(out.since.empty()); // slurmctld's flag is what `since` remembers
+    // off: nothing
+    CHECK(judge_silent(m, nodes, s, {}, 1000, 0, 0, slice_job).down.empty());
+    // DOWN already: Slurm's own
+    nodes[0].failed = true;
+    CHECK(judge_silent(m, nodes, s, {}, 1000, 0, 8, slice_job).down.empty());
 }
 
 TEST_CASE("observe: which unfinished jobs are slice jobs of this cycle", "[observe][quick]") {
