@@ -101,7 +101,9 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
                 for (NodeId id : rep.added) {
                     taken.push_back(id);
                     const NodeStatus& st = snap.node(id);
-                    if (!is_free(st.state) && st.job_id) rep.preempt.push_back(st.job_id);
+                    // (a node held for this job itself is no one's to requeue)
+                    if (!is_free(st.state) && st.job_id && st.job_id != running.job_id)
+                        rep.preempt.push_back(st.job_id);
                 }
                 std::vector<NodeId> nodes;
                 for (NodeId id : slice.nodes)

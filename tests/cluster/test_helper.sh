@@ -195,7 +195,7 @@ expect_eq "it waits for room: rack002 is the repaired job's now" "PENDING" "$(sq
 expect_match "the helper logged it" "job $J: defragmentation for its repair: requeued checkpointable job\(s\) $K to free rack002" "$(cat "$LOG")"
 expect_eq "the admin's job kept its nodes" "RUNNING nvl[0017-0018]" "$(squeue -h -j "$A" -o '%T %N')"
 
-echo "# helper: a node's slurmd killed (node goes DOWN) -> the same repair once Slurm marks it DOWN"
+echo "# helper: a node's slurmd killed -> nvlsliced's probe finds it (silent_after: 8 s, the default), the same repair"
 cleanup; resume_all
 settle
 J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --requeue --wrap 'sleep 600')
@@ -203,14 +203,46 @@ wait_for 15 running_on "$J" 'nvl[0001-0016]' || not_ok "16-node job placed: $(no
 t0=$(now)
 "$CL" kill-node 7
 if wait_for 150 running_on "$J" 'nvl[0001-0006,0008-0017]'; then
-    t1=$(now); ok "running again on the spare after nvl0007 went DOWN ($(secs "$t0" "$t1") s after the kill)"
+    t1=$(now); ok "running again on the spare after nvl0007's slurmd was killed ($(secs "$t0" "$t1") s after the kill)"
     T_DOWN=$(secs "$t0" "$t1")
-    echo "# measured: slurmd killed -> running again: $T_DOWN s (Slurm: DOWN after SlurmdTimeout, then completing)"
+    echo "# measured: slurmd killed -> running again: $T_DOWN s (nvlsliced's probe: refused for silent_after=8 s, then DOWN and the repair)"
 else
-    not_ok "repair after DOWN: $(squeue -h -j "$J" -o '%T %N %r') $(record "$J") $(sinfo -h -n nvl0007 -o %T)"
+    not_ok "repair after a killed slurmd: $(squeue -h -j "$J" -o '%T %N %r') $(record "$J") $(sinfo -h -n nvl0007 -o %T)"
 fi
+expect_match "the helper's probe drained it and marked it down, with the reason" \
+    "^nvlsliced: slurmd did not answer nvlsliced's probe for [0-9]+ s \(silent_after=8\); slice job $J repaired on a spare" \
+    "$(sinfo -h -n nvl0007 -o %E)"
 "$CL" start-node 7
+scontrol update nodename=nvl0007 state=resume 2>/dev/null
 wait_for 20 bash -c '[ "$(sinfo -h -n nvl0007 -o %T)" != "down" ] && [ "$(sinfo -h -n nvl0007 -o %T)" != "down*" ]'
+
+echo "# helper: a node goes silent (its processes killed, its link down) -> repaired in seconds; a 3 s blip is left alone"
+cleanup; resume_all
+wait_for 60 all_up || not_ok "all nodes up before the case: $(sinfo -h -N -t down,drain,drained,draining,fail,unk,no_respond -o '%N %T')"
+settle
+J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --requeue --wrap 'srun sleep 600')
+wait_for 15 running_on "$J" 'nvl[0001-0016]' || not_ok "16-node job placed: $(nodes_of "$J")"
+wait_for 20 bash -c "squeue -h -s -o %i | grep -q '^$J\.0\$'"
+# a blip: the link of nvl0009 down for 3 s, then up (the node and its job live on)
+ip link set nvlv0009 down; sleep 3; ip link set nvlv0009 up
+sleep 10 # past silent_after: it must have answered again in between
+expect_eq "a 3 s network blip of nvl0009 requeues nothing" "RUNNING nvl[0001-0016] 0" "$(squeue -h -j "$J" -o '%T %N') $(restarts "$J")"
+expect_eq "and drains nothing" "" "$(sinfo -h -n nvl0009 -t down,drain -o %N)"
+t0=$(now)
+"$CL" silence-node 11
+silent_back() { running_without "$J" nvl0011; }
+if wait_for 120 silent_back; then
+    T_SILENT=$(secs "$t0" "$(now)")
+    ok "running again without nvl0011 $T_SILENT s after it went silent, on $(nodes_of "$J")"
+    echo "# measured: silent node -> running again: $T_SILENT s (silent_after=8, SlurmdTimeout=$(scontrol show config | sed -n 's/^SlurmdTimeout *= *//p'))"
+else
+    not_ok "repair of a silent node: $(squeue -h -j "$J" -o '%T %N %r') $(record "$J") $(sinfo -h -n nvl0011 -o '%T %E')"
+fi
+expect_match "marked down by the probe, with the reason" "^nvlsliced: slurmd did not answer nvlsliced's probe" "$(sinfo -h -n nvl0011 -o %E)"
+scancel "$J"; cleanup
+"$CL" revive-node 11
+scontrol update nodename=nvl0011 state=resume 2>/dev/null
+wait_for 60 all_up || not_ok "nvl0011 back: $(sinfo -h -n nvl0011 -o '%T %E')"
 
 echo "# helper: a degraded rack (rack_failure_reasons: contained) is emptied of slice jobs, checkpointable first"
 cleanup; resume_all
@@ -486,10 +518,10 @@ scontrol update nodename="$N1" state=resume
 cleanup; resume_all
 
 echo "# helper: repair_not_responding_after: 5 -> the same repair before Slurm marks the node DOWN"
-# The same job and the same kill as the DOWN path above, with the helper
-# restarted on the opt-in setting (its state lives in Slurm). SlurmdTimeout
-# is 10 s here.
-NR_CONF="${NVL_HELPER_CONF:-}"$'\n'"repair_not_responding_after: 5"
+# The same job and the same kill as the probe's path above, with the helper
+# restarted on the opt-in setting and its probe off (silent_after: 0; its
+# state lives in Slurm). SlurmdTimeout is 10 s here.
+NR_CONF="${NVL_HELPER_CONF:-}"$'\n'"repair_not_responding_after: 5"$'\n'"silent_after: 0"
 "$CL" kill-helper
 NVL_HELPER_CONF="$NR_CONF" "$CL" helper || not_ok "nvlsliced restarted with repair_not_responding_after"
 cleanup; resume_all

@@ -1708,6 +1708,8 @@ TEST_CASE("repair_not_responding_after: the repair's target is kept for the job 
         w.node(n).state = NodeState::Idle;
     auto rep = w.step();
     CHECK_FALSE(find(rep, ActionKind::EndLend));
+    // the node held for it is its own: nobody is requeued to take it back
+    CHECK_FALSE(find(rep, ActionKind::Requeue));
     // repaired onto the very nodes held for it, from the next second
     REQUIRE(find<action::Pin>(rep));
     CHECK(find<action::Pin>(rep)->nodes == "n[001-004,006-017]");
