@@ -130,7 +130,7 @@ std::vector<ProbeResult> probe_round(const std::vector<ProbeTarget>& targets, in
 }
 
 SlurmdProbe::SlurmdProbe(int interval_ms, int timeout_ms)
-    : interval_ms_(interval_ms), timeout_ms_(timeout_ms), thread_([this] { run(); }) {}
+    : interval_ms_(interval_ms), timeout_ms_(timeout_ms), pace_ms_(interval_ms), thread_([this] { run(); }) {}
 
 SlurmdProbe::~SlurmdProbe() {
     {
@@ -150,10 +150,16 @@ std::unordered_map<std::string, int64_t> SlurmdProbe::unanswered() const {
     const auto now = Clock::now();
     std::lock_guard<std::mutex> g(mu_);
     std::unordered_map<std::string, int64_t> out;
-    out.reserve(last_answer_.size());
-    for (const auto& [name, t] : last_answer_)
-        out.emplace(name, std::chrono::duration_cast<std::chrono::seconds>(now - t).count());
+    out.reserve(seen_.size());
+    for (const auto& [name, s] : seen_)
+        out.emplace(name,
+                    s.fails < 2 ? 0 : std::chrono::duration_cast<std::chrono::seconds>(now - s.first_fail).count());
     return out;
+}
+
+int64_t SlurmdProbe::pace_ms() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return pace_ms_;
 }
 
 SlurmdProbe::Cost SlurmdProbe::cost() const {
@@ -175,26 +181,31 @@ void SlurmdProbe::run() {
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
         const std::vector<ProbeResult> r = probe_round(targets, timeout_ms_, cache);
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
-        const auto done = Clock::now();
+        const double cpu_s = double(c1.tv_sec - c0.tv_sec) + double(c1.tv_nsec - c0.tv_nsec) / 1e9;
         {
             std::lock_guard<std::mutex> g(mu_);
-            // a node no longer probed is forgotten; a new one starts as
-            // answering (its first silence counts from now)
-            std::unordered_map<std::string, Clock::time_point> next;
+            // a node no longer probed is forgotten; an unanswered probe
+            // starts or extends its run, an answer ends it
+            std::unordered_map<std::string, Seen> next;
             next.reserve(targets.size());
             for (size_t i = 0; i < targets.size(); ++i) {
-                auto it = last_answer_.find(targets[i].name);
-                Clock::time_point t = it == last_answer_.end() ? done : it->second;
-                if (r[i] == ProbeResult::Answered) t = done;
-                next.emplace(targets[i].name, t);
+                auto it = seen_.find(targets[i].name);
+                Seen s = it == seen_.end() ? Seen{} : it->second;
+                if (r[i] == ProbeResult::Answered) {
+                    s = Seen{};
+                } else if (s.fails++ == 0) {
+                    s.first_fail = start;
+                }
+                next.emplace(targets[i].name, s);
             }
-            last_answer_.swap(next);
+            seen_.swap(next);
             cost_.rounds += 1;
             cost_.probes += targets.size();
-            cost_.cpu_s += double(c1.tv_sec - c0.tv_sec) + double(c1.tv_nsec - c0.tv_nsec) / 1e9;
+            cost_.cpu_s += cpu_s;
+            pace_ms_ = std::max<int64_t>(interval_ms_, int64_t(cpu_s * 1000.0 * 10.0));
         }
         std::unique_lock<std::mutex> lk(mu_);
-        cv_.wait_until(lk, start + std::chrono::milliseconds(interval_ms_), [&] { return stop_; });
+        cv_.wait_until(lk, start + std::chrono::milliseconds(pace_ms_), [&] { return stop_; });
         if (stop_) return;
     }
 }

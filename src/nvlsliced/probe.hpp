@@ -11,6 +11,9 @@
 // Cost: one connect, and its reset, per probed node and round; nothing is
 // sent (slurmd sees a connection that closes at once). Probed in batches
 // of kBatch descriptors, each batch waiting at most the round's timeout.
+// Measured (nvl-bench --only probe, loopback): about 23 us of CPU per node
+// and round, 5 % of one core for 2,304 nodes at a round a second; the pace
+// (pace_ms()) keeps it under a tenth of a core at any size.
 #pragma once
 
 #include <atomic>
@@ -53,10 +56,17 @@ class SlurmdProbe {
 
     // The nodes to probe from the next round on (those of running jobs).
     void set_targets(std::vector<ProbeTarget> targets);
-    // Seconds each probed node has gone unanswered since its last answer
-    // (0: it answered at the last round, or it is new); nodes not probed
-    // are absent.
+    // Seconds each probed node has gone unanswered: from its first
+    // unanswered probe, once two probes in a row went unanswered (0: it
+    // answered at the last round, or only one probe has failed, or it is
+    // new); nodes not probed are absent. Two in a row: a round may come
+    // seconds apart on a large cluster (below), and one lost connection
+    // is no silence.
     std::unordered_map<std::string, int64_t> unanswered() const;
+    // The pace: a round every interval, or, where a round costs more than
+    // a tenth of that in CPU time (tens of thousands of nodes), every ten
+    // times its CPU time: the probe takes at most a tenth of one core.
+    int64_t pace_ms() const;
     // What the rounds cost so far: rounds, probes, and the thread's CPU
     // time in seconds (for the metrics and the log).
     struct Cost {
@@ -74,7 +84,12 @@ class SlurmdProbe {
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::vector<ProbeTarget> targets_;
-    std::unordered_map<std::string, Clock::time_point> last_answer_; // by node
+    struct Seen {
+        Clock::time_point first_fail{}; // of the current run of unanswered probes
+        int fails = 0;                  // unanswered probes in a row
+    };
+    std::unordered_map<std::string, Seen> seen_; // by node
+    int64_t pace_ms_;
     Cost cost_;
     bool stop_ = false;
     std::thread thread_;

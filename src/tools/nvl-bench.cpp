@@ -10,17 +10,35 @@
 //    records in, one reconcile cycle's actions out, with 10,000 waiting
 //    slice jobs; the baseline builds the same state and scans every node
 //    once per waiting job. Several runs; the ratio of the p50s per run.
+// 3. probe (only with --only probe): what nvlsliced's own probe of the
+//    slurmds (src/nvlsliced/probe.hpp) costs the controller host: rounds
+//    of connects to N nodes (here one loopback listener standing for all
+//    of them, drained by a thread of its own), the probing thread's CPU
+//    time per round; nothing to compare with but the second each round
+//    may take.
 #include "bench_cycle.hpp"
 #include "cli.hpp"
 #include "placement.hpp"
+#include "probe.hpp"
 #include "report.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <memory>
+#include <sstream>
+#include <thread>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 using namespace nvl;
 using Clock = std::chrono::steady_clock;
@@ -99,6 +117,60 @@ CycleFigures bench_cycle(const RackMap& map, int pending, int runs, int cycles, 
     return f;
 }
 
+struct ProbeFigures {
+    size_t nodes = 0;
+    std::vector<double> cpu_ms, wall_ms; // per round
+    size_t answered = 0;                 // in the last round
+};
+
+double thread_cpu_ms() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return double(t.tv_sec) * 1e3 + double(t.tv_nsec) / 1e6;
+}
+
+ProbeFigures bench_probe(size_t n, int runs) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0 || listen(fd, 4096) != 0)
+        throw Error("probe: cannot listen on 127.0.0.1");
+    std::atomic<bool> done{false};
+    std::thread acceptor([&] {
+        while (!done) {
+            pollfd p{fd, POLLIN, 0};
+            if (poll(&p, 1, 10) <= 0) continue;
+            for (;;) {
+                const int c = accept(fd, nullptr, nullptr);
+                if (c < 0) break;
+                close(c);
+            }
+        }
+    });
+    ProbeFigures f;
+    f.nodes = n;
+    std::vector<ProbeTarget> t(n, ProbeTarget{"n", "127.0.0.1", ntohs(a.sin_port)});
+    std::unordered_map<std::string, sockaddr_storage> cache;
+    for (int r = 0; r <= runs; ++r) {
+        const double c0 = thread_cpu_ms();
+        const auto w0 = Clock::now();
+        const auto res = probe_round(t, 1000, cache);
+        const double cpu = thread_cpu_ms() - c0;
+        const double wall = std::chrono::duration<double, std::milli>(Clock::now() - w0).count();
+        if (r == 0) continue; // warm-up
+        f.cpu_ms.push_back(cpu);
+        f.wall_ms.push_back(wall);
+        f.answered = size_t(std::count(res.begin(), res.end(), ProbeResult::Answered));
+    }
+    done = true;
+    acceptor.join();
+    close(fd);
+    return f;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -114,11 +186,13 @@ int main(int argc, char** argv) {
                         {"cycles", true},
                         {"only", true},
                         {"seed", true},
+                        {"probe-nodes", true},
                         {"help", false}});
         if (o.has("help")) {
-            std::puts("usage: nvl-bench [--json] [--only place|cycle] [--racks 1400] [--nodes-per-rack 18]\n"
+            std::puts("usage: nvl-bench [--json] [--only place|cycle|probe] [--racks 1400] [--nodes-per-rack 18]\n"
                       "                 [--decisions 10000] [--baseline-decisions 2000]\n"
-                      "                 [--pending 10000] [--runs 5] [--cycles 3] [--seed 42]");
+                      "                 [--pending 10000] [--runs 5] [--cycles 3] [--seed 42]\n"
+                      "                 [--probe-nodes 2304,100800]");
             return 0;
         }
         const int racks = int(o.integer("racks", 1400, 1, 100000));
@@ -130,8 +204,37 @@ int main(int argc, char** argv) {
         const int cycles = int(o.integer("cycles", 3, 1, 1000));
         const uint64_t seed = uint64_t(o.integer("seed", 42, 0, 1L << 62));
         const std::string only = o.str("only", "");
-        if (!only.empty() && only != "place" && only != "cycle")
-            throw Error(fmt::format("--only={}: expected place or cycle", only));
+        if (!only.empty() && only != "place" && only != "cycle" && only != "probe")
+            throw Error(fmt::format("--only={}: expected place, cycle or probe", only));
+        if (only == "probe") {
+            // the probe's descriptors (256 in flight) and the listener's
+            // accepted ones: the soft limit raised to the hard one
+            rlimit rl{};
+            if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &rl);
+            }
+            std::string json;
+            std::stringstream list(o.str("probe-nodes", "2304,100800"));
+            for (std::string item; std::getline(list, item, ',');) {
+                const long n = std::stol(item);
+                if (n < 1 || n > 1000000) throw Error(fmt::format("--probe-nodes: {} is not 1..1000000", item));
+                ProbeFigures f = bench_probe(size_t(n), runs);
+                const double c50 = median(f.cpu_ms), w50 = median(f.wall_ms);
+                const double cmax = *std::max_element(f.cpu_ms.begin(), f.cpu_ms.end());
+                if (o.has("json")) {
+                    json += fmt::format("{}{{\"nodes\":{},\"rounds\":{},\"cpu_ms_p50\":{:.2f},\"cpu_ms_max\":{:.2f},"
+                                        "\"wall_ms_p50\":{:.2f},\"answered\":{},\"core_share\":{:.4f}}}",
+                                        json.empty() ? "" : ",", n, runs, c50, cmax, w50, f.answered, c50 / 1000.0);
+                } else {
+                    fmt::print("probe: {} nodes, {} rounds: {:.1f} ms CPU a round (p50; max {:.1f}), {:.1f} ms wall; "
+                               "{:.1f} % of one core at a round a second; {} of {} answered\n",
+                               n, runs, c50, cmax, w50, c50 / 10.0, f.answered, n);
+                }
+            }
+            if (o.has("json")) fmt::print("{{\"probe\":[{}]}}\n", json);
+            return 0;
+        }
         RackMap map = regular_map(racks, per, 2);
         std::string json;
 
