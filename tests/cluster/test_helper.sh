@@ -550,8 +550,8 @@ t0=$(now)
 moved() { running_without "$J" "$VICTIM"; }
 if wait_for 150 moved; then
     t1=$(now); T_NR=$(secs "$t0" "$t1")
-    ok "running again without $VICTIM $T_NR s after the kill (DOWN path above: ${T_DOWN:-?} s), on $(nodes_of "$J")"
-    echo "# measured: slurmd killed -> running again: $T_NR s with repair_not_responding_after=5 vs ${T_DOWN:-?} s waiting for Slurm's DOWN"
+    ok "running again without $VICTIM $T_NR s after the kill (the probe's path above: ${T_DOWN:-?} s), on $(nodes_of "$J")"
+    echo "# measured: slurmd killed -> running again: $T_NR s with repair_not_responding_after=5 (probe off) vs ${T_DOWN:-?} s with the probe (silent_after=8)"
     # Not compared as a check: each total depends on where in slurmctld's
     # ping cycle the kill fell (one sample each, 22-44 s over runs). That
     # the helper acted before Slurm's own DOWN is what the reason below
