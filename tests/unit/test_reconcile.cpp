@@ -1625,17 +1625,29 @@ TEST_CASE("a degraded rack: its slice jobs move out, checkpointable first; no ne
     CHECK(recovered);
 }
 
+namespace {
+// The helper on repair_not_responding_after = `after` (its probe off), the
+// spares reserved, a 16-node slice job running on n001-016 that Slurm may
+// requeue, and n005 under it not responding.
+SlurmJob& running_with_n005_silent(World& w, int after) {
+    w.cfg.repair_not_responding_after_s = after;
+    w.cfg.silent_after_s = 0;
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+    SlurmJob& j = w.add_slice_job(7, 16, 1);
+    w.run_on(j, "n[001-016]");
+    j.req_nodes = "n[001-016]";
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    j.requeue = j.batch = true;
+    w.node("n005").not_responding = true;
+    return j;
+}
+} // namespace
+
 TEST_CASE("repair_not_responding_after: a silent node of a running slice job is marked DOWN; a blip is left "
           "alone",
           "[reconcile][rack][quick]") {
     World w(2);
-    w.cfg.repair_not_responding_after_s = 20;
-    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
-    SlurmJob& j = w.add_slice_job(7, 16, 1);
-    w.run_on(j, "n[001-016]");
-    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
-    j.requeue = j.batch = true;
-    w.node("n005").not_responding = true;
+    running_with_n005_silent(w, 20);
     CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown)); // first seen
     w.now += 10;
     CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown));
@@ -1667,14 +1679,7 @@ TEST_CASE("repair_not_responding_after: the repair's target is kept for the job 
           "own requeue, until the job runs there",
           "[reconcile][rack][quick]") {
     World w(2);
-    w.cfg.repair_not_responding_after_s = 5;
-    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
-    SlurmJob& j = w.add_slice_job(7, 16, 1);
-    w.run_on(j, "n[001-016]");
-    j.req_nodes = "n[001-016]";
-    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
-    j.requeue = j.batch = true;
-    w.node("n005").not_responding = true;
+    SlurmJob& j = running_with_n005_silent(w, 5);
     CHECK(w.step().actions.empty()); // first seen
     w.now += 5;
     auto out = w.cycle();
