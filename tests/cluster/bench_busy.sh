@@ -11,7 +11,8 @@
 #       NVL_BENCH_TRIALS=10 tests/cluster/run.sh
 # Settings: NVL_BENCH_TRIALS (2), NVL_BENCH_MODES ("nvlslice expedite
 # plain"), NVL_BENCH_FAILURES ("drain slurmd silent rack"), NVL_BENCH_SEED
-# (1), NVL_BENCH_DEPTH (waiting backlog jobs kept, 12).
+# (1), NVL_BENCH_DEPTH (waiting backlog jobs kept, 12), NVL_BENCH_TIMEOUT
+# (seconds a trial waits for the job to run again, 600).
 #
 # The backlog: plain jobs far below the measured job's priority (--nice),
 # sizes 1, 1, 2, 2, 4, 8 or 16 nodes and run times uniform in 20-90 s,
@@ -48,6 +49,7 @@ chmod 755 "$OUT"
 TRIALS=${NVL_BENCH_TRIALS:-2}
 SEED=${NVL_BENCH_SEED:-1}
 DEPTH=${NVL_BENCH_DEPTH:-12}
+TIMEOUT=${NVL_BENCH_TIMEOUT:-600}
 MODES=" ${NVL_BENCH_MODES:-nvlslice expedite plain} "
 FAILURES=${NVL_BENCH_FAILURES:-drain slurmd silent rack}
 RESULTS=$OUT/results
@@ -159,7 +161,7 @@ trial() {
             scontrol requeue "$J" ;;
     esac
     t1=""
-    if wait_for 600 back_running "$r0" "$victims" &&
+    if wait_for "$TIMEOUT" back_running "$r0" "$victims" &&
         wait_for 10 bash -c "[ \"\$(wc -l < $OUT/starts.$J)\" -ge $((r0 + 2)) ]"; then
         t1=$(sed -n "$((r0 + 2))p" "$OUT/starts.$J")
     fi
@@ -170,7 +172,7 @@ trial() {
         echo "# $side/$kind #$k: running again after $(secs "$t0" "$t1") s on $(racks_count "$after") (each slice in one rack: $same, $(( $(restarts "$J") - r0 )) requeue(s)); failed $vl"
     else
         echo "$side $kind $k never - -" >> "$RESULTS"
-        not_ok "$side/$kind #$k: not running again within 600 s: $(squeue -h -j "$J" -o '%T %r %N')"
+        not_ok "$side/$kind #$k: not running again within $TIMEOUT s: $(squeue -h -j "$J" -o '%T %r %N') $(record "$J")"
         scancel "$J"; J=""
     fi
     restore "$kind" "$victims"
