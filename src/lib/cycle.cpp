@@ -153,12 +153,8 @@ void Cycle::collect_slice_jobs() {
     // takes them first. (A borrower's lend is kept by its pin, above.)
     if (lends_ && !lends_->empty())
         for (const auto& p : obs_.jobs) {
+            if (!waits_in_own_reservation(p)) continue;
             const SlurmJob& j = *p.job;
-            if (j.reservation.empty() || (j.state != JobState::Pending && j.state != JobState::Completing) || !p.rec ||
-                !p.rec->belongs_to(j.id) || cfg_.lend_job(j.reservation) != j.id)
-                continue;
-            if (p.rec->state != RecordState::Repairing && p.rec->state != RecordState::Restarting && !on_failed(*p.rec))
-                continue;
             auto r = std::find_if(lends_->begin(), lends_->end(),
                                   [&](const Reservation& x) { return x.name == j.reservation; });
             if (r == lends_->end()) continue;

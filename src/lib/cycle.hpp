@@ -119,6 +119,16 @@ class Cycle {
             if (obs_.failed.contains(id)) return true;
         return false;
     }
+    // A job in its own reservation whose repair is under way or due: it
+    // completes or waits (held, for its start second, or for the repair
+    // of a node Slurm requeued it for), so the reservation holds its
+    // target (hold_target()) until it runs there.
+    bool waits_in_own_reservation(const ParsedJob& p) const {
+        const SlurmJob& j = *p.job;
+        return (j.state == JobState::Pending || j.state == JobState::Completing) && p.rec && p.rec->belongs_to(j.id) &&
+               !j.reservation.empty() && cfg_.lend_job(j.reservation) == j.id &&
+               (p.rec->state == RecordState::Repairing || p.rec->state == RecordState::Restarting || on_failed(*p.rec));
+    }
     // Every node of a record's slices, in map order.
     std::vector<NodeId> recorded_nodes(const PlacementRecord& r) const { return nvl::recorded_nodes(map_, r); }
     bool held_by_us(const SliceJob& sj) const { return sj.job->held && sj.rec && sj.rec->hold; }

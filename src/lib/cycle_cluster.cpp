@@ -46,23 +46,14 @@ void Cycle::keep_lends() {
         std::vector<JobId> others;
         for (JobId o : inside[r.name])
             if (o != id) others.push_back(o);
-        // A repair or restart under way (hold_target()): its target is kept
-        // from the requeue (the job completing, then waiting held or for
-        // its start second) until it runs there; the repair itself moves
-        // the reservation when it plans afresh. A job still running is one
-        // whose requeue did not happen (refused, or the helper stopped in
+        // A repair or restart under way or due (hold_target()): its target
+        // is kept from the requeue (Slurm's or the helper's) until the job
+        // runs there; the repair itself moves the reservation when it plans
+        // afresh. One made this cycle (a silent node's repair, before its
+        // DOWN) stays too. A job still running otherwise is one whose
+        // requeue did not happen (refused, or the helper stopped in
         // between): ended, and made again should the repair be retried.
-        if (in && others.empty() && p->rec && p->rec->belongs_to(id) &&
-            (p->rec->state == RecordState::Repairing || p->rec->state == RecordState::Restarting) &&
-            (j->state == JobState::Pending || j->state == JobState::Completing))
-            continue;
-        // Made this cycle (a silent node's repair, before its DOWN), or
-        // its job requeued by Slurm for a failed node and not repaired yet:
-        // kept until the repair pins the job there.
-        if (in && others.empty() &&
-            (did(id, ActionKind::Lend) ||
-             (j->state != JobState::Running && p->rec && p->rec->belongs_to(id) && on_failed(*p->rec))))
-            continue;
+        if (in && others.empty() && (did(id, ActionKind::Lend) || waits_in_own_reservation(*p))) continue;
         if (in && j->state == JobState::Pending && others.empty()) {
             // still pinned there (the nodes this cycle's snapshot gives it),
             // and not on a degraded rack: a job in an OVERLAP reservation
