@@ -103,9 +103,9 @@ J=""
 WORK="date +%s.%N >> $OUT/starts.\$SLURM_JOB_ID; srun sleep 30000"
 submit_measured() {
     case $1 in
-        nvlslice) J=$(sbatch --parsable -N 32 --nvl-slice=16 --requeue -J measured --wrap "$WORK") ;;
-        expedite) J=$(sbatch --parsable -N 32 --segment=16 --exclusive --requeue=expedite -J measured --wrap "$WORK") ;;
-        plain) J=$(sbatch --parsable -N 32 --segment=16 --exclusive --requeue -J measured --wrap "$WORK") ;;
+        nvlslice) J=$(sbatch --parsable -N 32 --nvl-slice=16 --requeue -J measured -o /dev/null --wrap "$WORK") ;;
+        expedite) J=$(sbatch --parsable -N 32 --segment=16 --exclusive --requeue=expedite -J measured -o /dev/null --wrap "$WORK") ;;
+        plain) J=$(sbatch --parsable -N 32 --segment=16 --exclusive --requeue -J measured -o /dev/null --wrap "$WORK") ;;
     esac
 }
 # running again: requeued since (Restarts above $2), on 32 nodes, none of $3 (a file of names)

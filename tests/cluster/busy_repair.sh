@@ -23,7 +23,7 @@ WORK="date +%s.%N >> $OUT/starts.\$SLURM_JOB_ID; srun sleep 3000"
 backlog() {
     local i sizes=(1 2 4)
     for i in $(seq 1 "$BACKLOG"); do
-        sbatch -Q -N "${sizes[$((i % 3))]}" --nice=10000 -J backlog --wrap 'sleep 3000' >/dev/null
+        sbatch -Q -N "${sizes[$((i % 3))]}" --nice=10000 -J backlog -o /dev/null --wrap 'sleep 3000' >/dev/null
     done
 }
 backlog_running() { squeue -h -t R,CG -n backlog -o %i 2>/dev/null | wc -l; }
@@ -31,7 +31,7 @@ backlog_nodes() { squeue -h -t R,CG -n backlog -o %N 2>/dev/null | paste -sd,; }
 
 cleanup; resume_all
 settle || true
-J=$(sbatch --parsable -N 32 --nvl-slice=16 --requeue -J measured --wrap "$WORK")
+J=$(sbatch --parsable -N 32 --nvl-slice=16 --requeue -J measured -o /dev/null --wrap "$WORK")
 if ! wait_for 30 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ]"; then
     not_ok "the slice job did not start: $(squeue -h -j "$J" -o '%T %r') $(record "$J")"
     scancel -u root; rm -rf "$OUT"; summary busy; exit
@@ -90,7 +90,7 @@ if scontrol show config | grep -q enable_expedited_requeue; then expedite=1; fi
 rq=--requeue; [ -n "$expedite" ] && rq=--requeue=expedite
 seg=""; [ "$(nvl_mode)" = native ] && seg="--segment=16"
 # (the 32 nodes outside the spare reservation: where nvlslice ran it)
-P=$(sbatch --parsable -N 32 $seg "$rq" -J plain --wrap "$WORK")
+P=$(sbatch --parsable -N 32 $seg "$rq" -J plain -o /dev/null --wrap "$WORK")
 if wait_for 30 bash -c "[ \"\$(squeue -h -j $P -o %T)\" = RUNNING ]"; then
     wait_for 20 bash -c "squeue -h -s -o %i | grep -q '^$P\.0\$'"
     VICTIM=$(scontrol show hostnames "$(nodes_of "$P")" | sed -n 5p)
