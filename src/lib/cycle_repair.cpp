@@ -63,13 +63,39 @@ void Cycle::handle_running(const SliceJob& started) {
         }
         return;
     case RunningCase::RepairWaits:
-        if (std::string why = "repair waits: " + d.plan.reason; rec.reason != why) {
-            rec.set_reason(Why::RepairWaits, why);
-            record(sj, rec);
-            log(j.id, fmt::format("node(s) {} failed; {}", hl(d.failed), d.plan.reason));
+        // A rack freed from checkpointable work: the move of a later
+        // cycle; the job runs on until then.
+        try_defrag(sj, true);
+        if (mem_.defrag_target && mem_.defrag_target->job == j.id) {
+            if (std::string why = "repair waits: " + d.plan.reason; rec.reason != why) {
+                rec.set_reason(Why::RepairWaits, why);
+                record(sj, rec);
+                log(j.id, fmt::format("node(s) {} failed; {}", hl(d.failed), d.plan.reason));
+            }
+            return;
         }
-        try_defrag(sj, true); // a rack freed from checkpointable work: the move of a later cycle
-        return;
+        // No room anywhere, and none being freed. Running on, the job
+        // would hold its healthy nodes on a failed one (its node's GPUs or
+        // NVLink are why it drained) while every node that frees went to
+        // lower-priority work, since it does not wait. Requeued, it waits
+        // with its priority: Slurm's backfill and the racks protected for
+        // the top slice job keep the nodes that free for it, and it is
+        // placed as any waiting slice job is, in whole racks.
+        {
+            ++out_.stats.repairs_requeued_to_wait;
+            std::vector<NodeId> own; // its failed nodes (d.failed has its degraded racks' too)
+            for (NodeId id : d.failed)
+                if (obs_.failed.contains(id)) own.push_back(id);
+            const std::string why = fmt::format("node(s) {} failed; {}: requeued to wait for room with its priority",
+                                                hl(own), d.plan.reason);
+            yield_job(j.id, "repair waits: " + why);
+            // native mode: Slurm places it (--segment) off the degraded racks,
+            // not on the nodes an earlier pin named (gate mode: its gate, when
+            // it is pending again, and the placement's pin replace them)
+            if (native(sj)) unpin_native(j);
+            warn(j.id, why);
+            return;
+        }
     case RunningCase::Repair:
         // a repair whose requeue failed part way is retried, not counted again
         begin_repair(sj, d.plan, rec, !d.retried, d.retried ? " (retried)" : "");

@@ -141,7 +141,8 @@ struct CycleStats {
     int repairs_in_rack = 0; // slices repaired from their own rack's spares
     int moves = 0;           // slices moved to another rack
     int defrag_preemptions = 0;
-    int unrepairable = 0; // --no-requeue jobs that lost a node
+    int unrepairable = 0;             // --no-requeue jobs that lost a node
+    int repairs_requeued_to_wait = 0; // a node failed, no room anywhere: requeued to wait with its priority
     std::map<std::string, int> pending_by_reason;
     // Per rack, in map order, as the cycle found it: what an operator
     // watches (nvlsliced's per-rack gauges).

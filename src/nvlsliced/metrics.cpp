@@ -29,6 +29,7 @@ void Metrics::add_cycle(const CycleStats& s, double seconds, bool failed, const 
     moves_ += s.moves;
     preemptions_ += s.defrag_preemptions;
     evacuations_ += s.evacuations;
+    requeued_to_wait_ += s.repairs_requeued_to_wait;
     if (!s.racks.empty()) racks_ = s.racks; // a failed cycle keeps the last figures
     unrepairable_ = s.unrepairable;
     errors_ += failed;
@@ -56,6 +57,9 @@ std::string Metrics::render() const {
     counter("nvlslice_cross_rack_moves_total", "Slices moved to another rack by a repair.", moves_);
     counter("nvlslice_defrag_preemptions_total", "Checkpointable jobs requeued to free a rack.", preemptions_);
     counter("nvlslice_rack_evacuations_total", "Slice jobs moved out of degraded racks.", evacuations_);
+    counter("nvlslice_repairs_requeued_to_wait_total",
+            "Slice jobs that lost a node with no room for their repair anywhere, requeued to wait with their priority.",
+            requeued_to_wait_);
     counter("nvlslice_cycle_errors_total", "Cycles whose actions failed part way.", errors_);
     o += "# HELP nvlslice_unrepairable_jobs Running --no-requeue slice jobs that lost a node.\n"
          "# TYPE nvlslice_unrepairable_jobs gauge\n";

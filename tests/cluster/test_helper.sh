@@ -12,6 +12,18 @@ cd "$OUT"
 LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
 
 running_on() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ] && [ "$(nodes_of "$1")" = "$2" ]; }
+# the rack of every node of a job: rack001, rack002, or "both"
+rack_of() {
+    local n r=""
+    for n in $(scontrol show hostnames "$(nodes_of "$1")"); do
+        n=$((10#${n#nvl}))
+        if [ "$n" -le 18 ]; then n=rack001; else n=rack002; fi
+        [ -z "$r" ] || [ "$r" = "$n" ] || { echo both; return; }
+        r=$n
+    done
+    echo "$r"
+}
+runs_in() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ] && [ "$(rack_of "$1")" = "$2" ]; }
 # running JOB without NODE: state and nodes from one squeue call (two calls
 # could see RUNNING, then the empty node list of the job just requeued)
 running_without() {
@@ -169,8 +181,12 @@ if wait_for 60 running_on "$J" 'nvl[0019-0034]'; then ok "3 failed nodes: moved 
 expect_match "the record counts the move" 'repairs=1 moves=1' "$(record "$J")"
 scontrol update nodename=nvl[0020-0022] state=drain reason="nvlink down"
 wait_for 10 bash -c "scontrol show job $J | grep -q 'reason=repair waits'"
-expect_match "no rack has room: it keeps running and says why" 'reason=repair waits: slice 0: rack002 is degraded \(3 failed node\(s\) \(nvl\[0020-0022\]\), more than its 2 spare\(s\)\) and no other domain has room for 16 nodes' "$(record "$J")"
-expect_eq "still running on its nodes" "RUNNING" "$(squeue -h -j "$J" -o %T)"
+expect_match "no rack has room: requeued to wait with its priority, and says why" 'reason=repair waits: node\(s\) nvl\[0020-0022\] failed; slice 0: rack002 is degraded \(3 failed node\(s\) \(nvl\[0020-0022\]\), more than its 2 spare\(s\)\) and no other domain has room for 16 nodes: requeued to wait for room' "$(record "$J")"
+if wait_for 30 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = PENDING ]"; then ok "it waits pending (requeued, not held): $(squeue -h -j "$J" -o '%T %r')"; else not_ok "requeued to wait: $(squeue -h -j "$J" -o '%T %r %N')"; fi
+expect_eq "not held (it keeps its priority)" "" "$(squeue -h -j "$J" -o %r | grep -i held)"
+# room again: it is placed in one rack, as any waiting slice job
+scontrol update nodename=nvl[0020-0022] state=resume
+if wait_for 60 runs_in "$J" rack002; then ok "room again in rack002: it runs there ($(nodes_of "$J"))"; else not_ok "placed again after the wait: $(squeue -h -j "$J" -o '%T %r %N') $(record "$J")"; fi
 
 echo "# helper: no room anywhere -> a rack is freed from checkpointable work at once, the slice moves there (defrag.for_repairs)"
 cleanup; resume_all
@@ -248,18 +264,6 @@ echo "# helper: a degraded rack (rack_failure_reasons: contained) is emptied of 
 cleanup; resume_all
 wait_for 60 all_up || not_ok "all nodes up before the case: $(sinfo -h -N -t down,drain,drained,draining,fail,unk,no_respond -o '%N %T')"
 settle
-# the rack of every node of a job: rack001, rack002, or "both"
-rack_of() {
-    local n r=""
-    for n in $(scontrol show hostnames "$(nodes_of "$1")"); do
-        n=$((10#${n#nvl}))
-        if [ "$n" -le 18 ]; then n=rack001; else n=rack002; fi
-        [ -z "$r" ] || [ "$r" = "$n" ] || { echo both; return; }
-        r=$n
-    done
-    echo "$r"
-}
-runs_in() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ] && [ "$(rack_of "$1")" = "$2" ]; }
 # A and C on rack001's nodes outside the spare reservation
 R1_FREE=$(outside_spares 'nvl[0001-0018]' | tr , '\n')
 A_W=$(sed -n 1,8p <<< "$R1_FREE" | paste -sd,) C_W=$(sed -n 9,16p <<< "$R1_FREE" | paste -sd,)

@@ -484,7 +484,7 @@ TEST_CASE("--no-requeue jobs are reported, never requeued", "[reconcile][quick]"
     CHECK(w.cycle().actions.empty());
 }
 
-TEST_CASE("spares gone: the slice moves to the other rack; no room: it keeps running and says why",
+TEST_CASE("spares gone: the slice moves to the other rack; no room: requeued to wait with its priority",
           "[reconcile][quick]") {
     World w(3);
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036,053-054]"};
@@ -500,13 +500,32 @@ TEST_CASE("spares gone: the slice moves to the other rack; no room: it keeps run
     // r1's three failed nodes used up its two spares
     w.resv = Reservation{"nvlslice_spares", "n[035-036,053-054]"};
     auto wait = w.cycle();
-    CHECK(kinds(wait) == "record reservation");
+    CAPTURE(wait.log);
+    // Running on beside its failed nodes, it would hold 29 healthy nodes
+    // while every node that frees goes to lower-priority work: requeued,
+    // not held, it waits with its priority.
+    CHECK(kinds(wait) == "record requeue reservation");
+    CHECK_FALSE(find(wait, ActionKind::RequeueHold));
+    CHECK(wait.stats.repairs_requeued_to_wait == 1);
     // a degraded rack is kept from Slurm whole in the reservation, the job's own nodes too
     CHECK(find<action::SetReservation>(wait)->nodes == "n[001-018,035-036,053-054]");
     // r1 lost more nodes than its spares: degraded, no repair inside it
-    CHECK_THAT(as<action::SetRecord>(wait.actions[0]).text,
-               Catch::Contains("reason=repair waits: slice 0: r1 is degraded (3 failed node(s) (n[001-003]), more "
-                               "than its 2 spare(s)) and no other domain has room for 16 nodes"));
+    CHECK_THAT(find<action::SetRecord>(wait, 7)->text,
+               Catch::Contains("reason=repair waits: node(s) n[001-003] failed; slice 0: r1 is degraded (3 failed "
+                               "node(s) (n[001-003]), more than its 2 spare(s)) and no other domain has room for 16 "
+                               "nodes: requeued to wait for room with its priority"));
+    CHECK_THAT(find<action::SetRecord>(wait, 7)->text, Catch::StartsWith("nvlslice/1 yielded"));
+    // pending again, with room nowhere yet: it waits for room as a first
+    // submission does, and the racks that free soonest are kept for it
+    w.apply(wait);
+    REQUIRE(j.state == JobState::Pending);
+    CHECK_FALSE(j.held);
+    w.now = j.begin_time;
+    auto pending = w.cycle();
+    CAPTURE(pending.log);
+    CHECK_FALSE(find(pending, ActionKind::Requeue));
+    CHECK_FALSE(find(pending, ActionKind::PinOnly));
+    CHECK_THAT(find<action::SetRecord>(pending, 7)->text, Catch::StartsWith("nvlslice/1 waiting"));
 }
 
 TEST_CASE("a job Slurm requeued after a node went down is repaired before it runs again", "[reconcile][quick]") {
@@ -580,11 +599,13 @@ TEST_CASE("a repair with no room anywhere frees a rack from checkpointable work 
     w.run_on(ckpt, "n[019-034]");
     ckpt.admin_comment = "nvlslice/1 placed slice=16 slices=n[019-034] repairs=0 moves=0";
     w.node("n005").state = NodeState::Draining;
-    SECTION("defrag.for_repairs off: the repair waits") {
+    SECTION("defrag.for_repairs off: no rack is freed, the job is requeued to wait with its priority") {
         w.cfg.defrag_repairs = false;
         auto out = w.cycle();
-        CHECK_FALSE(find(out, ActionKind::Requeue));
+        CHECK_FALSE(find(out, ActionKind::Requeue, 4)); // checkpointable work left alone
+        CHECK(find(out, ActionKind::Requeue, 7));
         CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("reason=repair waits: "));
+        CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("requeued to wait for room"));
     }
     SECTION("on (the default): the checkpointable job yields r2 at once, the slice moves there") {
         auto out = w.cycle();
@@ -1075,6 +1096,40 @@ void requeued_held(World& w, SlurmJob& j, const CycleOutput& out, const char* fa
     REQUIRE(w.node(failed).state == NodeState::Drained);
 }
 } // namespace
+
+TEST_CASE("native mode: a repair with no room requeues the job to wait, its pin dropped for Slurm's own placement",
+          "[reconcile][quick]") {
+    World w(2);
+    make_native(w, /*node_pools=*/true);
+    SlurmJob& j = fill_racks_native(w);
+    // an earlier repair pinned it to its nodes (a node pool)
+    j.req_nodes = "n[001-016,019-034]";
+    j.restarts = 1;
+    // both racks lose more nodes than their spares: no room anywhere
+    for (const char* n : {"n001", "n002", "n003", "n019", "n020", "n021"}) w.node(n).state = NodeState::Draining;
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    CHECK(out.stats.repairs_requeued_to_wait == 1);
+    REQUIRE(find(out, ActionKind::Requeue, 7));
+    CHECK_FALSE(find(out, ActionKind::RequeueHold, 7));
+    // Slurm places it again (--segment), not on the nodes of the old pin
+    CHECK(find(out, ActionKind::PinOnly, 7));
+    CHECK(find<action::PinOnly>(out, 7)->nodes.empty());
+    CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("requeued to wait for room with its priority"));
+    // the requeue comes before the pin is dropped (Slurm takes a node
+    // list change only from a pending job)
+    size_t requeue_at = 0, unpin_at = 0;
+    for (size_t i = 0; i < out.actions.size(); ++i) {
+        if (out.actions[i].job != 7) continue;
+        if (out.actions[i].kind() == ActionKind::Requeue) requeue_at = i;
+        if (out.actions[i].kind() == ActionKind::PinOnly) unpin_at = i;
+    }
+    CHECK(requeue_at < unpin_at);
+    w.apply(out);
+    CHECK(j.state == JobState::Pending);
+    CHECK_FALSE(j.held);
+    CHECK(j.req_nodes.empty());
+}
 
 TEST_CASE("native mode: Slurm places a segment job; the helper neither pins nor gates it, and records it once",
           "[reconcile][native][quick]") {
