@@ -83,9 +83,11 @@ void Cycle::handle_running(const SliceJob& started) {
         // placed as any waiting slice job is, in whole racks.
         {
             ++out_.stats.repairs_requeued_to_wait;
-            std::vector<NodeId> own; // its failed nodes (d.failed has its degraded racks' too)
+            // its nodes that are down or drained (d.failed has every node
+            // of a degraded rack too)
+            std::vector<NodeId> own;
             for (NodeId id : d.failed)
-                if (obs_.failed.contains(id)) own.push_back(id);
+                if (!is_healthy(snap_.node(id).state)) own.push_back(id);
             const std::string why = fmt::format("node(s) {} failed; {}: requeued to wait for room with its priority",
                                                 hl(own), d.plan.reason);
             yield_job(j.id, "repair waits: " + why);
