@@ -180,8 +180,9 @@ scontrol update nodename=nvl[0002-0004] state=drain reason="nvlink down"
 if wait_for 60 running_on "$J" 'nvl[0019-0034]'; then ok "3 failed nodes: moved to rack002"; else not_ok "move to rack002: $(squeue -h -j "$J" -o '%T %N') $(record "$J")"; fi
 expect_match "the record counts the move" 'repairs=1 moves=1' "$(record "$J")"
 scontrol update nodename=nvl[0020-0022] state=drain reason="nvlink down"
-wait_for 10 bash -c "scontrol show job $J | grep -q 'reason=repair waits'"
-expect_match "no rack has room: requeued to wait with its priority, and says why" 'reason=repair waits: node\(s\) nvl\[0020-0022\] failed; slice 0: rack002 is degraded \(3 failed node\(s\) \(nvl\[0020-0022\]\), more than its 2 spare\(s\)\) and no other domain has room for 16 nodes: requeued to wait for room' "$(record "$J")"
+# (its record says so until it is pending again, then why it waits: the log keeps it)
+wait_for 10 grep -q "job $J: .*requeued to wait for room" "$LOG"
+expect_match "no rack has room: requeued to wait with its priority, and says why" "job $J: node\(s\) nvl\[0020-0022\] failed; slice 0: rack002 is degraded \(3 failed node\(s\) \(nvl\[0020-0022\]\), more than its 2 spare\(s\)\) and no other domain has room for 16 nodes: requeued to wait for room with its priority" "$(cat "$LOG")"
 if wait_for 30 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = PENDING ]"; then ok "it waits pending (requeued, not held): $(squeue -h -j "$J" -o '%T %r')"; else not_ok "requeued to wait: $(squeue -h -j "$J" -o '%T %r %N')"; fi
 expect_eq "not held (it keeps its priority)" "" "$(squeue -h -j "$J" -o %r | grep -i held)"
 # room again: it is placed in one rack, as any waiting slice job
