@@ -16,7 +16,11 @@
 #
 # The backlog: plain jobs far below the measured job's priority (--nice),
 # sizes 1, 1, 2, 2, 4, 8 or 16 nodes and run times uniform in 20-90 s,
-# drawn from NVL_BENCH_SEED (the same list on every side), submitted so that
+# drawn from NVL_BENCH_SEED (the same list on every side), each with a time
+# limit of 2 minutes, as every job on a production cluster has one (its
+# DefaultTime or MaxTime): without one, neither Slurm's backfill nor
+# nvlslice's protection of racks can tell when a node frees, and any job
+# behind the measured one takes each node that does; submitted so that
 # NVL_BENCH_DEPTH of them always wait: every node Slurm may give them is
 # busy. The measured job is the top priority; each trial waits until no
 # node is idle but the spare reservation's.
@@ -74,7 +78,7 @@ feeder() {
         while [ "$waiting" -lt "$DEPTH" ]; do
             k=$((k + 1))
             read -r size secs < <(sed -n "${k}p" "$OUT/draws")
-            sbatch -Q -N "$size" --nice=10000 -J backlog -o /dev/null \
+            sbatch -Q -N "$size" --nice=10000 --time=2 -J backlog -o /dev/null \
                 --wrap "echo \"$side \$SLURM_JOB_ID $size \$(date +%s.%N) start\" >> $OUT/backlog.log; sleep $secs; echo \"$side \$SLURM_JOB_ID $size \$(date +%s.%N) end\" >> $OUT/backlog.log" >/dev/null
             waiting=$((waiting + 1))
         done
