@@ -131,6 +131,12 @@ struct Lend {
     std::string reservation;
     void run(ClusterApi& api, JobId job, const Names&) const { api.lend_nodes(job, user_id, reservation, nodes); }
 };
+// Its steps aborted, before the requeue that its silent node brings (see
+// cluster_api.hpp, abort_steps).
+struct AbortSteps {
+    static constexpr const char* name = "abort-steps";
+    void run(ClusterApi& api, JobId job, const Names&) const { api.abort_steps(job); }
+};
 // Its end: the job (0: none) and `others` leave the reservation, which is
 // deleted.
 struct EndLend {
@@ -161,13 +167,15 @@ enum class ActionKind {
     NodeDown,
     AllowRequeue,
     Lend,
-    EndLend
+    EndLend,
+    AbortSteps
 };
 
 using ActionPayload =
     std::variant<action::Hold, action::Pin, action::PinOnly, action::Release, action::RequeueHold, action::Requeue,
                  action::SetRecord, action::SetReservation, action::SetWeight, action::SetLicenses, action::Protect,
-                 action::Gate, action::Exclude, action::NodeDown, action::AllowRequeue, action::Lend, action::EndLend>;
+                 action::Gate, action::Exclude, action::NodeDown, action::AllowRequeue, action::Lend, action::EndLend,
+                 action::AbortSteps>;
 
 namespace detail {
 template <class T, class = void> struct HasNodes : std::false_type {};
@@ -189,8 +197,8 @@ template <class T, size_t I = 0> constexpr ActionKind kind_of() {
     else
         return kind_of<T, I + 1>();
 }
-static_assert(kind_of<action::EndLend>() == ActionKind::EndLend, "ActionKind follows ActionPayload");
-static_assert(size_t(ActionKind::EndLend) + 1 == std::variant_size_v<ActionPayload>, "one ActionKind per payload");
+static_assert(kind_of<action::AbortSteps>() == ActionKind::AbortSteps, "ActionKind follows ActionPayload");
+static_assert(size_t(ActionKind::AbortSteps) + 1 == std::variant_size_v<ActionPayload>, "one ActionKind per payload");
 
 inline const char* to_string(ActionKind k) {
     static constexpr auto names = detail::kind_names(std::make_index_sequence<std::variant_size_v<ActionPayload>>{});

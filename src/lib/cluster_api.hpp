@@ -133,6 +133,16 @@ class ClusterApi {
     // jobs at once (requeued if they may be), as for a node it marks DOWN
     // itself, and the node stays out until an admin resumes it.
     virtual void set_node_down(const std::string& node, const std::string& reason) = 0;
+    // Aborts the job's steps (not its batch script) on every node whose
+    // slurmd answers: Slurm's own abort signal (SIG_ABORT, 997 in every
+    // release from 22.05 to 26.05), which kills the tasks and tells each
+    // slurmstepd to report its end at once, where a killed step's stepd
+    // waits up to 60 s for every child of it in the step's reverse tree
+    // (REVERSE_TREE_CHILDREN_TIMEOUT, compiled into Slurm), a dead node's
+    // included, before its node may complete the job. Sent just before the
+    // requeue a silent node brings; the extern step (PrologFlags=Contain)
+    // still waits.
+    virtual void abort_steps(JobId id) = 0;
 };
 
 } // namespace nvl

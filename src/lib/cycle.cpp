@@ -66,6 +66,14 @@ void Cycle::not_responding() {
             for (const auto& n : j.nodes)
                 if (auto id = map_.find_node(n); id && *id != *node && needs_repair(obs_, snap_, *id))
                     failed.push_back(*id);
+            if (cfg_.abort_steps && !did(j.id, ActionKind::AbortSteps)) {
+                // Its steps end now, on every node that answers: killed by
+                // the DOWN's requeue instead, each slurmstepd above the
+                // silent node in a step's reverse tree would wait 60 s for
+                // it, and so would the job's restart.
+                act({j.id, action::AbortSteps{}});
+                log(j.id, fmt::format("its steps aborted, so that its nodes need not wait for {}'s", d.node));
+            }
             try {
                 const RepairPlan plan = plan_repair(snap_, placement_of(map_, sj, j.nodes), failed, obs_.unprotected);
                 if (plan.feasible && plan.preempt.empty()) {

@@ -385,8 +385,15 @@ void Cycle::protect_top() {
     std::optional<Protection> want;
     if (auto w = top ? waits_.find(top->job->id) : waits_.end();
         w != waits_.end() &&
-        (w->second == Reason::Busy || w->second == Reason::Fragmented || w->second == Reason::WouldConsumeSpares))
+        (w->second == Reason::Busy || w->second == Reason::Fragmented || w->second == Reason::WouldConsumeSpares)) {
         want = plan_protection(snap_, jobs_, top->tag.slice, top->tag.count, top->job->time_limit, now_);
+        if (!want)
+            say_once(top->job->id,
+                     fmt::format("top priority, waits: no racks kept for it, since too few healthy racks free {} "
+                                 "nodes at a known time (a job without a time limit ends \"in a year\" for Slurm: "
+                                 "give every job one, DefaultTime or MaxTime)",
+                                 top->tag.slice));
+    }
     const std::string nodes = want ? hl(want->nodes) : std::string();
     switch (protection_change(nodes, want ? want->start : 0, protection_, now_)) {
     case ProtectChange::Keep: return;

@@ -126,6 +126,7 @@ const Key kKeys[] = {
                        "(default nvlslice_lend)");
      }},
     {"repair_reservation", [](D& d, K k, N v, S& s) { s.reconcile.repair_reservation = d.boolean(v, k); }},
+    {"abort_steps", [](D& d, K k, N v, S& s) { s.reconcile.abort_steps = d.boolean(v, k); }},
     {"mode",
      [](D& d, K k, N v, S& s) {
          s.reconcile.hand_off = checked(d, v, [&] { return parse_hand_off(d.scalar(v, k), "mode"); });

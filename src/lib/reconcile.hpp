@@ -100,6 +100,11 @@ struct HelperConfig {
     // A node that answers again sooner (a network blip) is left alone.
     // 0 = off.
     int silent_after_s = 8;
+    // Before the DOWN of a silent node (either way above), the job's steps
+    // are aborted (ClusterApi::abort_steps): its other nodes then complete
+    // in a second, where each stepd above the silent node in a step's
+    // reverse tree would wait 60 s for it. false: Slurm's own wait.
+    bool abort_steps = true;
     int prefer_wait_s = 300;  // prefer mode: wait this long for whole slices
     int replace_after_s = 60; // placed but not started while others hold the nodes
     bool defrag = true;

@@ -144,6 +144,7 @@ class SlurmClusterImpl final : public SlurmCluster {
     void end_lend(JobId id, const std::vector<JobId>& others, const std::string& name) override;
     void set_node_weight(const std::string& nodes, uint32_t weight) override;
     void set_node_down(const std::string& node, const std::string& reason) override;
+    void abort_steps(JobId id) override;
 
   private:
     struct Cache;                  // frees the messages it holds
@@ -517,6 +518,18 @@ void SlurmClusterImpl::set_node_down(const std::string& node, const std::string&
     for (uint32_t state : {uint32_t(NODE_STATE_DRAIN), uint32_t(NODE_STATE_DOWN)})
         if (slurm_calls::set_node_state(node, state, reason) != SLURM_SUCCESS)
             fail(fmt::format("marking {} {}", node, state == NODE_STATE_DRAIN ? "DRAIN" : "DOWN"));
+}
+
+void SlurmClusterImpl::abort_steps(JobId id) {
+    // Slurm's abort signal (slurm_protocol_defs.h SIG_ABORT, 997 from 22.05
+    // to 26.05): slurmstepd kills the step's tasks and, the step aborted,
+    // reports its end without waiting for its reverse-tree children.
+    // KILL_STEPS_ONLY: the batch script is left alone (the requeue that
+    // follows ends it).
+    constexpr uint16_t kSigAbort = 997;
+    const std::string job = std::to_string(id);
+    if (slurm_kill_job2(job.c_str(), kSigAbort, KILL_STEPS_ONLY, nullptr) != SLURM_SUCCESS)
+        fail(fmt::format("job {}: aborting its steps", id));
 }
 
 void SlurmClusterImpl::ensure_gate(const std::string& reservation, const std::string& license) {

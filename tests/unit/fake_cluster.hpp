@@ -141,6 +141,7 @@ class FakeCluster : public ClusterApi {
             for (auto& x : nodes)
                 if (x.name == name) x.weight = w;
     }
+    void abort_steps(JobId id) override { call(fmt::format("abort-steps {}", id)); }
     void set_node_down(const std::string& n, const std::string& reason) override {
         call("down " + n, " \"" + reason + "\"");
         for (auto& x : nodes)

@@ -119,6 +119,8 @@ class SlurmModel final : public ClusterApi {
         tick("weight");
         for (const auto& name : hostlist_expand(n)) node(name).weight = w;
     }
+    // the steps' end comes with the requeue that follows
+    void abort_steps(JobId) override { tick("abort-steps"); }
     void set_node_down(const std::string& n, const std::string& reason) override {
         tick("down");
         failed.insert(n);

@@ -1742,14 +1742,20 @@ TEST_CASE("repair_not_responding_after: the repair's target is kept for the job 
     // own reservation, then the DOWN that makes Slurm let go of the job
     REQUIRE(find<action::Lend>(out));
     CHECK(find<action::Lend>(out)->nodes == "n[001-004,006-017]");
-    size_t lend = 0, down = 0;
+    // and, first of all, its steps aborted: their stepds then end at once
+    // on every node that answers, not 60 s later
+    REQUIRE(find(out, ActionKind::AbortSteps, 7));
+    size_t lend = 0, down = 0, abort = 99;
     for (size_t i = 0; i < out.actions.size(); ++i) {
         if (out.actions[i].kind() == ActionKind::Lend) lend = i;
         if (out.actions[i].kind() == ActionKind::NodeDown) down = i;
+        if (out.actions[i].kind() == ActionKind::AbortSteps) abort = i;
     }
+    CHECK(abort < lend);
     CHECK(lend < down);
     CHECK_FALSE(find(out, ActionKind::RequeueHold)); // Slurm requeues it on the DOWN
     w.apply(out);
+    CHECK(std::count(w.calls.begin(), w.calls.end(), "abort-steps 7") == 1);
     CHECK(j.reservation == "nvlslice_lend_7");
     CHECK(w.reservations.at("nvlslice_lend_7")->nodes == "n[001-004,006-017]");
     // Slurm marks n005 DOWN and requeues the job itself: completing, then
@@ -1779,6 +1785,21 @@ TEST_CASE("repair_not_responding_after: the repair's target is kept for the job 
     w.start(j);
     CHECK(kinds(w.step()) == "end-lend");
     CHECK_FALSE(w.reservations.count("nvlslice_lend_7"));
+    CHECK(std::count(w.calls.begin(), w.calls.end(), "abort-steps 7") == 1); // once
+}
+
+TEST_CASE("abort_steps: false leaves a silent node's job to Slurm's own wait; the key is read",
+          "[reconcile][rack][quick]") {
+    CHECK(read_helper_config("map: m.yaml\n", "h.yaml").reconcile.abort_steps);
+    CHECK_FALSE(read_helper_config("map: m.yaml\nabort_steps: false\n", "h.yaml").reconcile.abort_steps);
+    World w(2);
+    w.cfg.abort_steps = false;
+    running_with_n005_silent(w, 5);
+    w.step();
+    w.now += 5;
+    auto out = w.cycle();
+    CHECK(find(out, ActionKind::NodeDown));
+    CHECK_FALSE(find(out, ActionKind::AbortSteps));
 }
 
 TEST_CASE("native mode: a job Slurm holds back is kept off a degraded rack by the reservation alone: its begin time "
