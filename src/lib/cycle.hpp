@@ -192,7 +192,7 @@ class Cycle {
     void try_defrag(const SliceJob& sj, bool for_repair = false);
     // Requeues a running job that gives up its nodes; a slice job is placed
     // again later, after the job it yielded to.
-    void yield_job(JobId victim, const std::string& why);
+    void yield_job(JobId victim, const std::string& why, bool repair_wait = false);
     // The common part of every repair: count it (once: `count`) in the
     // record and the stats, give lent spares back, log each changed slice.
     void begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count, const char* label);

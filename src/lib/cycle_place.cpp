@@ -211,8 +211,18 @@ bool Cycle::place_job(const SliceJob& sj) {
     // the rack defragmentation freed for another job stays its own
     if (!off_defrag_target_.unsized() && mem_.defrag_target && mem_.defrag_target->job != j.id)
         limits.off_target = &off_defrag_target_;
-    const PlaceDecision d = decide_place(snap_, slice_request(sj, now_, cfg_.prefer_wait_s), limits, shapes_);
+    // A job whose repair found no room anywhere waits as any other, but it
+    // may take the kept spares of the racks it goes to, as its repair would
+    // have inside its own rack: they are kept for repairs.
+    const bool repair_wait = sj.rec && sj.rec->repair_wait;
+    SliceRequest req = slice_request(sj, now_, cfg_.prefer_wait_s);
+    req.use_spares = repair_wait;
+    if (repair_wait) limits.may_lend = false; // its spares are given, not lent
+    PlaceDecision d = decide_place(snap_, req, limits, shapes_);
     const PlacementResult& r = d.result;
+    if (repair_wait && r.ok)
+        for (NodeId id : r.placement.nodes())
+            d.on_spares = d.on_spares || snap_.node(id).state == NodeState::SpareReserved;
     PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
     rec.lent = d.lent;
     if (!r.ok) {
@@ -271,10 +281,14 @@ bool Cycle::place_job(const SliceJob& sj) {
                              s.domain == kNoDomain ? "(split)" : map_.domain(s.domain).name, hl(s.nodes));
     log(j.id, fmt::format("placed {} slice(s) of {}: {}{}{}", r.placement.slices.size(), sj.tag.slice, where,
                           r.placement.split ? " [" + r.detail + "]" : "",
-                          d.on_spares ? " (a lent spare)"
-                          : rec.lent  ? " (lent work: it stands in for the rack's spares)"
-                                      : ""));
-    if (d.on_spares) {
+                          repair_wait && d.on_spares ? " (its repair: the racks' spares taken)"
+                          : d.on_spares              ? " (a lent spare)"
+                          : rec.lent                 ? " (lent work: it stands in for the rack's spares)"
+                                                     : ""));
+    rec.repair_wait = false; // placed
+    // (a job that ran before has its whole target held for it by
+    // pin_and_release(), the spares included)
+    if (d.on_spares && !(j.restarts > 0 && cfg_.repair_reservation)) {
         // Slurm may not start it at once (jobs ahead of it, its scheduler's
         // pace): the spare waits for it in a reservation of its own, which
         // no job ahead may take (one Slurm places itself: any job in native
@@ -351,7 +365,7 @@ void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
                                 for_repair ? " for its repair" : "", list, map_.domain(best).name, k, best_cost));
 }
 
-void Cycle::yield_job(JobId v, const std::string& why) {
+void Cycle::yield_job(JobId v, const std::string& why, bool repair_wait) {
     if (did(v, ActionKind::Requeue)) return; // already on its way out this cycle
     for (const auto& s : slice_jobs_)
         if (s.job->id == v) {
@@ -359,6 +373,7 @@ void Cycle::yield_job(JobId v, const std::string& why) {
             rec.state = RecordState::Yielded;
             rec.slices.clear();
             rec.lent = false;
+            rec.repair_wait = repair_wait;
             rec.set_reason(Why::Yielded, why);
             rec.job = v;
             act({v, action::SetRecord{rec.str()}});

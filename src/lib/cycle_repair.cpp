@@ -90,7 +90,7 @@ void Cycle::handle_running(const SliceJob& started) {
                 if (!is_healthy(snap_.node(id).state)) own.push_back(id);
             const std::string why = fmt::format("node(s) {} failed; {}: requeued to wait for room with its priority",
                                                 hl(own), d.plan.reason);
-            yield_job(j.id, "repair waits: " + why);
+            yield_job(j.id, "repair waits: " + why, /*repair_wait=*/true);
             // native mode: Slurm places it (--segment) off the degraded racks,
             // not on the nodes an earlier pin named (gate mode: its gate, when
             // it is pending again, and the placement's pin replace them)

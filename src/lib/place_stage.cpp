@@ -63,7 +63,7 @@ PlaceDecision decide_place(const Snapshot& snap, const SliceRequest& request, co
     PlaceDecision d;
     const bool restricted = limits.unprotected, kept_off = limits.off_target;
     const ShapeMemo::Shape key{request.slice_size, request.slice_count, request.mode, request.allow_split,
-                               limits.may_lend,    restricted,          kept_off};
+                               limits.may_lend,    restricted,          kept_off,     request.use_spares};
     auto seen = std::find_if(memo.failed.begin(), memo.failed.end(), [&](const auto& f) { return f.first == key; });
     if (seen != memo.failed.end()) {
         d.result = seen->second;

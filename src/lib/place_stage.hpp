@@ -98,10 +98,10 @@ struct ShapeMemo {
     struct Shape {
         int slice, count;
         PlacementMode mode;
-        bool split, lend, restricted, kept_off;
+        bool split, lend, restricted, kept_off, spares;
         bool operator==(const Shape& o) const {
             return slice == o.slice && count == o.count && mode == o.mode && split == o.split && lend == o.lend &&
-                   restricted == o.restricted && kept_off == o.kept_off;
+                   restricted == o.restricted && kept_off == o.kept_off && spares == o.spares;
         }
     };
     std::vector<std::pair<Shape, PlacementResult>> failed;

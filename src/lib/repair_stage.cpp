@@ -205,6 +205,7 @@ StartDecision decide_started(const RackMap& map, const SliceJob& sj) {
     // started where the helper pinned it: the record catches up
     const bool ours = sj.rec && (sj.rec->state == RecordState::Repairing || sj.rec->state == RecordState::Restarting);
     WhereRunning placed = record_where_running(map, sj, rec);
+    placed.rec.repair_wait = false; // it runs again
     if (native(sj) && !ours) {
         // Slurm placed it with --segment: each segment in one block, which
         // the rack map and topology.conf make one rack

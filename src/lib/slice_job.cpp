@@ -304,6 +304,7 @@ std::string PlacementRecord::str() const {
     if (lent) s += " lent=1";
     if (hold) s += " hold=1";
     if (off_degraded) s += " offdegraded=1";
+    if (repair_wait) s += " repairwait=1";
     if (job) s += fmt::format(" job={}", job);
     if (why != Why::None && why != Why::Other && !reason.empty()) s += fmt::format(" why={}", to_string(why));
     if (!reason.empty()) s += " reason=" + escape_control(reason); // free text, one line, always last
@@ -351,6 +352,8 @@ std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
             r.hold = to_int(k, v) != 0;
         else if (k == "offdegraded")
             r.off_degraded = to_int(k, v) != 0;
+        else if (k == "repairwait")
+            r.repair_wait = to_int(k, v) != 0;
         else if (k == "why") {
             if (auto kind = parse_why(v); kind && !reason.empty()) r.why = *kind;
         } else if (k == "job") {

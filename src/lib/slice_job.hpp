@@ -158,6 +158,10 @@ struct PlacementRecord {
     // Native mode: the helper set the job's ExcNodeList to keep Slurm from
     // placing it on degraded racks, and lifts it when they recover.
     bool off_degraded = false;
+    // Its repair found no room anywhere and it was requeued to wait: when
+    // it is placed, it may take the kept spares of the racks it goes to,
+    // as a repair inside its own rack takes its rack's.
+    bool repair_wait = false;
     // The job it was written for (0 in records of older helpers): Slurm
     // copies admin_comment to each task it splits off a job array, and a
     // copy is not the task's own placement.

@@ -1131,6 +1131,47 @@ TEST_CASE("native mode: a repair with no room requeues the job to wait, its pin 
     CHECK(j.req_nodes.empty());
 }
 
+TEST_CASE("a job requeued to wait for its repair may take the spares of the rack it goes to; others may not",
+          "[reconcile][native][quick]") {
+    World w(3);
+    w.cfg.hand_off = HandOff::Native;
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036,053-054]"};
+    SlurmJob& j = add_native_job(w, 7, 16, 2);
+    w.run_on(j, "n[001-016,019-034]");
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0 job=7";
+    // r3 busy but for 14 nodes; r1 fails whole
+    SlurmJob& other = w.add_slice_job(9, 2, 1, /*gated=*/false);
+    w.run_on(other, "n[037-038]");
+    other.admin_comment = "nvlslice/1 placed slice=2 slices=n[037-038] repairs=0 moves=0 job=9";
+    for (int i = 1; i <= 18; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Drained;
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    REQUIRE(find(out, ActionKind::Requeue, 7));
+    CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("repairwait=1"));
+    w.apply(out);
+    REQUIRE(j.state == JobState::Pending);
+    w.now = j.begin_time;
+    // a first submission of the same shape waits: 14 free nodes in r3 and
+    // its 2 spares kept
+    add_native_job(w, 8, 16, 2);
+    auto next = w.cycle();
+    CAPTURE(next.log);
+    // job 7 goes to r2 and r3, r3's spares included: pinned there by the
+    // helper (Slurm would not use reserved spares), its target in its own
+    // reservation
+    REQUIRE(find<action::Lend>(next, 7));
+    CHECK(find<action::Lend>(next, 7)->nodes == "n[019-034,039-054]");
+    CHECK(std::count_if(next.actions.begin(), next.actions.end(),
+                        [](const Action& a) { return a.kind() == ActionKind::Lend; }) == 1);
+    CHECK_THAT(find<action::SetRecord>(next, 7)->text, !Catch::Contains("repairwait=1"));
+    CHECK_THAT(find<action::SetRecord>(next, 7)->text, !Catch::Contains("lent=1"));
+    CHECK_FALSE(find(next, ActionKind::Lend, 8));
+    bool said = false;
+    for (const auto& l : next.log)
+        said = said || l.line().find("its repair: the racks' spares taken") != std::string::npos;
+    CHECK(said);
+}
+
 TEST_CASE("native mode: Slurm places a segment job; the helper neither pins nor gates it, and records it once",
           "[reconcile][native][quick]") {
     World w(2);
