@@ -66,6 +66,13 @@ TEST_CASE("placement records round-trip", "[slicejob][quick]") {
     CHECK(b->state == RecordState::Placed);
     CHECK(b->slices == r.slices);
     CHECK(b->repairs == 2);
+    CHECK_FALSE(b->repair_wait);
+    PlacementRecord y;
+    y.state = RecordState::Yielded;
+    y.slice = 16;
+    y.repair_wait = true;
+    CHECK(y.str() == "nvlslice/1 yielded slice=16 repairs=0 moves=0 repairwait=1");
+    CHECK(PlacementRecord::parse(y.str())->repair_wait);
     PlacementRecord w;
     w.state = RecordState::Waiting;
     w.reason = "fragmented: 2 racks with 15 free";
