@@ -228,6 +228,17 @@ bool Cycle::place_job(const SliceJob& sj) {
     if (!r.ok) {
         ++out_.stats.pending_by_reason[to_string(r.reason)];
         waits_[j.id] = r.reason;
+        if (repair_wait && native(sj) && j.restarts > 0 && j.begin_time > start_time(j) &&
+            !did(j.id, ActionKind::Exclude)) {
+            // Slurm holds a requeued job back for its credential lifetime
+            // (2 min by default; its expedited requeue does not), and its
+            // backfill keeps no node for a job that may not start yet: the
+            // nodes its requeue freed went to the backlog. Eligible from
+            // the next second, it waits with its priority at once. Its
+            // exclusion stays.
+            auto set = exclusion_.find(j.id);
+            act({j.id, action::Exclude{set != exclusion_.end() ? set->second : j.exc_nodes, start_time(j)}});
+        }
         // The record (one RPC) and the log line change only when the kind of
         // reason does: the figures in it move with every job that starts or
         // ends, and rewriting thousands of waiting jobs' records each cycle

@@ -1150,7 +1150,19 @@ TEST_CASE("a job requeued to wait for its repair may take the spares of the rack
     CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("repairwait=1"));
     w.apply(out);
     REQUIRE(j.state == JobState::Pending);
-    w.now = j.begin_time;
+    // No room yet (r3 still full): Slurm's requeue delay would keep it from
+    // its backfill for 2 minutes; it is made eligible from the next second
+    for (int i = 39; i <= 52; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Allocated;
+    w.now += 1;
+    auto early = w.cycle();
+    CAPTURE(early.log);
+    REQUIRE(find<action::Exclude>(early, 7));
+    CHECK(find<action::Exclude>(early, 7)->start_at > 0);
+    CHECK(find<action::Exclude>(early, 7)->start_at < j.begin_time);
+    CHECK_FALSE(find(early, ActionKind::Lend));
+    w.apply(early);
+    for (int i = 39; i <= 52; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Idle;
+    w.now += 1;
     // a first submission of the same shape waits: 14 free nodes in r3 and
     // its 2 spares kept
     add_native_job(w, 8, 16, 2);
