@@ -193,6 +193,9 @@ class Cycle {
     // Requeues a running job that gives up its nodes; a slice job is placed
     // again later, after the job it yielded to.
     void yield_job(JobId victim, const std::string& why, bool repair_wait = false);
+    // Native mode: a requeued job made eligible from the next second, not
+    // after Slurm's requeue delay.
+    void start_requeued_now(const SlurmJob& j);
     // The common part of every repair: count it (once: `count`) in the
     // record and the stats, give lent spares back, log each changed slice.
     void begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count, const char* label);

@@ -63,6 +63,15 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
     take(p.nodes(), id);
 }
 
+void Cycle::start_requeued_now(const SlurmJob& j) {
+    // Slurm holds a requeued job back for its credential lifetime (2 min by
+    // default): native mode's exclusion carries the earlier StartTime; the
+    // exclusion itself stays.
+    if (j.restarts == 0 || j.begin_time <= start_time(j)) return;
+    auto set = exclusion_.find(j.id);
+    act({j.id, action::Exclude{set != exclusion_.end() ? set->second : j.exc_nodes, start_time(j)}});
+}
+
 void Cycle::hold_target(const SliceJob& sj, const std::vector<NodeId>& nodes) {
     const SlurmJob& j = *sj.job;
     if (!cfg_.repair_reservation) return;
@@ -228,17 +237,11 @@ bool Cycle::place_job(const SliceJob& sj) {
     if (!r.ok) {
         ++out_.stats.pending_by_reason[to_string(r.reason)];
         waits_[j.id] = r.reason;
-        if (repair_wait && native(sj) && j.restarts > 0 && j.begin_time > start_time(j) &&
-            !did(j.id, ActionKind::Exclude)) {
-            // Slurm holds a requeued job back for its credential lifetime
-            // (2 min by default; its expedited requeue does not), and its
-            // backfill keeps no node for a job that may not start yet: the
-            // nodes its requeue freed went to the backlog. Eligible from
-            // the next second, it waits with its priority at once. Its
-            // exclusion stays.
-            auto set = exclusion_.find(j.id);
-            act({j.id, action::Exclude{set != exclusion_.end() ? set->second : j.exc_nodes, start_time(j)}});
-        }
+        // Its backfill keeps no node for a job that may not start yet: the
+        // nodes its requeue freed went to the backlog. Eligible from the
+        // next second, it waits with its priority at once (Slurm's
+        // expedited requeue does not delay either).
+        if (repair_wait && native(sj) && !did(j.id, ActionKind::Exclude)) start_requeued_now(j);
         // The record (one RPC) and the log line change only when the kind of
         // reason does: the figures in it move with every job that starts or
         // ends, and rewriting thousands of waiting jobs' records each cycle
@@ -266,13 +269,9 @@ bool Cycle::place_job(const SliceJob& sj) {
         // a slice, checkpointable) is recorded lent=1, which stays in the
         // record Slurm's start writes, so its nodes stand in for spares.
         take(r.placement.nodes(), j.id);
-        if (j.restarts > 0 && j.begin_time > start_time(j)) {
-            // Requeued (defragmentation, a user): Slurm would hold it back
-            // for its credential lifetime (2 min by default); the next
-            // second is enough, as in gate mode. Its exclusion stays.
-            auto set = exclusion_.find(j.id);
-            act({j.id, action::Exclude{set != exclusion_.end() ? set->second : j.exc_nodes, start_time(j)}});
-        }
+        // requeued (defragmentation, a user): the next second is enough,
+        // as in gate mode
+        start_requeued_now(j);
         const bool was = sj.rec && sj.rec->state == RecordState::Waiting && sj.rec->why == Why::SlurmPlaces &&
                          sj.rec->lent == rec.lent;
         if (!was) {
