@@ -74,6 +74,32 @@ void Cycle::handle_running(const SliceJob& started) {
             }
             return;
         }
+        // No room now, and none being freed: the nodes that free soonest,
+        // by the time limits of the jobs on them, are its target, held for
+        // it with its healthy slices in its own reservation from its
+        // requeue (hold_target()), as Slurm's expedited requeue keeps a
+        // job's nodes: nothing else starts there as they free, and it
+        // starts the moment the last does (finish_placed(), TargetBusy).
+        if (cfg_.repair_hold_max_s > 0 && cfg_.repair_reservation &&
+            (j.reservation.empty() || j.reservation == cfg_.lend_name(j.id))) {
+            const auto ends = end_times();
+            const LaterRoom later{&ends, now_, now_ + cfg_.repair_hold_max_s};
+            const RepairPlan plan =
+                plan_repair(snap_, placement_of(map_, sj, j.nodes), d.failed, obs_.unprotected, &later);
+            if (plan.feasible) {
+                ++out_.stats.repairs_held;
+                const bool again = rec.state == RecordState::Repairing;
+                begin_repair(sj, plan, rec, !again, again ? " (retried)" : " (no room now: its target is held)");
+                pin_and_release(sj, plan.placement, rec, true);
+                log(j.id, fmt::format("node(s) {} failed and no rack has room now: requeued, its target held for it "
+                                      "in {}; it starts when the last of it frees, {}",
+                                      hl(d.failed), cfg_.lend_name(j.id),
+                                      plan.ready_at > now_ ? fmt::format("in {} s by its jobs' time limits",
+                                                                         plan.ready_at - now_)
+                                                           : std::string("now")));
+                return;
+            }
+        }
         // No room anywhere, and none being freed. Running on, the job
         // would hold its healthy nodes on a failed one (its node's GPUs or
         // NVLink are why it drained) while every node that frees went to
@@ -196,8 +222,28 @@ void Cycle::finish_placed(const SliceJob& sj) {
             for (JobId b : d.borrowers)
                 yield_job(b, fmt::format("its lent spare was taken back to repair job {}", j.id));
             auto it = mem_.blocked_since.emplace(j.id, mono_).first;
-            if (mono_ - it->second < cfg_.replace_after_s) {
-                out_.follow_up = true;
+            // a target held while the jobs on it run out their time limits
+            // (a repair that found no room now) waits for them, and
+            // replace_after past the last
+            int64_t busy_until = 0;
+            if (cfg_.repair_hold_max_s > 0) {
+                const auto ends = end_times();
+                for (NodeId id : pinned) {
+                    const NodeStatus& st = snap_.node(id);
+                    // (not running: completing, at most seconds)
+                    if (is_free(st.state) || !st.job_id || st.job_id == j.id || st.preemptible ||
+                        !ends.count(st.job_id))
+                        continue;
+                    const int64_t e = ends.at(st.job_id);
+                    busy_until = e > now_ + cfg_.repair_hold_max_s ? INT64_MAX : std::max(busy_until, e);
+                    if (busy_until == INT64_MAX) break;
+                }
+            }
+            if (mono_ - it->second < cfg_.replace_after_s ||
+                (busy_until != INT64_MAX && now_ < busy_until + cfg_.replace_after_s)) {
+                // closely followed only while its nodes complete, not while
+                // other jobs run there
+                out_.follow_up = out_.follow_up || busy_until == 0;
                 take(pinned, j.id);
                 settled_.insert(j.id);
                 say_once(j.id, fmt::format("repair waits for its nodes {} to be free", hl(pinned)));

@@ -107,6 +107,13 @@ struct HelperConfig {
     bool abort_steps = true;
     int prefer_wait_s = 300;  // prefer mode: wait this long for whole slices
     int replace_after_s = 60; // placed but not started while others hold the nodes
+    // A repair that finds no room now (none free, none being freed) keeps
+    // the job's healthy slices and, for those that must move, the nodes
+    // that free soonest by the time limits of the jobs on them, in the
+    // job's own reservation from its requeue, as Slurm's expedited requeue
+    // keeps a job's nodes: when all of them free within this many seconds.
+    // Otherwise (or 0) it is requeued to wait with its priority.
+    int repair_hold_max_s = 3600;
     bool defrag = true;
     // The pace nvl-sim trace measured best (doc/figures.txt, "Capacity"): the same
     // numbers drive the simulator's nvlslice policy.
@@ -148,6 +155,7 @@ struct CycleStats {
     int defrag_preemptions = 0;
     int unrepairable = 0;             // --no-requeue jobs that lost a node
     int repairs_requeued_to_wait = 0; // a node failed, no room anywhere: requeued to wait with its priority
+    int repairs_held = 0;             // a node failed, no room now: its target held until it frees
     std::map<std::string, int> pending_by_reason;
     // Per rack, in map order, as the cycle found it: what an operator
     // watches (nvlsliced's per-rack gauges).

@@ -52,7 +52,7 @@ void candidates(const Snapshot& snap, DomainId d, JobId job, const std::vector<N
 } // namespace
 
 RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std::vector<NodeId>& failed,
-                       const NodeSet& unprotected) {
+                       const NodeSet& unprotected, const LaterRoom* later) {
     const RackMap& map = snap.map();
     RepairPlan plan;
     plan.job_id = running.job_id;
@@ -156,7 +156,94 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
             continue;
         }
 
-        // 3. wait
+        // 3. where the nodes it needs free soonest (room that frees later)
+        if (later && later->ends) {
+            // per candidate node: when it is free, and its rank among
+            // nodes free as soon (idle, held for this job, a spare, lent
+            // work a repair takes back); other checkpointable work is
+            // defragmentation's to free (defrag_repairs), never waited for
+            struct Slot {
+                int64_t when;
+                int rank;
+                NodeId id;
+                bool operator<(const Slot& o) const {
+                    return when != o.when ? when < o.when : rank != o.rank ? rank < o.rank : id < o.id;
+                }
+            };
+            std::vector<Slot> slots, best_slots;
+            DomainId best_d = kNoDomain;
+            int64_t best_when = 0;
+            for (DomainId d = 0; d < map.domains().size(); ++d) {
+                if (!map.domain(d).allows_slice(k) || snap.counts(d).degraded) continue;
+                // its own domain: the lost nodes only; another: the whole slice
+                const int need = d == slice.domain ? lost : k;
+                slots.clear();
+                for (NodeId id : map.domain(d).nodes) {
+                    const NodeStatus& st = snap.node(id);
+                    if (contains(taken, id) || !is_healthy(st.state)) continue;
+                    if (st.state == NodeState::Idle)
+                        slots.push_back({later->now, 0, id});
+                    else if (running.job_id && st.job_id == running.job_id)
+                        slots.push_back({later->now, 1, id});
+                    else if (st.state == NodeState::SpareReserved)
+                        slots.push_back({later->now, 2, id});
+                    else if (st.lent && st.job_id)
+                        slots.push_back({later->now, 3, id});
+                    else if (st.preemptible) // checkpointable work: defragmentation's to free, not this
+                        continue;
+                    else if (auto e = st.job_id ? later->ends->find(st.job_id) : later->ends->end();
+                             e != later->ends->end() && e->second <= later->until)
+                        slots.push_back({std::max(e->second, later->now), 4, id});
+                }
+                if (int(slots.size()) < need) continue;
+                std::sort(slots.begin(), slots.end());
+                const int64_t when = slots[size_t(need - 1)].when;
+                if (best_d == kNoDomain || when < best_when) {
+                    best_d = d;
+                    best_when = when;
+                    best_slots.assign(slots.begin(), slots.begin() + need);
+                }
+            }
+            if (best_d != kNoDomain) {
+                rep.to = best_d;
+                for (const Slot& s : best_slots) {
+                    rep.added.push_back(s.id);
+                    const NodeStatus& st = snap.node(s.id);
+                    if (s.rank == 3) rep.preempt.push_back(st.job_id);
+                }
+                std::sort(rep.added.begin(), rep.added.end());
+                taken.insert(taken.end(), rep.added.begin(), rep.added.end());
+                const std::string when_s =
+                    best_when > later->now ? fmt::format("free in {} s by its jobs' time limits", best_when - later->now)
+                                           : std::string("free now");
+                if (best_d == slice.domain) {
+                    rep.action = RepairAction::ReplaceInDomain;
+                    std::vector<NodeId> nodes;
+                    for (NodeId id : slice.nodes)
+                        if (!contains(rep.removed, id)) nodes.push_back(id);
+                    nodes.insert(nodes.end(), rep.added.begin(), rep.added.end());
+                    std::sort(nodes.begin(), nodes.end());
+                    slice.nodes = std::move(nodes);
+                    rep.detail = fmt::format("slice {}: {} failed node(s) replaced inside {} ({})", slice.index, lost,
+                                             map.domain(best_d).name, when_s);
+                    ++plan.replaced_in_domain;
+                } else {
+                    rep.action = RepairAction::MoveDomain;
+                    rep.removed = slice.nodes;
+                    rep.detail = fmt::format("slice {}: {}; moved to {} ({})", slice.index,
+                                             no_room_in(slice.domain, lost, usable_here), map.domain(best_d).name,
+                                             when_s);
+                    slice.nodes = rep.added;
+                    slice.domain = best_d;
+                    ++plan.moved;
+                }
+                plan.ready_at = std::max(plan.ready_at, best_when);
+                plan.slices.push_back(std::move(rep));
+                continue;
+            }
+        }
+
+        // 4. wait
         rep.action = RepairAction::Wait;
         rep.detail = slice.domain != kNoDomain && snap.counts(slice.domain).degraded
                          ? fmt::format("slice {}: {} and no other domain has room for {} nodes", slice.index,

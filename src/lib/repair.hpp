@@ -9,7 +9,10 @@
 //     preemptible single-node work (those jobs are requeued first);
 //  2. else move the whole slice to another domain, best fit, without taking
 //     that domain's spares;
-//  3. else the job is requeued and waits, with the reason.
+//  3. else, given `later` (room that frees later), the slice goes where the
+//     nodes it needs free soonest by the time limits of the jobs on them
+//     (the plan's ready_at), if that is within later->until;
+//  4. else the job is requeued and waits, with the reason.
 // Several failures at once, in one slice or several, are planned together:
 // no node is handed out twice.
 #pragma once
@@ -18,7 +21,9 @@
 #include "node_set.hpp"
 #include "placement.hpp"
 
+#include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace nvl {
@@ -46,6 +51,18 @@ struct RepairPlan {
     std::string reason;         // when not feasible: why the job must wait
     int replaced_in_domain = 0; // slices repaired from their own domain
     int moved = 0;              // slices moved to another domain
+    // Step 3: when the last node of the target frees (the latest end time
+    // of the jobs still on it); 0: every node is free now.
+    int64_t ready_at = 0;
+};
+
+// Room that frees later (step 3): the end time of each running job (its
+// time limit; one without a limit is absent: it never ends, for this), now,
+// and the latest end a target may wait for.
+struct LaterRoom {
+    const std::unordered_map<JobId, int64_t>* ends = nullptr;
+    int64_t now = 0;
+    int64_t until = 0;
 };
 
 // `failed` are nodes of `running` that drained or went down; nodes of the
@@ -54,6 +71,6 @@ struct RepairPlan {
 // protection); a free node the protection holds is a same-domain repair's
 // last free choice (a job pinned there would wait for it).
 RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std::vector<NodeId>& failed,
-                       const NodeSet& unprotected = NodeSet());
+                       const NodeSet& unprotected = NodeSet(), const LaterRoom* later = nullptr);
 
 } // namespace nvl

@@ -30,6 +30,7 @@ void Metrics::add_cycle(const CycleStats& s, double seconds, bool failed, const 
     preemptions_ += s.defrag_preemptions;
     evacuations_ += s.evacuations;
     requeued_to_wait_ += s.repairs_requeued_to_wait;
+    held_ += s.repairs_held;
     if (!s.racks.empty()) racks_ = s.racks; // a failed cycle keeps the last figures
     unrepairable_ = s.unrepairable;
     errors_ += failed;
@@ -60,6 +61,8 @@ std::string Metrics::render() const {
     counter("nvlslice_repairs_requeued_to_wait_total",
             "Slice jobs that lost a node with no room for their repair anywhere, requeued to wait with their priority.",
             requeued_to_wait_);
+    counter("nvlslice_repairs_held_total",
+            "Slice jobs that lost a node with no room now, requeued with their target held until it frees.", held_);
     counter("nvlslice_cycle_errors_total", "Cycles whose actions failed part way.", errors_);
     o += "# HELP nvlslice_unrepairable_jobs Running --no-requeue slice jobs that lost a node.\n"
          "# TYPE nvlslice_unrepairable_jobs gauge\n";

@@ -30,7 +30,7 @@ class Metrics {
   private:
     mutable std::mutex mu_;
     double placements_ = 0, repairs_ = 0, moves_ = 0, preemptions_ = 0, unrepairable_ = 0, errors_ = 0;
-    double requeued_to_wait_ = 0;
+    double requeued_to_wait_ = 0, held_ = 0;
     double evacuations_ = 0;
     std::vector<std::string> rack_names_;
     std::vector<CycleStats::Rack> racks_;

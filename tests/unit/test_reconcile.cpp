@@ -1135,6 +1135,7 @@ TEST_CASE("a job requeued to wait for its repair may take the spares of the rack
           "[reconcile][native][quick]") {
     World w(3);
     w.cfg.hand_off = HandOff::Native;
+    w.cfg.repair_hold_max_s = 0; // the target held from the requeue: the next test
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036,053-054]"};
     SlurmJob& j = add_native_job(w, 7, 16, 2);
     w.run_on(j, "n[001-016,019-034]");
@@ -1182,6 +1183,77 @@ TEST_CASE("a job requeued to wait for its repair may take the spares of the rack
     for (const auto& l : next.log)
         said = said || l.line().find("its repair: the racks' spares taken") != std::string::npos;
     CHECK(said);
+}
+
+TEST_CASE("a repair with no room now holds the job's healthy slice and the rack that frees soonest from its requeue",
+          "[reconcile][native][quick]") {
+    World w(3);
+    w.cfg.hand_off = HandOff::Native;
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036,053-054]"};
+    SlurmJob& j = add_native_job(w, 7, 16, 2);
+    w.run_on(j, "n[001-016,019-034]");
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0 job=7";
+    // r3 busy but for its spares: 8 nodes free in 50 s, 7 in 90 s, 1 in 500 s
+    // (by the jobs' time limits)
+    w.add_plain_job(20, 1, "n[037-044]").end_time = w.now + 50;
+    w.add_plain_job(21, 1, "n[045-051]").end_time = w.now + 90;
+    w.add_plain_job(22, 1, "n052").end_time = w.now + 500;
+    for (int i = 1; i <= 18; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Drained;
+    SECTION("held: the healthy slice and r3's soonest-free 16 nodes, its spares among them") {
+        auto out = w.cycle();
+        CAPTURE(out.log);
+        REQUIRE(find(out, ActionKind::RequeueHold, 7));
+        REQUIRE(find<action::Lend>(out, 7));
+        CHECK(find<action::Lend>(out, 7)->nodes == "n[019-034,037-050,053-054]");
+        CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::StartsWith("nvlslice/1 repairing"));
+        CHECK_THAT(find<action::SetRecord>(out, 7)->text, !Catch::Contains("repairwait=1"));
+        CHECK_FALSE(find(out, ActionKind::Requeue, 20)); // nobody's work is taken
+        bool said = false;
+        for (const auto& l : out.log)
+            said = said || l.line().find("it starts when the last of it frees, in 90 s") != std::string::npos;
+        CHECK(said);
+        w.apply(out);
+        CHECK(j.reservation == "nvlslice_lend_7");
+        // past replace_after, r3's jobs still run: it waits, held, its target kept
+        w.complete(7);
+        w.now += 61;
+        auto wait = w.cycle();
+        CAPTURE(wait.log);
+        CHECK_FALSE(find(wait, ActionKind::Release, 7));
+        CHECK_FALSE(find(wait, ActionKind::EndLend));
+        CHECK_FALSE(find(wait, ActionKind::SetLicenses, 7));
+        CHECK_FALSE(wait.follow_up); // no close following while other jobs run there
+        w.apply(wait);
+        CHECK(j.held);
+        // they end: it starts there
+        for (JobId id : {JobId(20), JobId(21)}) {
+            w.complete(id);
+            w.job(id).state = JobState::Finished;
+        }
+        w.now += 30;
+        // pinned from its next second, then released
+        bool released = false;
+        for (int c = 0; c < 3 && !released; ++c, ++w.now) released = find(w.step(), ActionKind::Release, 7);
+        CAPTURE(w.calls);
+        CHECK(released);
+        CHECK_FALSE(j.held);
+        CHECK(w.reservations.count("nvlslice_lend_7"));
+    }
+    SECTION("past repair_hold_max: requeued to wait with its priority instead") {
+        w.cfg.repair_hold_max_s = 60;
+        auto out = w.cycle();
+        CAPTURE(out.log);
+        CHECK_FALSE(find(out, ActionKind::RequeueHold, 7));
+        REQUIRE(find(out, ActionKind::Requeue, 7));
+        CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("repairwait=1"));
+    }
+    SECTION("a job there without a time limit is never waited for") {
+        w.job(21).end_time = 0;
+        auto out = w.cycle();
+        CAPTURE(out.log);
+        CHECK_FALSE(find(out, ActionKind::RequeueHold, 7));
+        CHECK(find(out, ActionKind::Requeue, 7));
+    }
 }
 
 TEST_CASE("native mode: Slurm places a segment job; the helper neither pins nor gates it, and records it once",
