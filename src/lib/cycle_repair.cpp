@@ -94,9 +94,9 @@ void Cycle::handle_running(const SliceJob& started) {
                 log(j.id, fmt::format("node(s) {} failed and no rack has room now: requeued, its target held for it "
                                       "in {}; it starts when the last of it frees, {}",
                                       hl(d.failed), cfg_.lend_name(j.id),
-                                      plan.ready_at > now_ ? fmt::format("in {} s by its jobs' time limits",
-                                                                         plan.ready_at - now_)
-                                                           : std::string("now")));
+                                      plan.ready_at > now_
+                                          ? fmt::format("in {} s by its jobs' time limits", plan.ready_at - now_)
+                                          : std::string("now")));
                 return;
             }
         }

@@ -213,9 +213,9 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
                 }
                 std::sort(rep.added.begin(), rep.added.end());
                 taken.insert(taken.end(), rep.added.begin(), rep.added.end());
-                const std::string when_s =
-                    best_when > later->now ? fmt::format("free in {} s by its jobs' time limits", best_when - later->now)
-                                           : std::string("free now");
+                const std::string when_s = best_when > later->now ? fmt::format("free in {} s by its jobs' time limits",
+                                                                                best_when - later->now)
+                                                                  : std::string("free now");
                 if (best_d == slice.domain) {
                     rep.action = RepairAction::ReplaceInDomain;
                     std::vector<NodeId> nodes;
@@ -230,9 +230,9 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
                 } else {
                     rep.action = RepairAction::MoveDomain;
                     rep.removed = slice.nodes;
-                    rep.detail = fmt::format("slice {}: {}; moved to {} ({})", slice.index,
-                                             no_room_in(slice.domain, lost, usable_here), map.domain(best_d).name,
-                                             when_s);
+                    rep.detail =
+                        fmt::format("slice {}: {}; moved to {} ({})", slice.index,
+                                    no_room_in(slice.domain, lost, usable_here), map.domain(best_d).name, when_s);
                     slice.nodes = rep.added;
                     slice.domain = best_d;
                     ++plan.moved;
