@@ -236,10 +236,17 @@ class Cycle {
     // Writes the record when it changed (always: in any case), refusing a
     // move allowed_transition() forbids.
     void record(const SliceJob& sj, const PlacementRecord& r, bool always = false);
-    void pin_and_release(const SliceJob& sj, const Placement& p, PlacementRecord r, bool requeue_first);
+    // `hold_also`: nodes its reservation holds beside the target (a held
+    // repair's whole target racks: swap_held_target()).
+    void pin_and_release(const SliceJob& sj, const Placement& p, PlacementRecord r, bool requeue_first,
+                         const std::vector<NodeId>& hold_also = {});
     // A repair's or restart's target kept for its job until it runs there:
     // the job's own reservation (cfg_.lend_name()), made before its requeue.
-    void hold_target(const SliceJob& sj, const std::vector<NodeId>& nodes);
+    void hold_target(const SliceJob& sj, const std::vector<NodeId>& nodes, const std::vector<NodeId>& hold_also = {});
+    // A held repair's target still busy: each slice whose nodes are not all
+    // free takes the free ones its reservation holds in the same rack, if
+    // they are enough; the new nodes when every slice can, else nothing.
+    std::optional<std::vector<std::vector<NodeId>>> swap_held_target(const SliceJob& sj) const;
     std::string hl(const std::vector<NodeId>& ids) const { return hostlist_compress(map_.node_names(ids)); }
     // A decision about one job (0: about the cluster), in words.
     void log(JobId job, std::string s) { out_.log.push_back({Severity::Info, job, std::move(s)}); }

@@ -6,7 +6,8 @@
 
 namespace nvl::detail {
 
-void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, PlacementRecord r, bool requeue_first) {
+void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, PlacementRecord r, bool requeue_first,
+                            const std::vector<NodeId>& hold_also) {
     const JobId id = sj.job->id;
     // Slices numbered in node order, as the plugin derives them on the
     // nodes from the job's node list: a moved slice may change its index.
@@ -27,7 +28,7 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
         r.state = RecordState::Repairing;
         r.hold = true; // the one hold the helper may release
         record(sj, r, true);
-        hold_target(sj, p.nodes());
+        hold_target(sj, p.nodes(), hold_also);
         act({id, action::RequeueHold{}});
         pin(sj, p.nodes(), 0);
         take(p.nodes(), id);
@@ -72,7 +73,7 @@ void Cycle::start_requeued_now(const SlurmJob& j) {
     act({j.id, action::Exclude{set != exclusion_.end() ? set->second : j.exc_nodes, start_time(j)}});
 }
 
-void Cycle::hold_target(const SliceJob& sj, const std::vector<NodeId>& nodes) {
+void Cycle::hold_target(const SliceJob& sj, const std::vector<NodeId>& target, const std::vector<NodeId>& hold_also) {
     const SlurmJob& j = *sj.job;
     if (!cfg_.repair_reservation) return;
     const std::string name = cfg_.lend_name(j.id);
@@ -84,8 +85,13 @@ void Cycle::hold_target(const SliceJob& sj, const std::vector<NodeId>& nodes) {
     // leaves the spare reservation only after this (OVERLAP). The job is
     // moved into it, so that Slurm starts it there alone; keep_lends() ends
     // it once the job runs again.
+    std::vector<NodeId> nodes = target;
+    nodes.insert(nodes.end(), hold_also.begin(), hold_also.end());
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
     act({j.id, action::Lend{hl(nodes), j.user_id, name}});
-    log(j.id, fmt::format("its target {} waits for it in the reservation {}", hl(nodes), name));
+    log(j.id, fmt::format("its target {} waits for it in the reservation {}{}", hl(target), name,
+                          hold_also.empty() ? "" : fmt::format(" (which holds {})", hl(nodes))));
 }
 
 SliceJob Cycle::keep_off_degraded(const SliceJob& sj) {

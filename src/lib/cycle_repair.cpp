@@ -90,7 +90,16 @@ void Cycle::handle_running(const SliceJob& started) {
                 ++out_.stats.repairs_held;
                 const bool again = rec.state == RecordState::Repairing;
                 begin_repair(sj, plan, rec, !again, again ? " (retried)" : " (no room now: its target is held)");
-                pin_and_release(sj, plan.placement, rec, true);
+                // the rest of each rack it waits for is held too: the
+                // nodes that free first there are the job's, whichever
+                // they are (swap_held_target())
+                std::vector<NodeId> also;
+                if (plan.ready_at > now_)
+                    for (const auto& s : plan.slices)
+                        if (s.action != RepairAction::Keep && s.to != kNoDomain)
+                            for (NodeId id : map_.domain(s.to).nodes)
+                                if (is_healthy(snap_.node(id).state)) also.push_back(id);
+                pin_and_release(sj, plan.placement, rec, true, also);
                 log(j.id, fmt::format("node(s) {} failed and no rack has room now: requeued, its target held for it "
                                       "in {}; it starts when the last of it frees, {}",
                                       hl(d.failed), cfg_.lend_name(j.id),
@@ -219,6 +228,28 @@ void Cycle::finish_placed(const SliceJob& sj) {
         // requeued, or an allocation still completing (seconds on 24.11).
         // Kept for it up to replace_after, then placed afresh.
         if (sj.rec->state == RecordState::Repairing) {
+            if (auto swapped = swap_held_target(sj)) {
+                // the nodes that freed first in its held racks: its target
+                // now, recorded first, then pinned and started as usual
+                PlacementRecord rec = *sj.rec;
+                rec.slices.clear();
+                std::vector<NodeId> all;
+                for (const auto& s : *swapped) {
+                    rec.slices.push_back(hl(s));
+                    all.insert(all.end(), s.begin(), s.end());
+                }
+                std::sort(all.begin(), all.end());
+                record(sj, rec);
+                log(j.id, fmt::format("its held racks have room first on {}: its target now", hl(all)));
+                SliceJob now_sj = sj;
+                now_sj.rec = rec;
+                PlacedDecision go = d;
+                go.kind = PlacedCase::Start;
+                go.pinned = std::move(all);
+                go.repin = true;
+                start_pinned(now_sj, go);
+                return;
+            }
             for (JobId b : d.borrowers)
                 yield_job(b, fmt::format("its lent spare was taken back to repair job {}", j.id));
             auto it = mem_.blocked_since.emplace(j.id, mono_).first;
@@ -365,6 +396,57 @@ void Cycle::keep_released(const SliceJob& sj, const PlacedDecision& d) {
         break;
     }
     settled_.insert(j.id);
+}
+
+std::optional<std::vector<std::vector<NodeId>>> Cycle::swap_held_target(const SliceJob& sj) const {
+    const SlurmJob& j = *sj.job;
+    if (!lends_ || j.reservation != cfg_.lend_name(j.id)) return std::nullopt;
+    auto r =
+        std::find_if(lends_->begin(), lends_->end(), [&](const Reservation& x) { return x.name == j.reservation; });
+    if (r == lends_->end()) return std::nullopt;
+    // the nodes its reservation holds that are free for it (marked its own
+    // by collect_slice_jobs())
+    auto usable = [&](NodeId id) {
+        const NodeStatus& st = snap_.node(id);
+        return is_healthy(st.state) && (is_free(st.state) || st.job_id == j.id);
+    };
+    std::vector<NodeId> held;
+    for (const auto& n : hostlist_expand(r->nodes))
+        if (auto id = map_.find_node(n)) held.push_back(*id);
+    std::sort(held.begin(), held.end());
+    std::vector<std::vector<NodeId>> out;
+    std::vector<NodeId> used;
+    bool changed = false;
+    for (const auto& hl_slice : sj.rec->slices) {
+        std::vector<NodeId> slice;
+        for (const auto& n : hostlist_expand(hl_slice))
+            if (auto id = map_.find_node(n)) slice.push_back(*id);
+        if (slice.empty()) return std::nullopt;
+        const size_t k = slice.size();
+        if (std::all_of(slice.begin(), slice.end(), usable)) {
+            used.insert(used.end(), slice.begin(), slice.end());
+            out.push_back(std::move(slice));
+            continue;
+        }
+        const DomainId d = map_.domain_of(slice.front());
+        if (d == kNoDomain || snap_.degraded(d)) return std::nullopt;
+        // its planned nodes that are free first, then the others held there
+        std::vector<NodeId> pick;
+        for (NodeId id : slice)
+            if (usable(id)) pick.push_back(id);
+        for (NodeId id : held)
+            if (pick.size() < k && map_.domain_of(id) == d && usable(id) &&
+                std::find(slice.begin(), slice.end(), id) == slice.end() &&
+                std::find(used.begin(), used.end(), id) == used.end())
+                pick.push_back(id);
+        if (pick.size() < k) return std::nullopt;
+        std::sort(pick.begin(), pick.end());
+        used.insert(used.end(), pick.begin(), pick.end());
+        out.push_back(std::move(pick));
+        changed = true;
+    }
+    if (!changed) return std::nullopt;
+    return out;
 }
 
 void Cycle::start_pinned(const SliceJob& sj, const PlacedDecision& d) {

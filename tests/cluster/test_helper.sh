@@ -189,6 +189,33 @@ expect_eq "not held (it keeps its priority)" "" "$(squeue -h -j "$J" -o %r | gre
 scontrol update nodename=nvl[0020-0022] state=resume
 if wait_for 60 runs_in "$J" rack002; then ok "room again in rack002: it runs there ($(nodes_of "$J"))"; else not_ok "placed again after the wait: $(squeue -h -j "$J" -o '%T %r %N') $(record "$J")"; fi
 
+echo "# helper: no room now, but rack002 frees within its job's time limit -> the repair holds that target for the job from its requeue (repair_hold_max)"
+cleanup; resume_all
+wait_for 60 all_up; settle
+J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --requeue --wrap 'sleep 600')
+wait_for 15 running_on "$J" 'nvl[0001-0016]' || not_ok "16-node job placed on rack001: $(nodes_of "$J")"
+# rack002 busy but for its spares, with a job that has a time limit (2 min)
+B=$(sbatch --parsable -N 16 -w 'nvl[0019-0034]' --time=2 -J busy --wrap 'sleep 600')
+wait_for 15 running_on "$B" 'nvl[0019-0034]' || not_ok "rack002 busy: $(squeue -h -j "$B" -o '%T %r %N')"
+scontrol update nodename=nvl[0002-0004] state=drain reason="nvlink down"
+if wait_for 15 grep -q "job $J: node(s) nvl\[0002-0004\] failed and no rack has room now: requeued, its target held for it in nvlslice_lend_$J" "$LOG"; then
+    ok "rack001 degraded, rack002 busy: requeued with its target held ($(grep -o "job $J: node(s) nvl\[0002-0004\] failed and no rack has room now.*" "$LOG" | tail -1 | sed 's/.*; //'))"
+else
+    not_ok "the held repair: $(grep "job $J" "$LOG" | tail -3)"
+fi
+wait_for 15 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = PENDING ]"
+expect_match "it waits in its own reservation, its target's nodes in it" "ReservationName=nvlslice_lend_$J .*Nodes=nvl\[0019-0036\]|Nodes=nvl\[0019-0036\].*nvlslice_lend_$J" "$(scontrol show res "nvlslice_lend_$J" -o 2>/dev/null)"
+# A higher-priority job for the same nodes, submitted before they free: Slurm
+# alone would start it there the moment the busy job ends; the held target
+# is the repaired job's.
+P=$(sbatch --parsable -N 16 -w 'nvl[0019-0034]' -p urgent -J urgent --wrap 'sleep 600')
+sleep 1
+scancel "$B"
+if wait_for 30 runs_in "$J" rack002; then ok "rack002 freed: the repaired job runs there ($(nodes_of "$J")), $(restarts "$J") restart"; else not_ok "started on its held target: $(squeue -h -j "$J" -o '%T %r %N') $(record "$J")"; fi
+expect_eq "the higher-priority job did not take the held target" "PENDING" "$(squeue -h -j "$P" -o %T)"
+wait_for 15 bash -c "! scontrol show res nvlslice_lend_$J >/dev/null 2>&1" || true
+scancel "$P"
+
 echo "# helper: no room anywhere -> a rack is freed from checkpointable work at once, the slice moves there (defrag.for_repairs)"
 cleanup; resume_all
 wait_for 60 all_up; settle

@@ -1204,7 +1204,10 @@ TEST_CASE("a repair with no room now holds the job's healthy slice and the rack 
         CAPTURE(out.log);
         REQUIRE(find(out, ActionKind::RequeueHold, 7));
         REQUIRE(find<action::Lend>(out, 7));
-        CHECK(find<action::Lend>(out, 7)->nodes == "n[019-034,037-050,053-054]");
+        // the target, and the rest of r3 held with it (the nodes that free
+        // first there are its: the next test)
+        CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("slices=n[019-034];n[037-050,053-054]"));
+        CHECK(find<action::Lend>(out, 7)->nodes == "n[019-034,037-054]");
         CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::StartsWith("nvlslice/1 repairing"));
         CHECK_THAT(find<action::SetRecord>(out, 7)->text, !Catch::Contains("repairwait=1"));
         CHECK_FALSE(find(out, ActionKind::Requeue, 20)); // nobody's work is taken
@@ -1254,6 +1257,51 @@ TEST_CASE("a repair with no room now holds the job's healthy slice and the rack 
         CHECK_FALSE(find(out, ActionKind::RequeueHold, 7));
         CHECK(find(out, ActionKind::Requeue, 7));
     }
+}
+
+TEST_CASE("a held repair takes the nodes of its held rack that free first, whichever they are",
+          "[reconcile][native][quick]") {
+    World w(3);
+    w.cfg.hand_off = HandOff::Native;
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036,053-054]"};
+    SlurmJob& j = add_native_job(w, 7, 16, 2);
+    w.run_on(j, "n[001-016,019-034]");
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0 job=7";
+    w.add_plain_job(20, 1, "n[037-044]").end_time = w.now + 50;
+    w.add_plain_job(21, 1, "n[045-048]").end_time = w.now + 90;
+    w.add_plain_job(23, 1, "n[049-050]").end_time = w.now + 90;
+    w.add_plain_job(22, 1, "n[051-052]").end_time = w.now + 100;
+    for (int i = 1; i <= 18; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Drained;
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    REQUIRE(find<action::Lend>(out, 7));
+    // the target by time limits, and the whole of r3 held with it
+    CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("slices=n[019-034];n[037-050,053-054]"));
+    CHECK(find<action::Lend>(out, 7)->nodes == "n[019-034,037-054]");
+    w.apply(out);
+    w.complete(7);
+    w.now += 1;
+    w.step();
+    CHECK(j.held);
+    // jobs end in another order than their limits said: n[049-050] of the
+    // target still busy, n[051-052] free
+    for (JobId id : {JobId(20), JobId(21), JobId(22)}) {
+        w.complete(id);
+        w.job(id).state = JobState::Finished;
+    }
+    w.now += 20;
+    auto swap = w.cycle();
+    CAPTURE(swap.log);
+    REQUIRE(find<action::SetRecord>(swap, 7));
+    CHECK_THAT(find<action::SetRecord>(swap, 7)->text, Catch::Contains("slices=n[019-034];n[037-048,051-054]"));
+    w.apply(swap);
+    bool released = false;
+    for (int c = 0; c < 3 && !released; ++c, ++w.now) released = find(w.step(), ActionKind::Release, 7);
+    CHECK(released);
+    // pinned there: the busy ones excluded, the ones that freed first not
+    const auto excluded = hostlist_expand(j.exc_nodes);
+    CHECK(std::count(excluded.begin(), excluded.end(), "n049"));
+    CHECK_FALSE(std::count(excluded.begin(), excluded.end(), "n051"));
 }
 
 TEST_CASE("native mode: Slurm places a segment job; the helper neither pins nor gates it, and records it once",
