@@ -62,7 +62,7 @@ void Cycle::handle_running(const SliceJob& started) {
                                    j.batch ? "submitted with --no-requeue" : "an interactive allocation"));
         }
         return;
-    case RunningCase::RepairWaits:
+    case RunningCase::RepairWaits: {
         // A rack freed from checkpointable work: the move of a later
         // cycle; the job runs on until then.
         try_defrag(sj, true);
@@ -74,6 +74,11 @@ void Cycle::handle_running(const SliceJob& started) {
             }
             return;
         }
+        // its nodes that are down or drained (d.failed has every node of a
+        // degraded rack too)
+        std::vector<NodeId> own;
+        for (NodeId id : d.failed)
+            if (!is_healthy(snap_.node(id).state)) own.push_back(id);
         // No room now, and none being freed: the nodes that free soonest,
         // by the time limits of the jobs on them, are its target, held for
         // it with its healthy slices in its own reservation from its
@@ -102,7 +107,7 @@ void Cycle::handle_running(const SliceJob& started) {
                 pin_and_release(sj, plan.placement, rec, true, also);
                 log(j.id, fmt::format("node(s) {} failed and no rack has room now: requeued, its target held for it "
                                       "in {}; it starts when the last of it frees, {}",
-                                      hl(d.failed), cfg_.lend_name(j.id),
+                                      hl(own), cfg_.lend_name(j.id),
                                       plan.ready_at > now_
                                           ? fmt::format("in {} s by its jobs' time limits", plan.ready_at - now_)
                                           : std::string("now")));
@@ -118,11 +123,6 @@ void Cycle::handle_running(const SliceJob& started) {
         // placed as any waiting slice job is, in whole racks.
         {
             ++out_.stats.repairs_requeued_to_wait;
-            // its nodes that are down or drained (d.failed has every node
-            // of a degraded rack too)
-            std::vector<NodeId> own;
-            for (NodeId id : d.failed)
-                if (!is_healthy(snap_.node(id).state)) own.push_back(id);
             const std::string why = fmt::format("node(s) {} failed; {}: requeued to wait for room with its priority",
                                                 hl(own), d.plan.reason);
             yield_job(j.id, "repair waits: " + why, /*repair_wait=*/true);
@@ -133,6 +133,7 @@ void Cycle::handle_running(const SliceJob& started) {
             warn(j.id, why);
             return;
         }
+    }
     case RunningCase::Repair:
         // a repair whose requeue failed part way is retried, not counted again
         begin_repair(sj, d.plan, rec, !d.retried, d.retried ? " (retried)" : "");
