@@ -92,8 +92,8 @@ void Cycle::handle_running(const SliceJob& started) {
             const RepairPlan plan =
                 plan_repair(snap_, placement_of(map_, sj, j.nodes), d.failed, obs_.unprotected, &later);
             if (plan.feasible) {
-                ++out_.stats.repairs_held;
                 const bool again = rec.state == RecordState::Repairing;
+                out_.stats.repairs_held += !again;
                 begin_repair(sj, plan, rec, !again, again ? " (retried)" : " (no room now: its target is held)");
                 // the rest of each rack it waits for is held too: the
                 // nodes that free first there are the job's, whichever
