@@ -22,6 +22,18 @@ bool contains(const std::vector<NodeId>& v, NodeId id) {
     return std::find(v.begin(), v.end(), id) != v.end();
 }
 
+// A slice repaired inside its domain: its nodes but `removed`, and `added`,
+// in map order.
+std::vector<NodeId> replaced(const std::vector<NodeId>& slice, const std::vector<NodeId>& removed,
+                             const std::vector<NodeId>& added) {
+    std::vector<NodeId> nodes;
+    for (NodeId id : slice)
+        if (!contains(removed, id)) nodes.push_back(id);
+    nodes.insert(nodes.end(), added.begin(), added.end());
+    std::sort(nodes.begin(), nodes.end());
+    return nodes;
+}
+
 // Replacement candidates of one domain in the order they are used.
 // Free nodes outside the spare reservation first (the spare it gave up when
 // a failure used up part of the rack's budget among them), then its spares,
@@ -105,12 +117,7 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
                     if (!is_free(st.state) && st.job_id && st.job_id != running.job_id)
                         rep.preempt.push_back(st.job_id);
                 }
-                std::vector<NodeId> nodes;
-                for (NodeId id : slice.nodes)
-                    if (!contains(rep.removed, id)) nodes.push_back(id);
-                nodes.insert(nodes.end(), rep.added.begin(), rep.added.end());
-                std::sort(nodes.begin(), nodes.end());
-                slice.nodes = std::move(nodes);
+                slice.nodes = replaced(slice.nodes, rep.removed, rep.added);
                 rep.detail = fmt::format("slice {}: {} failed node(s) replaced inside {}", slice.index, lost,
                                          map.domain(slice.domain).name);
                 ++plan.replaced_in_domain;
@@ -218,12 +225,7 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
                                                                   : std::string("free now");
                 if (best_d == slice.domain) {
                     rep.action = RepairAction::ReplaceInDomain;
-                    std::vector<NodeId> nodes;
-                    for (NodeId id : slice.nodes)
-                        if (!contains(rep.removed, id)) nodes.push_back(id);
-                    nodes.insert(nodes.end(), rep.added.begin(), rep.added.end());
-                    std::sort(nodes.begin(), nodes.end());
-                    slice.nodes = std::move(nodes);
+                    slice.nodes = replaced(slice.nodes, rep.removed, rep.added);
                     rep.detail = fmt::format("slice {}: {} failed node(s) replaced inside {} ({})", slice.index, lost,
                                              map.domain(best_d).name, when_s);
                     ++plan.replaced_in_domain;

@@ -1185,14 +1185,21 @@ TEST_CASE("a job requeued to wait for its repair may take the spares of the rack
     CHECK(said);
 }
 
-TEST_CASE("a repair with no room now holds the job's healthy slice and the rack that frees soonest from its requeue",
-          "[reconcile][native][quick]") {
-    World w(3);
+// A native world of 3 racks with its spares reserved, and job 7 (2 x 16)
+// running on r1 and r2.
+SlurmJob& two_slices_in_three_racks(World& w) {
     w.cfg.hand_off = HandOff::Native;
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036,053-054]"};
     SlurmJob& j = add_native_job(w, 7, 16, 2);
     w.run_on(j, "n[001-016,019-034]");
     j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0 job=7";
+    return j;
+}
+
+TEST_CASE("a repair with no room now holds the job's healthy slice and the rack that frees soonest from its requeue",
+          "[reconcile][native][quick]") {
+    World w(3);
+    SlurmJob& j = two_slices_in_three_racks(w);
     // r3 busy but for its spares: 8 nodes free in 50 s, 7 in 90 s, 1 in 500 s
     // (by the jobs' time limits)
     w.add_plain_job(20, 1, "n[037-044]").end_time = w.now + 50;
@@ -1262,11 +1269,7 @@ TEST_CASE("a repair with no room now holds the job's healthy slice and the rack 
 TEST_CASE("a held repair takes the nodes of its held rack that free first, whichever they are",
           "[reconcile][native][quick]") {
     World w(3);
-    w.cfg.hand_off = HandOff::Native;
-    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036,053-054]"};
-    SlurmJob& j = add_native_job(w, 7, 16, 2);
-    w.run_on(j, "n[001-016,019-034]");
-    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0 job=7";
+    SlurmJob& j = two_slices_in_three_racks(w);
     w.add_plain_job(20, 1, "n[037-044]").end_time = w.now + 50;
     w.add_plain_job(21, 1, "n[045-048]").end_time = w.now + 90;
     w.add_plain_job(23, 1, "n[049-050]").end_time = w.now + 90;
