@@ -12,7 +12,8 @@
 # Settings: NVL_BENCH_TRIALS (2), NVL_BENCH_MODES ("nvlslice expedite
 # plain"), NVL_BENCH_FAILURES ("drain slurmd silent rack"), NVL_BENCH_SEED
 # (1), NVL_BENCH_DEPTH (waiting backlog jobs kept, 12), NVL_BENCH_TIMEOUT
-# (seconds a trial waits for the job to run again, 600).
+# (seconds a trial waits for the job to run again, 600), NVL_BENCH_STEADY
+# (seconds of the steady phase after each side's trials, 600; 0: none).
 #
 # The backlog: plain jobs far below the measured job's priority (--nice),
 # sizes 1, 1, 2, 2, 4, 8 or 16 nodes and run times uniform in 20-90 s,
@@ -41,9 +42,11 @@
 # Measured from the failure to the job running again (its batch script
 # started again, Restarts one higher, on 32 nodes none of them failed):
 # p50 / p90 / max per kind and side, whether each slice stayed in one rack
-# (16 nodes per rack it uses), requeues; and the backlog's throughput over
-# each side's whole run (jobs and node-hours done per hour): the price of
-# the spares.
+# (16 nodes per rack it uses), requeues; the backlog's throughput over
+# each side's trials; and, after them, a steady phase of NVL_BENCH_STEADY
+# seconds on every side (the measured job running, no failure): the
+# backlog's jobs and node-hours done per hour there are the price of the
+# spares.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -54,6 +57,7 @@ TRIALS=${NVL_BENCH_TRIALS:-2}
 SEED=${NVL_BENCH_SEED:-1}
 DEPTH=${NVL_BENCH_DEPTH:-12}
 TIMEOUT=${NVL_BENCH_TIMEOUT:-600}
+STEADY=${NVL_BENCH_STEADY:-600}
 MODES=" ${NVL_BENCH_MODES:-nvlslice expedite plain} "
 FAILURES=${NVL_BENCH_FAILURES:-drain slurmd silent rack}
 RESULTS=$OUT/results
@@ -182,7 +186,7 @@ trial() {
     restore "$kind" "$victims"
 }
 
-declare -A SIDE_T0 SIDE_T1
+declare -A SIDE_T0 SIDE_T1 STEADY_T0 STEADY_T1
 for side in nvlslice expedite plain; do
     [[ $MODES = *" $side "* ]] || continue
     scancel -u root 2>/dev/null
@@ -208,6 +212,22 @@ for side in nvlslice expedite plain; do
         for f in $FAILURES; do trial "$side" "$f" "$k"; done
     done
     SIDE_T1[$side]=$(now)
+    # The steady phase: the same backlog beside the measured job running,
+    # no failure, for a fixed time on every side: what the backlog gets
+    # done there is the price of the spares (the trials' windows differ
+    # in length and in how long the measured job held its nodes).
+    if [ "$STEADY" -gt 0 ]; then
+        if [ -z "$J" ] || [ "$(state "$J")" != RUNNING ]; then
+            [ -n "$J" ] && scancel "$J"
+            submit_measured "$side"
+            wait_for 300 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ]" ||
+                echo "# $side: the measured job did not start for the steady phase: $(squeue -h -j "$J" -o '%T %r')"
+        fi
+        wait_for 120 saturated
+        STEADY_T0[$side]=$(now)
+        sleep "$STEADY"
+        STEADY_T1[$side]=$(now)
+    fi
     stop_feeder
     scancel -u root 2>/dev/null
 done
@@ -230,13 +250,30 @@ done
 echo "# bench_busy: the backlog's throughput over each side's run (jobs ended, node-hours done, per hour)"
 for side in nvlslice expedite plain; do
     [[ $MODES = *" $side "* ]] || continue
+    # (inside the window only: the steady phase follows it)
     awk -v m="$side" -v a="${SIDE_T0[$side]}" -v b="${SIDE_T1[$side]}" '
+        function clip(x) { return x < a ? a : (x > b ? b : x) }
         $1 == m && $5 == "start" { st[$2] = $4; sz[$2] = $3 }
-        $1 == m && $5 == "end" && ($2 in st) { done++; ns += sz[$2] * ($4 - st[$2]); delete st[$2] }
-        END { for (j in st) ns += sz[j] * (b - st[j]); h = (b - a) / 3600;
+        $1 == m && $5 == "end" && ($2 in st) { if ($4 >= a && $4 <= b) done++; ns += sz[$2] * (clip($4) - clip(st[$2])); delete st[$2] }
+        END { for (j in st) ns += sz[j] * (b - clip(st[j])); h = (b - a) / 3600;
               printf "# %-9s %6.0f s  %5.1f jobs/h  %6.1f node-h/h (of %d nodes)\n", m, b - a, done / h, ns / 3600 / h, '"$NODES"' }' \
         "$OUT/backlog.log" 2>/dev/null
 done
+if [ "$STEADY" -gt 0 ]; then
+    echo "# bench_busy: the backlog beside the measured job, no failure, $STEADY s on each side (jobs ended, node-hours done, per hour): the price of the spares"
+    for side in nvlslice expedite plain; do
+        [[ $MODES = *" $side "* ]] && [ -n "${STEADY_T0[$side]:-}" ] || continue
+        # node-seconds inside the window only: a job's run clipped to it
+        awk -v m="$side" -v a="${STEADY_T0[$side]}" -v b="${STEADY_T1[$side]}" '
+            function clip(x) { return x < a ? a : (x > b ? b : x) }
+            $1 == m && $5 == "start" { st[$2] = $4; sz[$2] = $3 }
+            $1 == m && $5 == "end" && ($2 in st) { if ($4 >= a && $4 <= b) done++; ns += sz[$2] * (clip($4) - clip(st[$2])); delete st[$2] }
+            END { for (j in st) ns += sz[j] * (b - clip(st[j])); h = (b - a) / 3600;
+                  printf "# %-9s %6.0f s  %5.1f jobs/h  %6.1f node-h/h (of %d nodes; with the measured job 32 nodes busy: %.0f %% of the cluster)\n",
+                      m, b - a, done / h, ns / 3600 / h, '"$NODES"', 100 * (ns + 32 * (b - a)) / ('"$NODES"' * (b - a)) }' \
+            "$OUT/backlog.log" 2>/dev/null
+    done
+fi
 while read -r line; do ok "trial: $line"; done < <(awk '$4 ~ /^[0-9.]+$/' "$RESULTS")
 rm -rf "$OUT"
 summary bench
