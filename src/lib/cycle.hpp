@@ -131,15 +131,8 @@ class Cycle {
     }
     // Every node of a record's slices, in map order.
     std::vector<NodeId> recorded_nodes(const PlacementRecord& r) const { return nvl::recorded_nodes(map_, r); }
-    // Each running job's end (start + time limit; INT64_MAX: no limit, or
-    // one past 30 days, which Slurm's own planning treats the same).
-    std::unordered_map<JobId, int64_t> end_times() const {
-        std::unordered_map<JobId, int64_t> out;
-        for (const auto& j : jobs_)
-            if (j.state == JobState::Running)
-                out[j.id] = j.end_time > 0 && j.end_time - now_ < 30 * 86400 ? j.end_time : INT64_MAX;
-        return out;
-    }
+    // Each running job's end (nvl::end_times(), place_stage.hpp).
+    std::unordered_map<JobId, int64_t> end_times() const { return nvl::end_times(jobs_, now_); }
     bool held_by_us(const SliceJob& sj) const { return sj.job->held && sj.rec && sj.rec->hold; }
     void gate(const SliceJob& sj) {
         act({sj.job->id, action::SetLicenses{with_license(sj.job->licenses, cfg_.gate_license)}});

@@ -101,15 +101,20 @@ PlaceDecision decide_place(const Snapshot& snap, const SliceRequest& request, co
     return d;
 }
 
-std::optional<Protection> plan_protection(const Snapshot& snap, const std::vector<SlurmJob>& jobs, int slice, int count,
-                                          int64_t time_limit, int64_t now) {
-    const RackMap& map = snap.map();
-    const int k = slice;
+std::unordered_map<JobId, int64_t> end_times(const std::vector<SlurmJob>& jobs, int64_t now) {
     std::unordered_map<JobId, int64_t> ends;
     for (const auto& j : jobs)
         // a job without a time limit ends "in a year" for Slurm: unknown
         if (j.state == JobState::Running)
             ends[j.id] = j.end_time > 0 && j.end_time - now < 30 * 86400 ? j.end_time : INT64_MAX;
+    return ends;
+}
+
+std::optional<Protection> plan_protection(const Snapshot& snap, const std::vector<SlurmJob>& jobs, int slice, int count,
+                                          int64_t time_limit, int64_t now) {
+    const RackMap& map = snap.map();
+    const int k = slice;
+    const std::unordered_map<JobId, int64_t> ends = end_times(jobs, now);
     // per rack: when it has room for one slice, and the nodes it would take
     struct RackTime {
         int64_t when;

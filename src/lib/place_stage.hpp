@@ -30,6 +30,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <unordered_map>
 #include <vector>
 
 namespace nvl {
@@ -126,6 +127,10 @@ struct Protection {
     std::vector<NodeId> nodes; // map order
     int64_t start = 0, end = 0;
 };
+// Each running job's end (start + time limit; INT64_MAX: no limit, or one
+// past 30 days, which Slurm's own planning treats the same).
+std::unordered_map<JobId, int64_t> end_times(const std::vector<SlurmJob>& jobs, int64_t now);
+
 std::optional<Protection> plan_protection(const Snapshot& snap, const std::vector<SlurmJob>& jobs, int slice, int count,
                                           int64_t time_limit, int64_t now);
 
