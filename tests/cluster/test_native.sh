@@ -101,7 +101,7 @@ if [ "$pool" = 1 ]; then
         ereq=$(job_field "$E" ReqNodeList)
         if [ "$ereq" = "$EWANT" ]; then
             ok "the helper pinned its repair: its ReqNodeList is the repaired placement"
-        elif [ "$ereq" = "(null)" ] && grep -q "job $E: Slurm restarted it (requeued by Slurm after a node of its placement failed) on $EWANT" "$LOG"; then
+        elif [ "$ereq" = "(null)" ] && grep -qF "job $E: Slurm restarted it (requeued by Slurm after a node of its placement failed) on $EWANT" "$LOG"; then
             ok "Slurm started it first on the spare the reservation gave up for its repair; the helper followed"
         else
             not_ok "its ReqNodeList is the repaired placement, or Slurm restarted it there and the helper followed: ReqNodeList=$ereq; $(grep "job $E:" "$LOG" | tail -3)"
