@@ -331,6 +331,18 @@ void Cycle::keep_released(const SliceJob& sj, const PlacedDecision& d) {
     const bool waited_past = now_ - std::max(j.submit_time, j.start_time) > cfg_.replace_after_s;
     const ReleasedCase what = decide_released(sj, d, holds.has_value(), overdue, waited_past);
     if (what == ReleasedCase::Waits) {
+        // A native job Slurm requeued itself (a node went DOWN) may start
+        // again from the StartTime its repair brought forward, the second
+        // after its requeue; nothing of the helper's is released then, and
+        // Slurm's next pass may be seconds away (its next event, or
+        // sched_interval). At that second an update of its StartTime, to
+        // the same second, asks for the pass, as a release does.
+        if (native(sj) && j.restarts > 0 && j.state == JobState::Pending && !d.taken && j.begin_time > 0) {
+            if (j.begin_time > now_)
+                out_.follow_up = true; // the next cycle 100 ms on, until the second has come
+            else if (j.begin_time == now_)
+                pin(sj, pinned, now_);
+        }
         settled_.insert(j.id); // most released jobs, most cycles: nothing copied
         return;
     }

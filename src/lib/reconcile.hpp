@@ -99,7 +99,7 @@ struct HelperConfig {
     // job repaired, without waiting for slurmctld's ping and SlurmdTimeout.
     // A node that answers again sooner (a network blip) is left alone.
     // 0 = off.
-    int silent_after_s = 8;
+    int silent_after_s = 5;
     // Before the DOWN of a silent node (either way above), the job's steps
     // are aborted (ClusterApi::abort_steps): its other nodes then complete
     // in a second, where each stepd above the silent node in a step's

@@ -59,6 +59,14 @@ inline void set_update_job_id(job_desc_msg_t& d, uint32_t job_id, std::string& s
 #endif
 }
 
+// Send a job update (as slurm_update_job); 0 on success, else the error in
+// last_error(). 25.11+ names the job by job_id_str, which
+// slurm_update_job() accepts only with an error line in the caller's log per
+// call ("Use slurm_update_job2() ..."): there slurm_update_job2(), whose
+// per-task errors (a job array's) count as the call's. The helper's and the
+// tools' only (helper_calls.cpp).
+int update_job(job_desc_msg_t& d);
+
 // The error of the last failed call: slurm_get_errno() where libslurm still
 // has it, errno where it is gone (24.11 and later).
 int last_error();

@@ -95,7 +95,7 @@ std::string reason_name(uint32_t r) {
     }
 }
 
-// One job's update request (slurm_update_job): every field unset but the
+// One job's update request (slurm_calls::update_job): every field unset but the
 // job's id, which `id_str` holds where 25.11+ names the job by a string
 // (set_update_job_id); not copied, so that the request's pointer to it
 // stays valid.
@@ -111,7 +111,7 @@ struct JobUpdate {
 };
 
 void update(job_desc_msg_t& d, JobId id, const char* what) {
-    if (slurm_update_job(&d) != SLURM_SUCCESS) fail(fmt::format("job {}: {}", id, what));
+    if (slurm_calls::update_job(d) != SLURM_SUCCESS) fail(fmt::format("job {}: {}", id, what));
 }
 
 } // namespace
@@ -491,7 +491,7 @@ void SlurmClusterImpl::end_lend(JobId id, const std::vector<JobId>& others, cons
         d.reservation = const_cast<char*>("");
         // a job that has just ended (or still completes after its end) no
         // longer holds the reservation
-        if (slurm_update_job(&d) != SLURM_SUCCESS) {
+        if (slurm_calls::update_job(d) != SLURM_SUCCESS) {
             const int e = slurm_calls::last_error();
             if (e != ESLURM_INVALID_JOB_ID && e != ESLURM_JOB_FINISHED && e != ESLURM_JOB_NOT_PENDING_NOR_RUNNING)
                 fail(fmt::format("job {}: taking it out of the lend reservation {}", j, name));

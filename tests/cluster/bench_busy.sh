@@ -13,11 +13,16 @@
 # plain"), NVL_BENCH_FAILURES ("drain slurmd silent rack"), NVL_BENCH_SEED
 # (1), NVL_BENCH_DEPTH (waiting backlog jobs kept, 12), NVL_BENCH_TIMEOUT
 # (seconds a trial waits for the job to run again, 600), NVL_BENCH_STEADY
-# (seconds of the steady phase after each side's trials, 600; 0: none).
+# (seconds of the steady phase after each side's trials, 600; 0: none),
+# NVL_BENCH_CKPT (the backlog's checkpointable share, 0.5).
 #
-# The backlog: plain jobs far below the measured job's priority (--nice),
-# sizes 1, 1, 2, 2, 4, 8 or 16 nodes and run times uniform in 20-90 s,
-# drawn from NVL_BENCH_SEED (the same list on every side), each with a time
+# The backlog: jobs far below the measured job's priority (--nice), sizes
+# 1, 1, 2, 2, 4, 8 or 16 nodes and run times uniform in 20-90 s, half of
+# them checkpointable (--requeue; on the nvlslice side those smaller than
+# a slice also --nvl-slice=SIZE --nvl-checkpointable, the work the helper
+# may lend spares to and requeue first; NVL_BENCH_CKPT, the share, 0.5, as
+# nvl-sim's trace assumes; 0: none), drawn from NVL_BENCH_SEED (the same
+# list on every side), each with a time
 # limit of 2 minutes, as every job on a production cluster has one (its
 # DefaultTime or MaxTime): without one, neither Slurm's backfill nor
 # nvlslice's protection of racks can tell when a node frees, and any job
@@ -58,6 +63,7 @@ SEED=${NVL_BENCH_SEED:-1}
 DEPTH=${NVL_BENCH_DEPTH:-12}
 TIMEOUT=${NVL_BENCH_TIMEOUT:-600}
 STEADY=${NVL_BENCH_STEADY:-600}
+CKPT=${NVL_BENCH_CKPT:-0.5}
 MODES=" ${NVL_BENCH_MODES:-nvlslice expedite plain} "
 FAILURES=${NVL_BENCH_FAILURES:-drain slurmd silent rack}
 RESULTS=$OUT/results
@@ -69,20 +75,25 @@ ALL_HL=$(paste -sd, <<< "$ALL")
 LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
 echo "# bench_busy: $(sinfo -V), $RACKS racks x 18, SlurmdTimeout $(scontrol show config | sed -n 's/^SlurmdTimeout *= *//p'), $TRIALS trial(s) of each kind and side, seed $SEED"
 
-# The backlog's jobs, drawn once: "SIZE SECONDS" per line.
-awk -v seed="$SEED" 'BEGIN { srand(seed); split("1 1 2 2 4 8 16", s, " ");
-    for (i = 0; i < 5000; i++) printf "%d %d\n", s[int(rand() * 7) + 1], 20 + int(rand() * 71) }' > "$OUT/draws"
-echo "# bench_busy: backlog sizes $(head -1000 "$OUT/draws" | awk '{ n[$1]++ } END { for (k in n) printf "%s:%d ", k, n[k] }')(first 1000), mean run $(head -1000 "$OUT/draws" | awk '{ t += $2 } END { printf "%.0f", t / NR }') s"
+# The backlog's jobs, drawn once: "SIZE SECONDS CHECKPOINTABLE" per line.
+awk -v seed="$SEED" -v ck="$CKPT" 'BEGIN { srand(seed); split("1 1 2 2 4 8 16", s, " ");
+    for (i = 0; i < 5000; i++) { z = s[int(rand() * 7) + 1]; t = 20 + int(rand() * 71); printf "%d %d %d\n", z, t, rand() < ck } }' > "$OUT/draws"
+echo "# bench_busy: backlog sizes $(head -1000 "$OUT/draws" | awk '{ n[$1]++ } END { for (k in n) printf "%s:%d ", k, n[k] }')(first 1000), mean run $(head -1000 "$OUT/draws" | awk '{ t += $2 } END { printf "%.0f", t / NR }') s, checkpointable $(head -1000 "$OUT/draws" | awk '{ c += $3 } END { printf "%.0f", 100 * c / NR }') %"
 
 # feeder SIDE: keeps DEPTH backlog jobs waiting, in the drawn order
 feeder() {
-    local side=$1 k=0 size secs waiting
+    local side=$1 k=0 size secs ck waiting opts
     while true; do
         waiting=$(squeue -h -t PD -n backlog -o %i 2>/dev/null | wc -l)
         while [ "$waiting" -lt "$DEPTH" ]; do
             k=$((k + 1))
-            read -r size secs < <(sed -n "${k}p" "$OUT/draws")
-            sbatch -Q -N "$size" --nice=10000 --time=2 -J backlog -o /dev/null \
+            read -r size secs ck < <(sed -n "${k}p" "$OUT/draws")
+            opts=()
+            if [ "$ck" = 1 ]; then
+                opts=(--requeue)
+                [ "$side" = nvlslice ] && [ "$size" -lt 16 ] && opts+=(--nvl-slice="$size" --nvl-checkpointable)
+            fi
+            sbatch -Q -N "$size" "${opts[@]}" --nice=10000 --time=2 -J backlog -o /dev/null \
                 --wrap "echo \"$side \$SLURM_JOB_ID $size \$(date +%s.%N) start\" >> $OUT/backlog.log; sleep $secs; echo \"$side \$SLURM_JOB_ID $size \$(date +%s.%N) end\" >> $OUT/backlog.log" >/dev/null
             waiting=$((waiting + 1))
         done

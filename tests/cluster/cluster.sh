@@ -15,6 +15,7 @@
 #   NVL_SPARES         spares per rack in the generated map (2)
 #   NVL_SUBNET         first three octets of the private /24 (10.77.0)
 #   NVL_SLURMD_TIMEOUT slurm.conf's SlurmdTimeout (10; sites run 60 or more)
+#   NVL_TREE_WIDTH     slurm.conf's TreeWidth (64)
 #   NVL_PLUGIN         spank_nvlslice.so to load through PlugStackConfig (none)
 #   NVL_PLUGIN_ARGS    extra plugstack.conf arguments for it
 #   NVL_HELPER         nvlsliced binary to run on the controller host (none)
@@ -225,6 +226,11 @@ SelectTypeParameters=CR_Core
 MpiDefault=none
 ReturnToService=2
 SlurmdTimeout=${NVL_SLURMD_TIMEOUT:-10}
+# TreeWidth above every job's node count: slurmctld sends a job's messages
+# to each of its nodes itself, so that a silent node heads no branch of the
+# fan-out (its branch would wait MessageTimeout for it), as
+# doc/admin-guide.txt ("silent") tells sites (Slurm's default: 16)
+TreeWidth=${NVL_TREE_WIDTH:-64}
 JobRequeue=1
 UnkillableStepTimeout=120
 MinJobAge=600

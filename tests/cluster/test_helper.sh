@@ -239,7 +239,7 @@ expect_eq "it waits for room: rack002 is the repaired job's now" "PENDING" "$(sq
 expect_match "the helper logged it" "job $J: defragmentation for its repair: requeued checkpointable job\(s\) $K to free rack002" "$(cat "$LOG")"
 expect_eq "the admin's job kept its nodes" "RUNNING nvl[0017-0018]" "$(squeue -h -j "$A" -o '%T %N')"
 
-echo "# helper: a node's slurmd killed -> nvlsliced's probe finds it (silent_after: 8 s, the default), the same repair"
+echo "# helper: a node's slurmd killed -> nvlsliced's probe finds it (silent_after: 5 s, the default), the same repair"
 cleanup; resume_all
 settle
 J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --requeue --wrap 'sleep 600')
@@ -249,12 +249,12 @@ t0=$(now)
 if wait_for 150 running_on "$J" 'nvl[0001-0006,0008-0017]'; then
     t1=$(now); ok "running again on the spare after nvl0007's slurmd was killed ($(secs "$t0" "$t1") s after the kill)"
     T_DOWN=$(secs "$t0" "$t1")
-    echo "# measured: slurmd killed -> running again: $T_DOWN s (nvlsliced's probe: refused for silent_after=8 s, then DOWN and the repair)"
+    echo "# measured: slurmd killed -> running again: $T_DOWN s (nvlsliced's probe: refused for silent_after=5 s, then DOWN and the repair)"
 else
     not_ok "repair after a killed slurmd: $(squeue -h -j "$J" -o '%T %N %r') $(record "$J") $(sinfo -h -n nvl0007 -o %T)"
 fi
 expect_match "the helper's probe drained it and marked it down, with the reason" \
-    "^nvlsliced: slurmd did not answer nvlsliced's probe for [0-9]+ s \(silent_after=8\); slice job $J repaired on a spare" \
+    "^nvlsliced: slurmd did not answer nvlsliced's probe for [0-9]+ s \(silent_after=5\); slice job $J repaired on a spare" \
     "$(sinfo -h -n nvl0007 -o %E)"
 "$CL" start-node 7
 scontrol update nodename=nvl0007 state=resume 2>/dev/null
@@ -278,7 +278,7 @@ silent_back() { running_without "$J" nvl0011; }
 if wait_for 120 silent_back; then
     T_SILENT=$(secs "$t0" "$(now)")
     ok "running again without nvl0011 $T_SILENT s after it went silent, on $(nodes_of "$J")"
-    echo "# measured: silent node -> running again: $T_SILENT s (silent_after=8, SlurmdTimeout=$(scontrol show config | sed -n 's/^SlurmdTimeout *= *//p'))"
+    echo "# measured: silent node -> running again: $T_SILENT s (silent_after=5, SlurmdTimeout=$(scontrol show config | sed -n 's/^SlurmdTimeout *= *//p'))"
 else
     not_ok "repair of a silent node: $(squeue -h -j "$J" -o '%T %N %r') $(record "$J") $(sinfo -h -n nvl0011 -o '%T %E')"
 fi
@@ -583,7 +583,7 @@ moved() { running_without "$J" "$VICTIM"; }
 if wait_for 150 moved; then
     t1=$(now); T_NR=$(secs "$t0" "$t1")
     ok "running again without $VICTIM $T_NR s after the kill (the probe's path above: ${T_DOWN:-?} s), on $(nodes_of "$J")"
-    echo "# measured: slurmd killed -> running again: $T_NR s with repair_not_responding_after=5 (probe off) vs ${T_DOWN:-?} s with the probe (silent_after=8)"
+    echo "# measured: slurmd killed -> running again: $T_NR s with repair_not_responding_after=5 (probe off) vs ${T_DOWN:-?} s with the probe (silent_after=5)"
     # Not compared as a check: each total depends on where in slurmctld's
     # ping cycle the kill fell (one sample each, 22-44 s over runs). That
     # the helper acted before Slurm's own DOWN is what the reason below

@@ -1384,6 +1384,19 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     CHECK(kinds(rep) == "record lend reservation exclude"); // never gated
     CHECK(find<action::Exclude>(rep)->nodes == "n[009,018-036]");
     CHECK(find<action::Exclude>(rep)->start_at == d.now + 1);
+    // its second comes: not held, so nothing to release; the update of its
+    // StartTime to now is what asks Slurm for the scheduling pass
+    d.apply(rep);
+    d.now += 1;
+    auto go = d.cycle();
+    CAPTURE(go.log);
+    REQUIRE(find<action::Exclude>(go));
+    CHECK(find<action::Exclude>(go)->start_at == d.now);
+    CHECK(!find<action::Release>(go));
+    // once: a second later it waits for Slurm as any pending job does
+    d.apply(go);
+    d.now += 1;
+    CHECK(!find<action::Exclude>(d.cycle()));
 }
 
 TEST_CASE("native mode, Slurm's expedited requeue: the spare both pick, one requeue, the record follows once",
