@@ -257,13 +257,17 @@ CycleOutput Cycle::run() {
     not_responding();
     // forget the failures and log lines of jobs that are gone
     if (!mem_.backoff.empty() || !mem_.said.empty() || !mem_.said_defrag.empty() || !mem_.blocked_since.empty() ||
-        !mem_.placed_since.empty() || !mem_.retry_at.empty() || !mem_.requeued_at.empty()) {
+        !mem_.placed_since.empty() || !mem_.retry_at.empty() || !mem_.requeued_at.empty() ||
+        !mem_.schedule_at.empty()) {
         // (a job running again is past its requeue: a later one, Slurm's or
         // a user's, has a second of its own)
         std::unordered_set<JobId> present;
         for (const auto& j : jobs_) {
             present.insert(j.id);
-            if (j.state == JobState::Running) mem_.requeued_at.erase(j.id);
+            if (j.state == JobState::Running) {
+                mem_.requeued_at.erase(j.id);
+                mem_.schedule_at.erase(j.id);
+            }
         }
         auto prune = [&](auto& by_job) {
             for (auto it = by_job.begin(); it != by_job.end();)
@@ -276,6 +280,7 @@ CycleOutput Cycle::run() {
         prune(mem_.placed_since);
         prune(mem_.retry_at);
         prune(mem_.requeued_at);
+        prune(mem_.schedule_at);
     }
     // before any job's own actions: a lend ends before its job is pinned
     // elsewhere (Slurm 22.05 holds a job whose nodes lie outside its

@@ -43,7 +43,9 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
         r.state = repair ? RecordState::Repairing : RecordState::Restarting;
         record(sj, r, true);
         hold_target(sj, p.nodes());
-        pin(sj, p.nodes(), start_time(*sj.job));
+        const int64_t start = start_time(*sj.job);
+        pin(sj, p.nodes(), start);
+        if (native(sj) && !held_by_us(sj) && !gated(*sj.job)) mem_.schedule_at[id] = start;
         settled_.insert(id);
         take(p.nodes(), id);
         return;

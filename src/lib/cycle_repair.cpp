@@ -335,13 +335,15 @@ void Cycle::keep_released(const SliceJob& sj, const PlacedDecision& d) {
         // again from the StartTime its repair brought forward, the second
         // after its requeue; nothing of the helper's is released then, and
         // Slurm's next pass may be seconds away (its next event, or
-        // sched_interval). At that second an update of its StartTime, to
-        // the same second, asks for the pass, as a release does.
-        if (native(sj) && j.restarts > 0 && j.state == JobState::Pending && !d.taken && j.begin_time > 0) {
-            if (j.begin_time > now_)
+        // sched_interval). At that second an update of its StartTime asks
+        // for the pass, as a release does (mem_.schedule_at).
+        if (auto at = mem_.schedule_at.find(j.id); at != mem_.schedule_at.end() && j.state == JobState::Pending) {
+            if (at->second > now_) {
                 out_.follow_up = true; // the next cycle 100 ms on, until the second has come
-            else if (j.begin_time == now_)
-                pin(sj, pinned, now_);
+            } else {
+                mem_.schedule_at.erase(at);
+                if (!d.taken) pin(sj, pinned, now_);
+            }
         }
         settled_.insert(j.id); // most released jobs, most cycles: nothing copied
         return;

@@ -231,6 +231,11 @@ struct HelperMemory {
     // is good and the job may start from the second after it -- often past
     // already when Slurm shows the job pending. Dropped once the job runs.
     std::unordered_map<JobId, int64_t> requeued_at;
+    // A native job Slurm requeued itself, pinned by its repair from this
+    // second (its StartTime): nothing of the helper's is released then, so
+    // an update at that second asks Slurm for the pass that starts it
+    // (keep_released). Dropped once done, or once the job runs.
+    std::unordered_map<JobId, int64_t> schedule_at;
     // Per rack: why it is degraded ("" = it is not), as last logged.
     std::vector<std::string> degraded;
     // Nodes Slurm flags NOT_RESPONDING (and not DOWN yet): since when.

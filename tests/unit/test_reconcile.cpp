@@ -1388,6 +1388,7 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     // StartTime to now is what asks Slurm for the scheduling pass
     d.apply(rep);
     d.now += 1;
+    k.begin_time = d.now + 30; // a pending job's StartTime as Slurm shows it: its backfill's expected start
     auto go = d.cycle();
     CAPTURE(go.log);
     REQUIRE(find<action::Exclude>(go));
