@@ -37,6 +37,15 @@ double uniform(std::mt19937_64& g) {
 double expo(std::mt19937_64& g, double mean) {
     return -mean * std::log(1.0 - uniform(g));
 }
+// A failure's kind, from the seed and its index alone: the same on every
+// policy's replay of one trace (splitmix64).
+bool dead_failure(uint64_t seed, size_t index, double share) {
+    uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (uint64_t(index) + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return double(z >> 11) * (1.0 / 9007199254740992.0) < share;
+}
 
 } // namespace
 
@@ -70,12 +79,12 @@ Trace make_trace(const SimParams& p) {
 
 namespace {
 
-enum EvKind { Arrive, Finish, Fail, NodeBack, Eligible };
+enum EvKind { Arrive, Finish, Fail, NodeBack, Eligible, Requeued };
 struct Event {
     double time;
     int kind;
-    int job;      // trace index (Arrive, Finish)
-    uint32_t gen; // Finish: the run it belongs to
+    int job;      // trace index (Arrive, Finish, Requeued); Fail: the failure's index
+    uint32_t gen; // Finish, Requeued: the run it belongs to
     NodeId node;  // Fail, NodeBack
     bool operator>(const Event& o) const { return time > o.time || (time == o.time && kind > o.kind); }
 };
@@ -87,9 +96,12 @@ struct RunJob {
     uint32_t gen = 0;
     double remaining = 0; // full-speed hours left (at the last checkpoint / start)
     double run_start = 0;
-    double work_start = 0;  // run_start + the restart delay of a restart
-    double failed_at = -1;  // a node failure stopped it then; -1: not recovering
-    double eligible_at = 0; // plain requeue: Slurm's begin time
+    double work_start = 0;      // run_start + the restart delay of a restart
+    double failed_at = -1;      // a node failure stopped it then; -1: not recovering
+    bool dead = false;          // that failure: a dead node (else a drain)
+    bool requeueing = false;    // stopped by it, its nodes still its own until its requeue
+    std::vector<NodeId> failed; // its nodes that failed meanwhile
+    double eligible_at = 0;     // plain requeue: Slurm's begin time
     double speed = 1;
     std::vector<NodeId> nodes; // allocated (whole racks: all of them)
     int used = 0;              // nodes doing work
@@ -142,6 +154,8 @@ class Sim {
     double failure_lost_ = 0; // GPU-hours lost to failures (the failed jobs, and lent spares taken back for them)
     // per failure, seconds: running again, working again; the same for big jobs
     std::vector<double> resume_, resume_work_, resume_big_, resume_big_work_;
+    std::vector<double> resume_slice_drain_, resume_slice_dead_;
+    void requeued(int j, double now); // a failed job's requeue: the policy acts
     double last_defrag_ = -1;
     const HelperConfig helper_; // the daemon's defaults: the same defragmentation pace
 };
@@ -187,6 +201,8 @@ void Sim::note_resume(int j, double now, double work_start) {
         resume_big_.push_back(resume_.back());
         resume_big_work_.push_back(resume_work_.back());
     }
+    if (t_.jobs[size_t(j)].nodes >= p_.slice)
+        (r.dead ? resume_slice_dead_ : resume_slice_drain_).push_back(resume_.back());
 }
 
 Percentiles percentiles(std::vector<double> v) {
@@ -402,11 +418,65 @@ bool Sim::maybe_defrag(int j, double now, int repair_slice) {
     return true;
 }
 
+// The failed job's requeue: its nodes are let go (nvlslice: to its repair,
+// which holds them), and the policy brings it back.
+void Sim::requeued(int j, double now) {
+    RunJob& r = jobs_[size_t(j)];
+    r.requeueing = false;
+    auto let_go = [&] {
+        for (NodeId id : r.nodes)
+            if (snap_.node(id).state == NodeState::Allocated && snap_.node(id).job_id == JobId(j + 1))
+                snap_.set(id, {NodeState::Idle, 0, -1, false});
+    };
+    if (pol_ == Policy::Nvlslice) {
+        // the job's nodes still look allocated to it; plan around the failed ones
+        RepairPlan plan = plan_repair(snap_, r.placement, r.failed);
+        if (!plan.feasible) {
+            // no room in its rack or another: free a rack from
+            // checkpointable work at once, then move the slice there
+            int k = 0;
+            for (size_t i = 0; i < plan.slices.size() && i < r.placement.slices.size(); ++i)
+                if (plan.slices[i].action == RepairAction::Wait)
+                    k = std::max(k, int(r.placement.slices[i].nodes.size()));
+            if (k > 0 && maybe_defrag(j, now, k)) plan = plan_repair(snap_, r.placement, r.failed);
+        }
+        if (plan.feasible) {
+            // lent spares come back first: their jobs go back to the queue
+            for (JobId v : plan.preempt) {
+                const int vj = int(v) - 1;
+                if (vj < 0 || !jobs_[size_t(vj)].running) continue;
+                failure_lost_ += stop(vj, now, false);
+                ++res_.restarts;
+                queue_.push_front(vj);
+            }
+            let_go();
+            r.placement = plan.placement;
+            run_on(j, plan.placement.nodes(), now); // a restart: it pays the delay
+            ++res_.repairs;
+            res_.moves += plan.moved;
+            return;
+        }
+    }
+    let_go();
+    if (plain_requeue()) {
+        // back of the queue (its submit time is reset), eligible
+        // after the begin-time delay
+        r.eligible_at = now + p_.requeue_delay_s / 3600;
+        queue_.push_back(j);
+        ev_.push({r.eligible_at, Eligible, j, 0, 0});
+    } else {
+        // expedited (sorted first, its old nodes its first pick) or
+        // nvlslice's fallback: the head of the queue, at once
+        queue_.push_front(j);
+    }
+}
+
 PolicyResult Sim::run() {
     res_.policy = name(pol_);
     const double horizon = p_.days * 24;
     for (size_t j = 0; j < t_.jobs.size(); ++j) ev_.push({t_.jobs[j].arrival, Arrive, int(j), 0, 0});
-    for (auto [when, node] : t_.failures) ev_.push({when, Fail, -1, 0, node});
+    for (size_t i = 0; i < t_.failures.size(); ++i)
+        ev_.push({t_.failures[i].first, Fail, int(i), 0, t_.failures[i].second});
     while (!ev_.empty() && ev_.top().time < horizon) {
         Event e = ev_.top();
         ev_.pop();
@@ -439,6 +509,10 @@ PolicyResult Sim::run() {
             }
             const int j = int(st.job_id) - 1;
             RunJob& r = jobs_[size_t(j)];
+            if (r.requeueing) { // stopped already: one more node for its repair to replace
+                r.failed.push_back(e.node);
+                continue;
+            }
             if (pol_ == Policy::WholeRacks) {
                 // the whole rack is the job's, but only its first `used` nodes work
                 auto at = std::find(r.nodes.begin(), r.nodes.end(), e.node);
@@ -447,58 +521,25 @@ PolicyResult Sim::run() {
                     continue;
                 }
             }
-            if (pol_ == Policy::Nvlslice) {
-                // the job's nodes still look allocated to it; plan around the failed one
-                RepairPlan plan = plan_repair(snap_, r.placement, {e.node});
-                if (!plan.feasible) {
-                    // no room in its rack or another: free a rack from
-                    // checkpointable work at once, then move the slice there
-                    int k = 0;
-                    for (size_t i = 0; i < plan.slices.size() && i < r.placement.slices.size(); ++i)
-                        if (plan.slices[i].action == RepairAction::Wait)
-                            k = std::max(k, int(r.placement.slices[i].nodes.size()));
-                    if (k > 0 && maybe_defrag(j, now, k)) plan = plan_repair(snap_, r.placement, {e.node});
-                }
-                if (plan.feasible) {
-                    // lent spares come back first: their jobs go back to the queue
-                    for (JobId v : plan.preempt) {
-                        const int vj = int(v) - 1;
-                        if (vj < 0 || !jobs_[size_t(vj)].running) continue;
-                        failure_lost_ += stop(vj, now, false);
-                        ++res_.restarts;
-                        queue_.push_front(vj);
-                    }
-                    failure_lost_ += stop(j, now, true);
-                    for (NodeId id : r.nodes)
-                        if (snap_.node(id).state == NodeState::Allocated)
-                            snap_.set(id, {NodeState::Idle, 0, -1, false});
-                    r.placement = plan.placement;
-                    r.failed_at = now;
-                    ++res_.failures_hit;
-                    run_on(j, plan.placement.nodes(), now); // a restart: it pays the delay
-                    ++res_.repairs;
-                    ++res_.restarts;
-                    res_.moves += plan.moved;
-                    continue;
-                }
-            }
-            failure_lost_ += stop(j, now, false);
+            // The job stops working now; its nodes stay its own (running
+            // on, completing, or held for it) until its requeue.
+            failure_lost_ += stop(j, now, true);
             ++res_.restarts;
             ++res_.failures_hit;
             r.failed_at = now;
-            if (plain_requeue()) {
-                // back of the queue (its submit time is reset), eligible
-                // after the begin-time delay
-                r.eligible_at = now + p_.requeue_delay_s / 3600;
-                queue_.push_back(j);
-                ev_.push({r.eligible_at, Eligible, j, 0, 0});
-            } else {
-                // expedited (sorted first, its old nodes its first pick) or
-                // nvlslice's fallback: the head of the queue, at once
-                queue_.push_front(j);
-            }
-            schedule(now);
+            r.dead = dead_failure(p_.seed, size_t(e.job), p_.dead_share);
+            r.requeueing = true;
+            r.failed.assign(1, e.node);
+            double after_s = p_.complete_s;
+            if (r.dead)
+                after_s = pol_ == Policy::Nvlslice ? p_.probe_s + p_.complete_dead_s
+                                                   : p_.slurmd_timeout_s + p_.complete_dead_slurm_s;
+            ev_.push({now + after_s / 3600, Requeued, j, r.gen, 0});
             continue;
+        } else if (e.kind == Requeued) {
+            RunJob& r = jobs_[size_t(e.job)];
+            if (!r.requeueing || r.gen != e.gen) continue;
+            requeued(e.job, now);
         } else if (e.kind == NodeBack) {
             if (snap_.node(e.node).state == NodeState::Down) snap_.set(e.node, {NodeState::Idle, 0, -1, false});
         }
@@ -524,6 +565,8 @@ PolicyResult Sim::run() {
     res_.resume_work_s = percentiles(resume_work_);
     res_.resume_big_s = percentiles(resume_big_);
     res_.resume_big_work_s = percentiles(resume_big_work_);
+    res_.resume_slice_drain_s = percentiles(resume_slice_drain_);
+    res_.resume_slice_dead_s = percentiles(resume_slice_dead_);
     res_.lost_gpu_hours_per_failure = res_.failures_hit ? failure_lost_ / res_.failures_hit : 0;
     healthy_hours_ += double(snap_.total_healthy()) * (horizon - last_event_);
     res_.busy_healthy = healthy_hours_ > 0 ? alloc_ / healthy_hours_ : 0;

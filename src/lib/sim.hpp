@@ -39,8 +39,11 @@
 //    for repairs, defrag.for_repairs); otherwise it goes back to the head
 //    of the queue (the helper places a requeued slice job before new ones,
 //    without the begin-time delay).
-// Not modelled, for every policy alike: failure detection (a drain is seen
-// at once), epilogs and the seconds slurmctld and the helper take.
+// How each failure reaches its job is modelled from the bench (SimParams:
+// dead_share, slurmd_timeout_s, probe_s, complete_*): the job's nodes stay
+// its own until its requeue, then the policy acts. Not modelled: the held
+// repair (a repair with no room goes to the head of the queue), the
+// reverse-tree position of a dead node (one figure for all).
 #pragma once
 
 #include "defrag.hpp"
@@ -83,6 +86,20 @@ struct SimParams {
     double split_speed = 0.57;
     double restart_hours = 0.25;  // startup and communicator setup, paid by every start and restart
     double requeue_delay_s = 121; // plain requeue: Slurm's begin-time delay (cred_expire 120 s + 1)
+    // How a failure reaches its job (seconds; assumptions, measured on the
+    // busy bench, tests/cluster/bench_busy.out, Slurm 26.05). A failure is
+    // a drain (a health check) or a dead node (silent, or its slurmd gone),
+    // `dead_share` of them, drawn per failure from the seed, the same for
+    // every policy. The job stops working at the failure; its nodes stay
+    // its own (completing, or held for it) until it is requeued: at once
+    // for a drain; a dead node after Slurm's SlurmdTimeout, or nvlslice's
+    // probe; then after its nodes complete.
+    double dead_share = 0.5;
+    double slurmd_timeout_s = 300;     // Slurm's default; the bench ran 60
+    double probe_s = 6;                // nvlslice: silent_after (5 s) and the DOWN
+    double complete_s = 2;             // a drain's requeue to the job's nodes free (bench: 1.6-2.6 s in all)
+    double complete_dead_s = 11;       // nvlslice, a dead node: its steps aborted (bench: 6-23 s)
+    double complete_dead_slurm_s = 60; // Slurm alone: slurmstepd's wait for the dead node's step
     LendScope lend = LendScope::Checkpointable;
     // nvlslice's defragmentation pace, as the helper is configured
     // (defaults: the helper's own, HelperConfig).
@@ -138,6 +155,8 @@ struct PolicyResult {
     // (included); all jobs, and jobs of 64 nodes and more. A job still
     // waiting at the end counts with its wait so far (a lower bound).
     Percentiles resume_s, resume_work_s, resume_big_s, resume_big_work_s;
+    // The same for jobs of at least one slice, per failure kind.
+    Percentiles resume_slice_drain_s, resume_slice_dead_s;
     int failures_hit = 0; // failures that stopped a running job
     int unresumed = 0;    // of them, still not running at the end
     double lost_gpu_hours_per_failure = 0;

@@ -33,6 +33,10 @@ Slurm's policies bring a failed job back by its plain requeue
   --repair-hours H     node repair (24)
   --restart-hours H    paid by every start and restart of every policy (0.25)
   --requeue-delay S    plain requeue: Slurm's begin-time delay (121: cred_expire + 1)
+  --dead-share F       failures that kill the node (silent, slurmd gone); the
+                       rest are health-check drains (0.5)
+  --slurmd-timeout S   Slurm alone sees a dead node after it (300, Slurm's
+                       default; nvlslice's probe: 6 s)
   --split-speed F      speed of a job whose slice crosses racks (0.57)
   --lend-spares S      none | single-node | checkpointable (checkpointable)
   --defrag on|off --defrag-after S --defrag-interval S
@@ -135,14 +139,15 @@ struct PolicyStats {
     Stat vs_block, vs_expedite, vs_whole, vs_first; // nvlslice / baseline, seed by seed (paired on the same trace)
     // per failure (seconds), each a per-seed figure: running again, working again; jobs >= 64 nodes
     struct Dist {
-        Stat p50, p90, p99, max;
+        Stat p50, p90, p99, max, n;
         void add(const Percentiles& p) {
+            n.add(p.n);
             p50.add(p.p50);
             p90.add(p.p90);
             p99.add(p.p99);
             max.add(p.max);
         }
-    } resume, resume_work, resume_big, resume_big_work;
+    } resume, resume_work, resume_big, resume_big_work, resume_slice_drain, resume_slice_dead;
     Stat failures, unresumed, lost_per_failure;
 };
 
@@ -163,6 +168,8 @@ static int trace_main(int argc, char** argv) {
                     {"repair-hours", true},
                     {"restart-hours", true},
                     {"requeue-delay", true},
+                    {"dead-share", true},
+                    {"slurmd-timeout", true},
                     {"split-speed", true},
                     {"lend-spares", true},
                     {"defrag", true},
@@ -197,6 +204,8 @@ static int trace_main(int argc, char** argv) {
     p.node_repair_hours = o.real("repair-hours", 24, 0, 1e5);
     p.restart_hours = o.real("restart-hours", 0.25, 0, 1000);
     p.requeue_delay_s = o.real("requeue-delay", 121, 0, 1e6);
+    p.dead_share = o.real("dead-share", 0.5, 0, 1);
+    p.slurmd_timeout_s = o.real("slurmd-timeout", 300, 1, 1e5);
     p.split_speed = o.real("split-speed", 0.57, 0.01, 1);
     if (o.has("lend-spares")) p.lend = parse_lend_scope(o.str("lend-spares"));
     auto on_off = [&](const char* name, bool& out) {
@@ -263,6 +272,8 @@ static int trace_main(int argc, char** argv) {
                 st.resume_work.add(r.resume_work_s);
                 st.resume_big.add(r.resume_big_s);
                 st.resume_big_work.add(r.resume_big_work_s);
+                st.resume_slice_drain.add(r.resume_slice_drain_s);
+                st.resume_slice_dead.add(r.resume_slice_dead_s);
                 st.failures.add(r.failures_hit);
                 st.unresumed.add(r.unresumed);
                 st.lost_per_failure.add(r.lost_gpu_hours_per_failure);
@@ -341,22 +352,23 @@ static int trace_main(int argc, char** argv) {
         for (size_t m = 0; m < mtbfs.size(); ++m) {
             std::string items;
             for (const auto& r : table[m])
-                items +=
-                    fmt::format("{}{{\"policy\":\"{}\",\"goodput\":{:.4f},\"goodput_min\":{:.4f},"
-                                "\"goodput_max\":{:.4f},\"slice_goodput\":{:.4f},\"utilization\":{:.4f},"
-                                "\"busy_of_healthy\":{:.4f},\"mean_wait_h\":{:.2f},\"mean_recovery_h\":{:.3f},"
-                                "\"goodput_vs_block\":{:.4f},\"split_slices\":{:.1f},"
-                                "\"repairs\":{:.1f},\"moves\":{:.1f},\"restarts\":{:.1f},"
-                                "\"defrag_preemptions\":{:.1f},\"lost_gpu_hours\":{:.0f},"
-                                "\"goodput_vs_block_expedite\":{:.4f},\"failures\":{:.1f},\"unresumed\":{:.1f},"
-                                "\"lost_gpu_hours_per_failure\":{:.1f},\"resume_s\":{},\"resume_with_restart_s\":{},"
-                                "\"resume_64plus_s\":{},\"resume_64plus_with_restart_s\":{}}}",
-                                items.empty() ? "" : ",", r.policy, r.goodput.mean(), r.goodput.min, r.goodput.max,
-                                r.slice_goodput.mean(), r.util.mean(), r.busy_healthy.mean(), r.wait.mean(),
-                                r.recovery.mean(), r.vs_block.mean(), r.split.mean(), r.repairs.mean(), r.moves.mean(),
-                                r.restarts.mean(), r.defrag.mean(), r.lost.mean(), r.vs_expedite.mean(),
-                                r.failures.mean(), r.unresumed.mean(), r.lost_per_failure.mean(), dist_json(r.resume),
-                                dist_json(r.resume_work), dist_json(r.resume_big), dist_json(r.resume_big_work));
+                items += fmt::format(
+                    "{}{{\"policy\":\"{}\",\"goodput\":{:.4f},\"goodput_min\":{:.4f},"
+                    "\"goodput_max\":{:.4f},\"slice_goodput\":{:.4f},\"utilization\":{:.4f},"
+                    "\"busy_of_healthy\":{:.4f},\"mean_wait_h\":{:.2f},\"mean_recovery_h\":{:.3f},"
+                    "\"goodput_vs_block\":{:.4f},\"split_slices\":{:.1f},"
+                    "\"repairs\":{:.1f},\"moves\":{:.1f},\"restarts\":{:.1f},"
+                    "\"defrag_preemptions\":{:.1f},\"lost_gpu_hours\":{:.0f},"
+                    "\"goodput_vs_block_expedite\":{:.4f},\"failures\":{:.1f},\"unresumed\":{:.1f},"
+                    "\"lost_gpu_hours_per_failure\":{:.1f},\"resume_s\":{},\"resume_with_restart_s\":{},"
+                    "\"resume_64plus_s\":{},\"resume_64plus_with_restart_s\":{},"
+                    "\"resume_slice_drain_s\":{},\"resume_slice_dead_s\":{}}}",
+                    items.empty() ? "" : ",", r.policy, r.goodput.mean(), r.goodput.min, r.goodput.max,
+                    r.slice_goodput.mean(), r.util.mean(), r.busy_healthy.mean(), r.wait.mean(), r.recovery.mean(),
+                    r.vs_block.mean(), r.split.mean(), r.repairs.mean(), r.moves.mean(), r.restarts.mean(),
+                    r.defrag.mean(), r.lost.mean(), r.vs_expedite.mean(), r.failures.mean(), r.unresumed.mean(),
+                    r.lost_per_failure.mean(), dist_json(r.resume), dist_json(r.resume_work), dist_json(r.resume_big),
+                    dist_json(r.resume_big_work), dist_json(r.resume_slice_drain), dist_json(r.resume_slice_dead));
             scen += fmt::format("{}{{\"mtbf_days\":{},\"policies\":[{}]}}", scen.empty() ? "" : ",", mtbfs[m], items);
         }
         fmt::print("{{\"days\":{},\"seeds\":{},\"restart_hours\":{},\"requeue_delay_s\":{},\"lend_spares\":\"{}\","
@@ -403,9 +415,26 @@ static int trace_main(int argc, char** argv) {
                 r.policy, r.failures.mean(), r.resume.p50.mean(), r.resume.p90.mean(), r.resume.p99.mean(),
                 fmt::format("{:.0f}-{:.0f}", r.resume.p99.min, r.resume.p99.max), r.resume.max.mean(),
                 r.resume_work.p99.mean(), r.resume_big.p99.mean(), r.lost_per_failure.mean(), r.unresumed.mean());
+        fmt::print("\nJobs of a slice or more, by failure kind (seconds from the failure to running again; p50 / p90 "
+                   "/ p99, mean over the seeds)\n");
+        fmt::print("{:<15} {:>8} {:>22} {:>8} {:>22}\n", "policy", "drains", "p50 / p90 / p99", "dead",
+                   "p50 / p90 / p99");
+        for (const auto& r : rs)
+            fmt::print("{:<15} {:>8.0f} {:>22} {:>8.0f} {:>22}\n", r.policy, r.resume_slice_drain.n.mean(),
+                       fmt::format("{:.0f} / {:.0f} / {:.0f}", r.resume_slice_drain.p50.mean(),
+                                   r.resume_slice_drain.p90.mean(), r.resume_slice_drain.p99.mean()),
+                       r.resume_slice_dead.n.mean(),
+                       fmt::format("{:.0f} / {:.0f} / {:.0f}", r.resume_slice_dead.p50.mean(),
+                                   r.resume_slice_dead.p90.mean(), r.resume_slice_dead.p99.mean()));
     }
-    fmt::print("\nAssumed, not simulated: failures are seen at once (a drain), epilogs and the seconds slurmctld and "
-               "nvlsliced take are not modelled; Slurm's queue is FIFO by submit time with a look-ahead of {} jobs "
+    fmt::print("\nAssumed, from the busy bench (tests/cluster/bench_busy.out, Slurm 26.05), not simulated: a share "
+               "{:.2f} of failures kill the node, the rest are drains; a drain requeues the job at once, a dead node "
+               "after Slurm's SlurmdTimeout ({:.0f} s) or nvlslice's probe ({:.0f} s); the job's nodes stay its own "
+               "until then and free {:.0f} s later (a dead node: {:.0f} s with nvlslice's aborted steps, {:.0f} s "
+               "under Slurm alone, slurmstepd's wait); the held repair is not modelled (a repair with no room goes to "
+               "the head of the queue).\n",
+               p.dead_share, p.slurmd_timeout_s, p.probe_s, p.complete_s, p.complete_dead_s, p.complete_dead_slurm_s);
+    fmt::print("Assumed, not simulated: Slurm's queue is FIFO by submit time with a look-ahead of {} jobs "
                "for every policy, no backfill by time limits (a plain requeue resets the submit time: the job queues "
                "behind those waiting){}.\n",
                p.lookahead,

@@ -100,7 +100,8 @@ TEST_CASE("lending scopes: none leaves spares idle, checkpointable lends them", 
     CHECK(lent.utilization > idle.utilization);
 }
 
-TEST_CASE("per failure: Slurm's plain requeue waits its begin-time delay, expedited and nvlslice do not",
+TEST_CASE("per failure: the failure reaches the job as on the bench; Slurm's plain requeue waits its begin-time delay, "
+          "expedited and nvlslice do not",
           "[sim][quick]") {
     SimParams p;
     p.racks = 32;
@@ -123,9 +124,20 @@ TEST_CASE("per failure: Slurm's plain requeue waits its begin-time delay, expedi
     // a plain requeue never starts again before Slurm's begin time
     CHECK(plain.resume_s.p50 >= p.requeue_delay_s);
     CHECK(exp.resume_s.p50 < plain.resume_s.p50);
-    // repaired in place at once: running again at the failure, working again after the restart
-    CHECK(nv.resume_s.p50 == 0);
+    // repaired as soon as it is requeued: a drain's after its nodes
+    // complete, a dead node's after the probe too; working again after the
+    // restart
+    CHECK(nv.resume_s.p50 >= p.complete_s);
+    CHECK(nv.resume_s.p50 <= p.probe_s + p.complete_dead_s);
     CHECK(nv.resume_work_s.p50 >= p.restart_hours * 3600 - 1e-6);
+    // slice jobs by kind: a dead node costs Slurm alone its SlurmdTimeout
+    // and slurmstepd's wait before anything else; nvlslice its probe
+    REQUIRE(nv.resume_slice_dead_s.n > 0);
+    REQUIRE(nv.resume_slice_drain_s.n > 0);
+    CHECK(nv.resume_slice_drain_s.p50 == Approx(p.complete_s));
+    CHECK(nv.resume_slice_dead_s.p50 == Approx(p.probe_s + p.complete_dead_s));
+    CHECK(exp.resume_slice_dead_s.p50 >= p.slurmd_timeout_s + p.complete_dead_slurm_s - 1e-6);
+    CHECK(exp.resume_slice_drain_s.p50 >= p.complete_s - 1e-6);
     CHECK(nv.resume_s.p99 < plain.resume_s.p99);
     // the begin-time delay is plain requeue's alone
     p.requeue_delay_s = 0;
@@ -193,7 +205,7 @@ TEST_CASE("a repair with no room anywhere frees a rack from checkpointable work,
     t.failures = {{1, 0}, {2, 1}, {3, 2}};
     auto with = by(run_trace(p, t), "nvlslice");
     CHECK(with.failures_hit == 3);
-    CHECK(with.resume_s.max == 0); // every failure: running again at once
+    CHECK(with.resume_s.max <= p.probe_s + p.complete_dead_s); // every failure: running again once requeued
     CHECK(with.defrag_preemptions == 1);
     p.defrag_repairs = false;
     auto without = by(run_trace(p, t), "nvlslice");
