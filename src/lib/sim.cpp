@@ -79,11 +79,11 @@ Trace make_trace(const SimParams& p) {
 
 namespace {
 
-enum EvKind { Arrive, Finish, Fail, NodeBack, Eligible, Requeued };
+enum EvKind { Arrive, Finish, Fail, FailJob, NodeBack, Eligible, Requeued };
 struct Event {
     double time;
     int kind;
-    int job;      // trace index (Arrive, Finish, Requeued); Fail: the failure's index
+    int job;      // trace index (Arrive, Finish, Requeued); Fail, FailJob: the failure's index
     uint32_t gen; // Finish, Requeued: the run it belongs to
     NodeId node;  // Fail, NodeBack
     bool operator>(const Event& o) const { return time > o.time || (time == o.time && kind > o.kind); }
@@ -155,6 +155,7 @@ class Sim {
     // per failure, seconds: running again, working again; the same for big jobs
     std::vector<double> resume_, resume_work_, resume_big_, resume_big_work_;
     std::vector<double> resume_slice_drain_, resume_slice_dead_;
+    bool fail(NodeId node, double now, bool dead);
     void requeued(int j, double now); // a failed job's requeue: the policy acts
     double last_defrag_ = -1;
     const HelperConfig helper_; // the daemon's defaults: the same defragmentation pace
@@ -418,6 +419,42 @@ bool Sim::maybe_defrag(int j, double now, int repair_slice) {
     return true;
 }
 
+// Node `node` fails now (`dead`: a dead node, else a drain). False when
+// nothing else is to happen in this event (the caller skips the schedule).
+bool Sim::fail(NodeId node, double now, bool dead) {
+    const NodeStatus st = snap_.node(node);
+    if (st.state == NodeState::Down) return false;
+    snap_.set(node, {NodeState::Down, 0, -1, false});
+    ev_.push({now + p_.node_repair_hours, NodeBack, -1, 0, node});
+    if (st.state != NodeState::Allocated || st.job_id == 0) return true;
+    const int j = int(st.job_id) - 1;
+    RunJob& r = jobs_[size_t(j)];
+    if (r.requeueing) { // stopped already: one more node for its repair to replace
+        r.failed.push_back(node);
+        return false;
+    }
+    if (pol_ == Policy::WholeRacks) {
+        // the whole rack is the job's, but only its first `used` nodes work
+        auto at = std::find(r.nodes.begin(), r.nodes.end(), node);
+        if (at - r.nodes.begin() >= r.used) return true;
+    }
+    // The job stops working now; its nodes stay its own (running on,
+    // completing, or held for it) until its requeue.
+    failure_lost_ += stop(j, now, true);
+    ++res_.restarts;
+    ++res_.failures_hit;
+    r.failed_at = now;
+    r.dead = dead;
+    r.requeueing = true;
+    r.failed.assign(1, node);
+    double after_s = p_.complete_s;
+    if (r.dead)
+        after_s =
+            pol_ == Policy::Nvlslice ? p_.probe_s + p_.complete_dead_s : p_.slurmd_timeout_s + p_.complete_dead_slurm_s;
+    ev_.push({now + after_s / 3600, Requeued, j, r.gen, 0});
+    return false;
+}
+
 // The failed job's requeue: its nodes are let go (nvlslice: to its repair,
 // which holds them), and the policy brings it back.
 void Sim::requeued(int j, double now) {
@@ -477,6 +514,7 @@ PolicyResult Sim::run() {
     for (size_t j = 0; j < t_.jobs.size(); ++j) ev_.push({t_.jobs[j].arrival, Arrive, int(j), 0, 0});
     for (size_t i = 0; i < t_.failures.size(); ++i)
         ev_.push({t_.failures[i].first, Fail, int(i), 0, t_.failures[i].second});
+    for (size_t i = 0; i < t_.job_failures.size(); ++i) ev_.push({t_.job_failures[i].time, FailJob, int(i), 0, 0});
     while (!ev_.empty() && ev_.top().time < horizon) {
         Event e = ev_.top();
         ev_.pop();
@@ -499,43 +537,13 @@ PolicyResult Sim::run() {
             for (NodeId id : r.nodes)
                 if (snap_.node(id).state == NodeState::Allocated) snap_.set(id, {NodeState::Idle, 0, -1, false});
         } else if (e.kind == Fail) {
-            const NodeStatus st = snap_.node(e.node);
-            if (st.state == NodeState::Down) continue;
-            snap_.set(e.node, {NodeState::Down, 0, -1, false});
-            ev_.push({now + p_.node_repair_hours, NodeBack, -1, 0, e.node});
-            if (st.state != NodeState::Allocated || st.job_id == 0) {
-                schedule(now);
-                continue;
-            }
-            const int j = int(st.job_id) - 1;
-            RunJob& r = jobs_[size_t(j)];
-            if (r.requeueing) { // stopped already: one more node for its repair to replace
-                r.failed.push_back(e.node);
-                continue;
-            }
-            if (pol_ == Policy::WholeRacks) {
-                // the whole rack is the job's, but only its first `used` nodes work
-                auto at = std::find(r.nodes.begin(), r.nodes.end(), e.node);
-                if (at - r.nodes.begin() >= r.used) {
-                    schedule(now);
-                    continue;
-                }
-            }
-            // The job stops working now; its nodes stay its own (running
-            // on, completing, or held for it) until its requeue.
-            failure_lost_ += stop(j, now, true);
-            ++res_.restarts;
-            ++res_.failures_hit;
-            r.failed_at = now;
-            r.dead = dead_failure(p_.seed, size_t(e.job), p_.dead_share);
-            r.requeueing = true;
-            r.failed.assign(1, e.node);
-            double after_s = p_.complete_s;
-            if (r.dead)
-                after_s = pol_ == Policy::Nvlslice ? p_.probe_s + p_.complete_dead_s
-                                                   : p_.slurmd_timeout_s + p_.complete_dead_slurm_s;
-            ev_.push({now + after_s / 3600, Requeued, j, r.gen, 0});
-            continue;
+            if (!fail(e.node, now, dead_failure(p_.seed, size_t(e.job), p_.dead_share))) continue;
+        } else if (e.kind == FailJob) {
+            const TraceJobFailure& f = t_.job_failures[size_t(e.job)];
+            const RunJob& r = jobs_[size_t(f.job)];
+            if (!r.running || r.nodes.empty()) continue; // not running then: nothing fails
+            const int of = r.used > 0 ? std::min(r.used, int(r.nodes.size())) : int(r.nodes.size());
+            if (!fail(r.nodes[size_t(f.k % of)], now, f.dead)) continue;
         } else if (e.kind == Requeued) {
             RunJob& r = jobs_[size_t(e.job)];
             if (!r.requeueing || r.gen != e.gen) continue;
@@ -596,6 +604,10 @@ std::vector<PolicyResult> run_trace(const SimParams& p, const Trace& t) {
     for (const auto& f : t.failures)
         if (f.second >= total)
             throw Error(fmt::format("trace: a failure names node {}, but the cluster has {} nodes", f.second, total));
+    for (const auto& f : t.job_failures)
+        if (f.job < 0 || size_t(f.job) >= t.jobs.size() || f.k < 0)
+            throw Error(fmt::format("trace: a job's failure names job {} (node {}), but the trace has {} jobs", f.job,
+                                    f.k, t.jobs.size()));
     for (const auto& j : t.jobs)
         if (j.nodes < 1 || uint64_t(j.nodes) > total)
             throw Error(fmt::format("trace: a job of {} nodes on a cluster of {}", j.nodes, total));
@@ -610,6 +622,8 @@ std::string write_trace(const Trace& t) {
     for (const auto& j : t.jobs)
         out += fmt::format("job {:.6f} {} {:.6f} {}\n", j.arrival, j.nodes, j.hours, j.ckpt ? 1 : 0);
     for (const auto& [when, node] : t.failures) out += fmt::format("fail {:.6f} {}\n", when, node);
+    for (const auto& f : t.job_failures)
+        out += fmt::format("failjob {:.6f} {} {} {}\n", f.time, f.job, f.k, f.dead ? "dead" : "drain");
     return out;
 }
 
@@ -648,6 +662,16 @@ Trace read_trace(const std::string& text, const std::string& where) {
             if (!std::isfinite(a) || !(a >= 0) || n < 0 || n >= (1 << 20))
                 throw bad("a failure needs a finite time >= 0 and a node index 0 to 2^20 - 1");
             t.failures.emplace_back(a, NodeId(n));
+        } else if (std::string(kind) == "failjob") {
+            char what[8] = {0};
+            long long k = 0;
+            if (std::sscanf(rest, " %lf %lld %lld %7s %n", &a, &n, &k, what, &more) != 4 || rest[more] != '\0')
+                throw bad("a failjob line needs a time, a job, a node of it and drain or dead");
+            const std::string w = what;
+            if (!std::isfinite(a) || !(a >= 0) || n < 0 || k < 0 || k >= (1 << 20) || (w != "drain" && w != "dead"))
+                throw bad("a job's failure needs a finite time >= 0, a job index >= 0, its node 0 to 2^20 - 1 and "
+                          "drain or dead");
+            t.job_failures.push_back({a, int(n), int(k), w == "dead"});
         } else {
             throw bad("unknown line kind");
         }
@@ -656,6 +680,12 @@ Trace read_trace(const std::string& text, const std::string& where) {
     std::stable_sort(t.jobs.begin(), t.jobs.end(), by_time);
     std::stable_sort(t.failures.begin(), t.failures.end(),
                      [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::stable_sort(t.job_failures.begin(), t.job_failures.end(),
+                     [](const auto& x, const auto& y) { return x.time < y.time; });
+    for (const auto& f : t.job_failures)
+        if (size_t(f.job) >= t.jobs.size())
+            throw Error(fmt::format("{}: a failjob line names job {}, but the trace has {} jobs (0 to {})", where,
+                                    f.job, t.jobs.size(), t.jobs.size() - 1));
     return t;
 }
 

@@ -169,9 +169,18 @@ struct TraceJob {
     double hours = 0; // work at full speed
     bool ckpt = false;
 };
+// A failure of a given job's node, whichever node that is then (the
+// bench's: a node of the measured job); nothing fails if it does not run.
+struct TraceJobFailure {
+    double time = 0; // hours from the start
+    int job = 0;     // index into Trace::jobs (arrival order)
+    int k = 0;       // its k-th node (modulo its node count)
+    bool dead = false;
+};
 struct Trace {
     std::vector<TraceJob> jobs;                      // by arrival
     std::vector<std::pair<double, NodeId>> failures; // hours from the start, node (rack-major index)
+    std::vector<TraceJobFailure> job_failures;
 };
 
 // The trace generated from p.seed (arrivals, sizes, durations, failures).
@@ -186,6 +195,7 @@ std::vector<PolicyResult> run_trace(const SimParams& p, const Trace& t);
 //   # comment
 //   job ARRIVAL_H NODES HOURS CKPT(0|1)
 //   fail TIME_H NODE
+//   failjob TIME_H JOB K drain|dead   (JOB: the job's index in arrival order, from 0)
 std::string write_trace(const Trace& t);
 // Throws nvl::Error naming `where`:line and what was expected.
 Trace read_trace(const std::string& text, const std::string& where);

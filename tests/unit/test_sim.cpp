@@ -182,6 +182,33 @@ TEST_CASE("a trace written as text replays the same; bad lines name file:line", 
     CHECK_THROWS_WITH(read_trace("job 1 0 0.5 0\n", "x.txt"), Catch::Contains("x.txt:1: a job needs"));
     CHECK_THROWS_WITH(read_trace("#\nfail -1 3\n", "x.txt"), Catch::Contains("x.txt:2: a failure needs"));
     CHECK_THROWS_WITH(read_trace("boom 1 2\n", "x.txt"), Catch::Contains("x.txt:1: unknown line kind"));
+    CHECK_THROWS_WITH(read_trace("failjob 1 0 3\n", "x.txt"), Catch::Contains("x.txt:1: a failjob line needs"));
+    CHECK_THROWS_WITH(read_trace("job 0 4 1 0\nfailjob 1 0 3 gone\n", "x.txt"),
+                      Catch::Contains("x.txt:2: a job's failure needs"));
+    CHECK_THROWS_WITH(read_trace("job 0 4 1 0\nfailjob 1 2 3 dead\n", "x.txt"),
+                      Catch::Contains("x.txt: a failjob line names job 2, but the trace has 1 jobs"));
+}
+
+TEST_CASE("a failure of a job's node, whichever it is then: the bench's failures on the measured job", "[sim][quick]") {
+    SimParams p;
+    p.racks = 3;
+    p.days = 0.25;
+    p.restart_hours = 0;
+    p.node_repair_hours = 0.04;
+    const Trace t = read_trace("job 0 32 100 0\nfailjob 0.1 0 5 drain\nfailjob 0.2 0 9 dead\n"
+                               "failjob 0.3 0 40 drain\n",
+                               "m.txt");
+    CHECK(read_trace(write_trace(t), "again").job_failures.size() == 3); // written and read back
+    const auto nv = by(run_trace(p, t), "nvlslice");
+    CHECK(nv.failures_hit == 3); // every one on the job, repaired each time
+    CHECK(nv.resume_slice_drain_s.n == 2);
+    CHECK(nv.resume_slice_dead_s.n == 1);
+    CHECK(nv.resume_slice_drain_s.max == Approx(p.complete_s));
+    CHECK(nv.resume_slice_dead_s.max == Approx(p.probe_s + p.complete_dead_s));
+    // Slurm alone on an idle cluster: a dead node waits SlurmdTimeout and
+    // slurmstepd's wait, then the job runs again at once
+    const auto ex = by(run_trace(p, t), "block_expedite");
+    CHECK(ex.resume_slice_dead_s.max == Approx(p.slurmd_timeout_s + p.complete_dead_slurm_s));
     // times and hours the simulator could never reach: refused, not run
     CHECK_THROWS_WITH(read_trace("job inf 4 0.5 0\n", "x.txt"),
                       Catch::Contains("x.txt:1: a job needs a finite arrival"));
