@@ -219,6 +219,12 @@ void Cycle::take(const std::vector<NodeId>& ids, JobId job) {
         NodeStatus st = snap_.node(id);
         if (is_free(st.state)) st.state = NodeState::Allocated;
         st.job_id = job;
+        // the taker's now, not lent work any more: a later repair or
+        // placement of this cycle must not requeue the taker for them, as
+        // it would the lent work that held them (its flags were copied)
+        st.preemptible = false;
+        st.lent = false;
+        st.slice = -1;
         snap_.set(id, st);
     }
 }

@@ -719,6 +719,39 @@ TEST_CASE("a checkpointable slice job not lent spares keeps its rack's spares fo
     CHECK(find<action::PinOnly>(rep, 7)->nodes == "n[001-004,006-017]");
 }
 
+TEST_CASE("nodes a repair takes from lent work are the repaired job's: another repair of the cycle never requeues it",
+          "[reconcile][quick]") {
+    World w(2);
+    SlurmJob& big = w.add_slice_job(7, 16, 2);
+    w.run_on(big, "n[001-016,019-034]");
+    big.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0";
+    w.resv = Reservation{"nvlslice_spares", "n[035-036]"};
+    // two checkpointable borrowers on r1's spares
+    SlurmJob& a = w.add_slice_job(8, 1, 1, true, true);
+    w.run_on(a, "n017");
+    a.admin_comment = "nvlslice/1 placed slice=1 slices=n017 repairs=0 moves=0 lent=1";
+    SlurmJob& b = w.add_slice_job(9, 1, 1, true, true);
+    w.run_on(b, "n018");
+    b.admin_comment = "nvlslice/1 placed slice=1 slices=n018 repairs=0 moves=0 lent=1";
+    // a node of the big job and the second borrower's node fail together:
+    // the big job's repair takes back n017 (requeues job 8); the borrower's
+    // repair must not take n017 from the big job, whose node it now is
+    w.node("n005").state = NodeState::Draining;
+    w.node("n018").state = NodeState::Draining;
+    auto rep = w.cycle();
+    CAPTURE(rep.log);
+    int holds = 0;
+    for (const auto& act : rep.actions) {
+        CHECK_FALSE((act.kind() == ActionKind::Requeue && act.job == 7)); // as lent work
+        holds += act.kind() == ActionKind::RequeueHold && act.job == 7;   // its own repair's
+    }
+    CHECK(holds == 1);
+    for (const auto& l : rep.log) CHECK(l.line().find("requeued checkpointable job 7") == std::string::npos);
+    const Action* rq = find(rep, ActionKind::Requeue, 8);
+    CHECK(rq);
+    CHECK(find<action::PinOnly>(rep)->nodes == "n[001-004,006-017,019-034]");
+}
+
 TEST_CASE("spares are lent to checkpointable single-node jobs and taken back by a repair", "[reconcile][quick]") {
     World w(2);
     // a 2 x 16 job fills both racks but their spares
