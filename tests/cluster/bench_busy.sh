@@ -76,6 +76,10 @@ LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
 echo "# bench_busy: $(sinfo -V), $RACKS racks x 18, SlurmdTimeout $(scontrol show config | sed -n 's/^SlurmdTimeout *= *//p'), $TRIALS trial(s) of each kind and side, seed $SEED"
 
 # The backlog's jobs, drawn once: "SIZE SECONDS CHECKPOINTABLE" per line.
+# Each logs its start, its end, and its stop when it is requeued or
+# cancelled (SIGTERM; the node time of a run stopped is counted up to the
+# stop, not done work: a job requeued and not started again before a
+# window ends was counted as running to its end before).
 awk -v seed="$SEED" -v ck="$CKPT" 'BEGIN { srand(seed); split("1 1 2 2 4 8 16", s, " ");
     for (i = 0; i < 5000; i++) { z = s[int(rand() * 7) + 1]; t = 20 + int(rand() * 71); printf "%d %d %d\n", z, t, rand() < ck } }' > "$OUT/draws"
 echo "# bench_busy: backlog sizes $(head -1000 "$OUT/draws" | awk '{ n[$1]++ } END { for (k in n) printf "%s:%d ", k, n[k] }')(first 1000), mean run $(head -1000 "$OUT/draws" | awk '{ t += $2 } END { printf "%.0f", t / NR }') s, checkpointable $(head -1000 "$OUT/draws" | awk '{ c += $3 } END { printf "%.0f", 100 * c / NR }') %"
@@ -94,7 +98,7 @@ feeder() {
                 [ "$side" = nvlslice ] && [ "$size" -lt 16 ] && opts+=(--nvl-slice="$size" --nvl-checkpointable)
             fi
             sbatch -Q -N "$size" "${opts[@]}" --nice=10000 --time=2 -J backlog -o /dev/null \
-                --wrap "echo \"$side \$SLURM_JOB_ID $size \$(date +%s.%N) start\" >> $OUT/backlog.log; sleep $secs; echo \"$side \$SLURM_JOB_ID $size \$(date +%s.%N) end\" >> $OUT/backlog.log" >/dev/null
+                --wrap "trap 'echo \"$side \$SLURM_JOB_ID $size \$(date +%s.%N) stop\" >> $OUT/backlog.log; exit 1' TERM; echo \"$side \$SLURM_JOB_ID $size \$(date +%s.%N) start\" >> $OUT/backlog.log; sleep $secs & wait; echo \"$side \$SLURM_JOB_ID $size \$(date +%s.%N) end\" >> $OUT/backlog.log" >/dev/null
             waiting=$((waiting + 1))
         done
         sleep 1
@@ -266,6 +270,7 @@ for side in nvlslice expedite plain; do
         function clip(x) { return x < a ? a : (x > b ? b : x) }
         $1 == m && $5 == "start" { st[$2] = $4; sz[$2] = $3 }
         $1 == m && $5 == "end" && ($2 in st) { if ($4 >= a && $4 <= b) done++; ns += sz[$2] * (clip($4) - clip(st[$2])); delete st[$2] }
+        $1 == m && $5 == "stop" && ($2 in st) { ns += sz[$2] * (clip($4) - clip(st[$2])); delete st[$2] }
         END { for (j in st) ns += sz[j] * (b - clip(st[j])); h = (b - a) / 3600;
               printf "# %-9s %6.0f s  %5.1f jobs/h  %6.1f node-h/h (of %d nodes)\n", m, b - a, done / h, ns / 3600 / h, '"$NODES"' }' \
         "$OUT/backlog.log" 2>/dev/null
@@ -279,6 +284,8 @@ if [ "$STEADY" -gt 0 ]; then
             function clip(x) { return x < a ? a : (x > b ? b : x) }
             $1 == m && $5 == "start" { st[$2] = $4; sz[$2] = $3 }
             $1 == m && $5 == "end" && ($2 in st) { if ($4 >= a && $4 <= b) done++; ns += sz[$2] * (clip($4) - clip(st[$2])); delete st[$2] }
+            $1 == m && $5 == "stop" && ($2 in st) { ns += sz[$2] * (clip($4) - clip(st[$2])); delete st[$2] }
+        $1 == m && $5 == "stop" && ($2 in st) { ns += sz[$2] * (clip($4) - clip(st[$2])); delete st[$2] }
             END { for (j in st) ns += sz[j] * (b - clip(st[j])); h = (b - a) / 3600;
                   printf "# %-9s %6.0f s  %5.1f jobs/h  %6.1f node-h/h (of %d nodes; with the measured job 32 nodes busy: %.0f %% of the cluster)\n",
                       m, b - a, done / h, ns / 3600 / h, '"$NODES"', 100 * (ns + 32 * (b - a)) / ('"$NODES"' * (b - a)) }' \
