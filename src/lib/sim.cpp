@@ -131,6 +131,7 @@ class Sim {
     void lend_spares(double now);
     bool maybe_defrag(int j, double now, int repair_slice = 0);
     double stop(int j, double now, bool keep_nodes); // the GPU-hours of work lost
+    void let_go(int j);
     void schedule(double now);
     void account_run(int j, double now);
     JobTraits traits(int j) const;
@@ -304,11 +305,15 @@ double Sim::stop(int j, double now, bool keep_nodes) {
     r.remaining = std::max(0.0, r.remaining - kept);
     r.running = false;
     ++r.gen;
-    if (!keep_nodes)
-        for (NodeId id : r.nodes)
-            if (snap_.node(id).state == NodeState::Allocated && snap_.node(id).job_id == JobId(j + 1))
-                snap_.set(id, {NodeState::Idle, 0, -1, false});
+    if (!keep_nodes) let_go(j);
     return lost;
+}
+
+// Job j's nodes that are still its own go idle.
+void Sim::let_go(int j) {
+    for (NodeId id : jobs_[size_t(j)].nodes)
+        if (snap_.node(id).state == NodeState::Allocated && snap_.node(id).job_id == JobId(j + 1))
+            snap_.set(id, {NodeState::Idle, 0, -1, false});
 }
 
 void Sim::schedule(double now) {
@@ -460,11 +465,6 @@ bool Sim::fail(NodeId node, double now, bool dead) {
 void Sim::requeued(int j, double now) {
     RunJob& r = jobs_[size_t(j)];
     r.requeueing = false;
-    auto let_go = [&] {
-        for (NodeId id : r.nodes)
-            if (snap_.node(id).state == NodeState::Allocated && snap_.node(id).job_id == JobId(j + 1))
-                snap_.set(id, {NodeState::Idle, 0, -1, false});
-    };
     if (pol_ == Policy::Nvlslice) {
         // the job's nodes still look allocated to it; plan around the failed ones
         RepairPlan plan = plan_repair(snap_, r.placement, r.failed);
@@ -486,7 +486,7 @@ void Sim::requeued(int j, double now) {
                 ++res_.restarts;
                 queue_.push_front(vj);
             }
-            let_go();
+            let_go(j);
             r.placement = plan.placement;
             run_on(j, plan.placement.nodes(), now); // a restart: it pays the delay
             ++res_.repairs;
@@ -494,7 +494,7 @@ void Sim::requeued(int j, double now) {
             return;
         }
     }
-    let_go();
+    let_go(j);
     if (plain_requeue()) {
         // back of the queue (its submit time is reset), eligible
         // after the begin-time delay
