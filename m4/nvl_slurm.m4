@@ -60,6 +60,15 @@ AC_DEFUN([NVL_WITH_SLURM], [
   AC_CHECK_MEMBERS([job_desc_msg_t.segment_size],
     [AC_DEFINE([HAVE_SLURM_SEGMENTS], [1], [Slurm jobs can ask for segments (--segment)])], [],
     [[#include <slurm/slurm.h>]])
+  # A job's pending reason by name, with libslurm's own table: exported but
+  # not declared in the public headers; 22.05 calls it
+  # slurm_job_reason_string, 23.02+ slurm_job_state_reason_string.
+  AC_CHECK_LIB([slurm], [slurm_job_state_reason_string],
+    [AC_DEFINE([HAVE_SLURM_JOB_STATE_REASON_STRING], [1], [libslurm exports slurm_job_state_reason_string])],
+    [AC_CHECK_LIB([slurm], [slurm_job_reason_string],
+      [AC_DEFINE([HAVE_SLURM_JOB_REASON_STRING], [1], [libslurm exports slurm_job_reason_string])],
+      [AC_MSG_WARN([libslurm exports no reason-to-name function: pending reasons are named by nvlslice's own short table])])])
+  AC_CHECK_DECLS([slurm_job_state_reason_string, slurm_job_reason_string], [], [], [[#include <slurm/slurm.h>]])
   AC_MSG_CHECKING([for slurm_load_jobs, slurm_update_job, reservations, licenses, slurm_ping in slurm.h])
   AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <slurm/slurm.h>]],
       [[job_info_msg_t *j; node_info_msg_t *n; reserve_info_msg_t *r; job_desc_msg_t d; resv_desc_msg_t rd;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "model.hpp"
+#include "slurm_reason.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -36,7 +37,7 @@ struct SlurmJob {
     JobState state = JobState::Pending;
     bool held = false;       // priority 0 (user or admin hold)
     bool admin_held = false; // JobHeldAdmin: users cannot release it
-    std::string reason;      // Slurm's pending reason, as squeue prints it
+    PendingReason reason;    // Slurm's pending reason: its name (as squeue prints it) and kind
     std::string comment;
     std::string admin_comment;
     std::vector<std::string> nodes; // allocated nodes (running / completing)
@@ -61,6 +62,10 @@ struct SlurmJob {
     uint32_t user_id = 0;
     std::string qos;
     std::string reservation; // the reservation it runs or waits in ("" = none)
+    // An array's task: the array's id and its throttle (%N: at most N of its
+    // tasks run at once; 0 = none). 0 / 0 for a job outside an array.
+    JobId array_id = 0;
+    uint32_t array_throttle = 0;
 };
 
 struct Reservation {
@@ -68,6 +73,26 @@ struct Reservation {
     std::string nodes;      // hostlist
     int64_t start_time = 0; // epoch seconds
     int64_t end_time = 0;
+};
+
+// What Slurm tests before it starts a job besides its reason: a gated job
+// (gate mode) shows Licenses whatever else holds it, and a job not looked
+// at yet shows None. The helper reads these where a slice job waits.
+struct SlurmPartition {
+    std::string name;
+    bool runs_jobs = true;  // not DOWN or INACTIVE (a DRAIN partition still starts its jobs)
+    int64_t max_nodes = -1; // -1: unlimited
+    int64_t min_nodes = 0;
+    int64_t max_time_s = -1; // -1: unlimited
+};
+struct SlurmLicense {
+    std::string name;
+    int64_t total = 0, in_use = 0, reserved = 0; // reserved: held by reservations
+};
+struct SlurmGates {
+    std::vector<SlurmPartition> partitions;
+    std::vector<SlurmLicense> licenses;
+    std::vector<Reservation> reservations; // every reservation (a job's own: has it started?)
 };
 
 // The contract of every call: it either does what it says, or throws

@@ -288,6 +288,14 @@ CycleOutput Cycle::run() {
         prune(mem_.requeued_at);
         prune(mem_.schedule_at);
     }
+    // a reason a later Slurm gives: held back (eligibility.hpp), said once
+    for (const auto& sj : slice_jobs_)
+        if (sj.job->state == JobState::Pending && sj.job->reason.is(ReasonKind::Unknown) &&
+            mem_.unknown_reasons.insert(sj.job->reason.name()).second)
+            warn(sj.job->id, fmt::format("Slurm's pending reason \"{}\" is one this nvlslice does not know: a job "
+                                         "that has it is held back (nothing pinned, ungated or lent for it) until "
+                                         "Slurm gives another",
+                                         sj.job->reason.name()));
     // before any job's own actions: a lend ends before its job is pinned
     // elsewhere (Slurm 22.05 holds a job whose nodes lie outside its
     // reservation)

@@ -53,9 +53,9 @@ class Cycle {
     Cycle(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now, int64_t mono,
           HelperMemory& mem)
         : map_(map), nodes_(view.nodes), jobs_(view.jobs), spares_(view.spares), gate_(view.gate),
-          protection_(view.protection), limits_(view.limits), lends_(view.lends), cfg_(cfg), now_(now), mono_(mono),
-          mem_(mem), obs_(observe(map, view, cfg.lend, compiled(mem, cfg).drain, mem.patterns.rack)), snap_(obs_.snap) {
-    }
+          protection_(view.protection), limits_(view.limits), lends_(view.lends), gates_(view.gates),
+          array_running_(count_array_tasks(view.jobs)), cfg_(cfg), now_(now), mono_(mono), mem_(mem),
+          obs_(observe(map, view, cfg.lend, compiled(mem, cfg).drain, mem.patterns.rack)), snap_(obs_.snap) {}
 
     CycleOutput run();
 
@@ -324,19 +324,39 @@ class Cycle {
     const std::optional<Reservation>& protection_;
     const AcctLimits* limits_;              // Slurm's accounting limits, when loaded
     const std::vector<Reservation>* lends_; // the lend reservations, when loaded
+    const SlurmGates* gates_;               // partitions, licenses, reservations, when loaded
+    // per throttled array (%N), its tasks running now
+    const std::unordered_map<JobId, int> array_running_;
+    static std::unordered_map<JobId, int> count_array_tasks(const std::vector<SlurmJob>& jobs) {
+        std::unordered_map<JobId, int> out;
+        for (const auto& j : jobs)
+            if (j.array_id && j.array_throttle > 0) out.emplace(j.array_id, 0);
+        if (!out.empty())
+            for (const auto& j : jobs)
+                if (j.array_id && j.state != JobState::Pending)
+                    if (auto it = out.find(j.array_id); it != out.end()) ++it->second;
+        return out;
+    }
     // Slurm's own reason to hold the job back (its pending reason, its
-    // begin time, the accounting limits it tests only when it places), or
+    // begin time, the accounting limits it tests only when it places, its
+    // partition, licenses, reservation and array throttle, which its reason
+    // hides behind the gate or before the scheduler's first look), or
     // nullopt. Every update of a pending job (the record written, by the
     // helper or an admin) resets Slurm's reason to None until its next
     // scheduling pass (_update_job): a job recorded as held back stays so
     // until Slurm gives a reason again.
     std::optional<std::string> held_back(const SliceJob& sj) const {
         const SlurmJob& j = *sj.job;
-        if (auto h = held_back_by_slurm(j, now_)) return h;
-        if ((j.reason.empty() || j.reason == "None") && sj.rec && sj.rec->state == RecordState::Waiting &&
+        if (auto h = held_back_by_slurm(j, now_, cfg_.gate_license)) return h;
+        if (j.reason.is(ReasonKind::None) && sj.rec && sj.rec->state == RecordState::Waiting &&
             sj.rec->why == Why::HeldBack && sj.rec->reason.size() >= kHeldBack.size())
             return sj.rec->reason.substr(kHeldBack.size());
-        if (limits_) return held_back_by_limits(j, *limits_);
+        if (limits_)
+            if (auto h = held_back_by_limits(j, *limits_)) return h;
+        if (gates_) {
+            const auto a = j.array_id ? array_running_.find(j.array_id) : array_running_.end();
+            return held_back_by_gates(j, *gates_, a == array_running_.end() ? 0 : a->second, cfg_.gate_license, now_);
+        }
         return std::nullopt;
     }
     const HelperConfig& cfg_;

@@ -383,7 +383,7 @@ void Cycle::keep_released(const SliceJob& sj, const PlacedDecision& d) {
         } else
             rec.set_reason(Why::NotStarted,
                            fmt::format("placed {} s ago and not started (Slurm: {}); placed again in {} s",
-                                       mono_ - since, j.reason.empty() ? "no reason given" : j.reason,
+                                       mono_ - since, j.reason.name().empty() ? "no reason given" : j.reason.name(),
                                        cfg_.replace_after_s));
         gate(sj);
         record(sj, rec);

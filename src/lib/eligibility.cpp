@@ -10,58 +10,129 @@
 
 namespace nvl {
 
-namespace {
-
-bool starts_with(std::string_view s, std::string_view p) {
-    return s.substr(0, p.size()) == p;
-}
-
-} // namespace
-
 bool reason_holds_back(std::string_view r) {
-    // by family (Slurm's job_state_reason strings, 22.05 to 26.05): every
-    // association and QOS limit, the per-account and per-user maxima, the
-    // partition's limits and states, dependencies and holds
-    static constexpr std::array<std::string_view, 8> families = {"Assoc",      "QOS",     "Association", "Partition",
-                                                                 "Dependency", "JobHeld", "BurstBuffer", "Reservation"};
-    for (std::string_view f : families)
-        if (starts_with(r, f)) {
-            // "Reservation" alone: the job's reservation has not started or
-            // cannot be used now (job_test_resv_now); the nvlslice
-            // reservations never cause it for a job outside them.
-            // "ReservationDeleted" / "ReservationInvalid" too.
-            return true;
-        }
-    if (starts_with(r, "Max") && (r.find("PerAccount") != std::string_view::npos ||
-                                  r.find("PerUser") != std::string_view::npos || r == "MaxMemPerLimit"))
-        return true;
-    static constexpr std::array<std::string_view, 10> exact = {
-        "BeginTime",         "JobArrayTaskLimit", "JobHoldMaxRequeue", "InvalidAccount", "InvalidQOS",
-        "AccountNotAllowed", "AccountingPolicy",  "DeadLine",          "FedJobLock",     "job_requeued_in_held_state"};
-    for (std::string_view e : exact)
-        if (r == e) return true;
-    return false;
+    return holds_back(reason_kind(r));
 }
 
-std::optional<std::string> held_back_by_slurm(const SlurmJob& j, int64_t now) {
+std::optional<std::string> held_back_by_slurm(const SlurmJob& j, int64_t now, std::string_view gate_license) {
     if (j.state != JobState::Pending) return std::nullopt;
     const bool first_start = j.restarts == 0;
+    const ReasonKind k = j.reason.kind();
     // A pending job's begin_time is Slurm's StartTime: its begin time, or a
     // later start the scheduler expects. Slurm says which with its reason
     // (BeginTime, set before any license or node test); a job not looked at
     // yet (None) whose StartTime lies ahead waits for its begin time too.
-    const bool unseen = j.reason.empty() || j.reason == "None";
-    if (first_start && j.begin_time > now && (unseen || j.reason == "BeginTime")) {
+    if (first_start && j.begin_time > now && (k == ReasonKind::None || k == ReasonKind::BeginTime)) {
         char when[32] = "?";
         const time_t t = time_t(j.begin_time);
         struct tm tm {};
         if (localtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
         return fmt::format("BeginTime (eligible at {})", when);
     }
-    if (!reason_holds_back(j.reason)) return std::nullopt;
+    // Licenses: the gate's in gate mode (held_back_by_gates looks past it);
+    // Slurm's own for a job without it
+    if (k == ReasonKind::Licenses && (gate_license.empty() || !has_license(j.licenses, gate_license)))
+        return j.reason.name();
+    if (!holds_back(k)) return std::nullopt;
     // a requeued job's BeginTime is Slurm's requeue delay, not the user's
-    if (!first_start && j.reason == "BeginTime") return std::nullopt;
-    return j.reason;
+    if (!first_start && k == ReasonKind::BeginTime) return std::nullopt;
+    if (k == ReasonKind::Unknown) return fmt::format("{} (a reason this nvlslice does not know)", j.reason.name());
+    return j.reason.name();
+}
+
+namespace {
+
+// the licenses of `request` ("a:2,b", or "a|b": one of) short now for a job
+// (in a reservation: the reservations' licenses count as its own)
+bool licenses_short(std::string_view request, const std::vector<SlurmLicense>& have, std::string_view gate,
+                    bool in_reservation, std::string* which) {
+    const bool any_of = request.find('|') != std::string_view::npos;
+    bool all_short = true, some_short = false;
+    while (!request.empty()) {
+        const size_t c = request.find(any_of ? '|' : ',');
+        std::string_view item = request.substr(0, c);
+        request.remove_prefix(c == std::string_view::npos ? request.size() : c + 1);
+        if (item.empty()) continue;
+        const size_t colon = item.find_first_of(":=");
+        const std::string_view name = item.substr(0, colon);
+        int64_t want = 1;
+        if (colon != std::string_view::npos) {
+            want = 0;
+            for (char ch : item.substr(colon + 1)) {
+                if (ch < '0' || ch > '9') break;
+                want = want * 10 + (ch - '0');
+            }
+        }
+        if (name == gate) {
+            all_short = false; // the gate's is the helper's to open
+            continue;
+        }
+        bool is_short = false;
+        for (const auto& l : have)
+            if (l.name == name) {
+                const int64_t free = l.total - l.in_use - (in_reservation ? 0 : l.reserved);
+                is_short = free < want;
+            }
+        // a license slurmctld does not list: remote (a database's), not
+        // counted here; Slurm's own reason will say
+        if (is_short) {
+            some_short = true;
+            if (which && which->empty()) *which = std::string(name);
+        } else {
+            all_short = false;
+        }
+    }
+    return any_of ? all_short && some_short : some_short;
+}
+
+} // namespace
+
+std::optional<std::string> held_back_by_gates(const SlurmJob& j, const SlurmGates& g, int array_running,
+                                              std::string_view gate_license, int64_t now) {
+    if (j.state != JobState::Pending) return std::nullopt;
+    // its partitions ("a,b": any of them that would run it)
+    if (!j.partition.empty() && !g.partitions.empty()) {
+        std::string_view parts = j.partition;
+        std::string why;
+        bool any_runs = false, any_known = false;
+        while (!parts.empty() && !any_runs) {
+            const size_t c = parts.find(',');
+            const std::string_view name = parts.substr(0, c);
+            parts.remove_prefix(c == std::string_view::npos ? parts.size() : c + 1);
+            for (const auto& p : g.partitions) {
+                if (p.name != name) continue;
+                any_known = true;
+                std::string w;
+                if (!p.runs_jobs)
+                    w = "PartitionDown";
+                else if ((p.max_nodes >= 0 && j.num_nodes > p.max_nodes) || j.num_nodes < p.min_nodes)
+                    w = "PartitionNodeLimit";
+                else if (p.max_time_s >= 0 && j.time_limit > p.max_time_s)
+                    w = "PartitionTimeLimit";
+                if (w.empty())
+                    any_runs = true;
+                else if (why.empty())
+                    why = fmt::format("{} (partition {})", w, p.name);
+            }
+        }
+        if (any_known && !any_runs) return why;
+    }
+    // a reservation of its own that has not started (or is gone)
+    if (!j.reservation.empty()) {
+        const Reservation* r = nullptr;
+        for (const auto& x : g.reservations)
+            if (x.name == j.reservation) r = &x;
+        if (r && r->start_time > now) return fmt::format("Reservation ({} starts later)", j.reservation);
+    }
+    // licenses besides the gate's
+    if (!j.licenses.empty()) {
+        std::string which;
+        if (licenses_short(j.licenses, g.licenses, gate_license, !j.reservation.empty(), &which))
+            return fmt::format("Licenses ({} in use)", which);
+    }
+    if (j.array_id && j.array_throttle > 0 && array_running >= int(j.array_throttle))
+        return fmt::format("JobArrayTaskLimit ({} of its array run, at most {})", array_running, j.array_throttle);
+    return std::nullopt;
 }
 
 const AcctLimits::Assoc* AcctLimits::assoc(uint32_t id) const {

@@ -15,11 +15,9 @@
 
 namespace nvl {
 
-// Slurm's pending reasons that say Slurm itself holds the job back, whatever
-// the gate does (slurmctld sets them before it tests licenses or places:
-// job_independent, job_limits_check, the accounting policy). Reasons the
-// gate or nvlslice's own reservations can cause (Licenses, Resources,
-// Priority, ReqNodeNotAvail, Reservation, None) are not among them.
+// Whether a reason, by its name, says Slurm itself holds the job back
+// (holds_back(reason_kind(name))): for the tools and tests; the policy
+// reads the job's decoded kind.
 bool reason_holds_back(std::string_view reason);
 
 // Why Slurm would not start `j` now for a reason of its own (nullopt: only
@@ -29,7 +27,20 @@ bool reason_holds_back(std::string_view reason);
 // scheduler expects for a job waiting for nodes. A job that ran before (requeued) has a begin time Slurm set
 // for the requeue, which a repair may bring forward: only a first start's
 // begin time is the user's.
-std::optional<std::string> held_back_by_slurm(const SlurmJob& j, int64_t now);
+// Licenses is Slurm's own reason for a job without the gate license
+// (`gate_license`; native mode, or a job the gate is off).
+std::optional<std::string> held_back_by_slurm(const SlurmJob& j, int64_t now, std::string_view gate_license = {});
+
+// What Slurm tests before it starts a job and its reason may hide (the
+// gate's Licenses in gate mode; None before the scheduler's first look):
+// its partition's state and limits (job_limits_check), the licenses it
+// asks for besides the gate's, a reservation of its own not started yet,
+// its array's throttle (`array_running`: tasks of its array running now).
+// Named as Slurm names the reason (PartitionDown, Licenses, ...), or
+// nullopt. A QOS that lifts the partition's limits (its Partition* flags)
+// is not read: such a job waits until Slurm gives it a reason, then places.
+std::optional<std::string> held_back_by_gates(const SlurmJob& j, const SlurmGates& g, int array_running,
+                                              std::string_view gate_license, int64_t now);
 
 // Slurm's accounting limits and their use as slurmctld holds them
 // (scontrol show assoc_mgr), for the limits Slurm tests only when it places

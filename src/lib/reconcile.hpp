@@ -54,6 +54,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace nvl {
@@ -236,6 +237,9 @@ struct HelperMemory {
     // an update at that second asks Slurm for the pass that starts it
     // (keep_released). Dropped once done, or once the job runs.
     std::unordered_map<JobId, int64_t> schedule_at;
+    // Pending reasons Slurm gave that this nvlslice does not know
+    // (ReasonKind::Unknown): each named in the log once.
+    std::unordered_set<std::string> unknown_reasons;
     // Per rack: why it is degraded ("" = it is not), as last logged.
     std::vector<std::string> degraded;
     // Nodes Slurm flags NOT_RESPONDING (and not DOWN yet): since when.
@@ -286,6 +290,7 @@ struct ClusterView {
     const std::optional<Reservation>& protection;    // cfg.protect_reservation
     const AcctLimits* limits = nullptr;              // Slurm's accounting limits (gate mode, when enforced)
     const std::vector<Reservation>* lends = nullptr; // those named cfg.lend_name(): lent spares not yet started on
+    const SlurmGates* gates = nullptr;               // partitions, licenses, reservations (when a slice job waits)
 };
 
 // `now`: the wall clock (epoch seconds), for what Slurm's own times are

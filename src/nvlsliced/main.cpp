@@ -363,6 +363,7 @@ int main(int argc, char** argv) {
         }
         std::optional<bool> was_active;
         bool limits_failed = false; // loading the accounting limits failed last time (said once)
+        bool gates_failed = false;  // loading the partitions and licenses failed last time (said once)
         // slurmctld away: said once when it goes, once when it is back.
         struct Outage {
             std::optional<std::chrono::steady_clock::time_point> since;
@@ -442,18 +443,38 @@ int main(int argc, char** argv) {
                 }
                 // one request for the spare, gate and protection reservations,
                 // and the lend reservations
-                std::vector<Reservation> lends;
+                std::vector<Reservation> lends, every_resv;
                 auto resvs = slurm.load_reservations(
                     {s.reconcile.reservation, s.reconcile.gate_reservation, s.reconcile.protect_reservation},
-                    s.reconcile.lend_reservation, &lends);
+                    s.reconcile.lend_reservation, &lends, &every_resv);
+                const bool slice_job_waits = std::any_of(jobs.begin(), jobs.end(), [&](const SlurmJob& j) {
+                    return needs_limits(j, s.reconcile.gate_license);
+                });
+                // What Slurm tests before it starts a job and a waiting
+                // slice job's reason may hide (the gate's Licenses, or None
+                // before the scheduler's first look): its partition, the
+                // licenses it asks for, its reservation
+                std::optional<SlurmGates> gates;
+                if (slice_job_waits) {
+                    try {
+                        gates = slurm.load_gates();
+                        gates->reservations = std::move(every_resv);
+                        if (gates_failed) say(LOG_INFO, "partitions and licenses read again");
+                        gates_failed = false;
+                    } catch (const Error& e) {
+                        if (!gates_failed)
+                            say(LOG_WARNING, fmt::format("{}: placing by Slurm's reasons alone (a placed job that "
+                                                         "Slurm does not start is taken back after replace_after)",
+                                                         e.what()));
+                        gates_failed = true;
+                    }
+                }
                 // Slurm's accounting limits, when it enforces them and a
                 // slice job waits: the ones it tests only when it places a
                 // job are hidden behind the gate (Slurm 22.05), and a new
                 // job may have no reason yet (needs_limits)
                 std::optional<AcctLimits> limits;
-                if (features.enforce_limits && std::any_of(jobs.begin(), jobs.end(), [&](const SlurmJob& j) {
-                        return needs_limits(j, s.reconcile.gate_license);
-                    })) {
+                if (features.enforce_limits && slice_job_waits) {
                     try {
                         limits = slurm.load_limits();
                         if (limits_failed) say(LOG_INFO, "accounting limits read again");
@@ -468,9 +489,10 @@ int main(int argc, char** argv) {
                 }
                 phases.load = since(t0);
                 auto t1 = std::chrono::steady_clock::now();
-                CycleOutput out =
-                    reconcile(map, {nodes, jobs, resvs[0], resvs[1], resvs[2], limits ? &*limits : nullptr, &lends},
-                              s.reconcile, std::time(nullptr), mem, mono_seconds());
+                CycleOutput out = reconcile(map,
+                                            {nodes, jobs, resvs[0], resvs[1], resvs[2], limits ? &*limits : nullptr,
+                                             &lends, gates ? &*gates : nullptr},
+                                            s.reconcile, std::time(nullptr), mem, mono_seconds());
                 phases.decide = since(t1);
                 follow_up = out.follow_up;
                 for (const auto& line : out.log) say_core(line);

@@ -79,10 +79,23 @@ std::string str(const char* s) {
     return s ? s : "";
 }
 
-// The reasons the helper acts on or reports, spelled as squeue spells them
-// (libslurm's own table is not in the public headers).
+// A job's pending reason by name, with libslurm's own table (exported, not
+// declared in the public headers: configure found which name it has). The
+// name is what squeue prints; slurm_reason.hpp sorts it into a kind.
+#if HAVE_SLURM_JOB_STATE_REASON_STRING && !HAVE_DECL_SLURM_JOB_STATE_REASON_STRING
+extern "C" const char* slurm_job_state_reason_string(enum job_state_reason inx);
+#elif HAVE_SLURM_JOB_REASON_STRING && !HAVE_DECL_SLURM_JOB_REASON_STRING
+extern "C" char* slurm_job_reason_string(enum job_state_reason inx);
+#endif
 std::string reason_name(uint32_t r) {
-    switch (r) {
+    const char* name = nullptr;
+#if HAVE_SLURM_JOB_STATE_REASON_STRING
+    name = slurm_job_state_reason_string(static_cast<enum job_state_reason>(r));
+#elif HAVE_SLURM_JOB_REASON_STRING
+    name = slurm_job_reason_string(static_cast<enum job_state_reason>(r));
+#endif
+    if (name && *name) return name;
+    switch (r) { // no table in this libslurm: the reasons every Slurm shares
     case WAIT_NO_REASON: return "None";
     case WAIT_PRIORITY: return "Priority";
     case WAIT_DEPENDENCY: return "Dependency";
@@ -91,7 +104,14 @@ std::string reason_name(uint32_t r) {
     case WAIT_HELD_USER: return "JobHeldUser";
     case WAIT_TIME: return "BeginTime";
     case WAIT_NODE_NOT_AVAIL: return "ReqNodeNotAvail";
-    default: return fmt::format("reason#{}", r);
+    case WAIT_LICENSES: return "Licenses";
+    case WAIT_PART_DOWN: return "PartitionDown";
+    case WAIT_PART_INACTIVE: return "PartitionInactive";
+    case WAIT_PART_NODE_LIMIT: return "PartitionNodeLimit";
+    case WAIT_PART_TIME_LIMIT: return "PartitionTimeLimit";
+    case WAIT_ARRAY_TASK_LIMIT: return "JobArrayTaskLimit";
+    case WAIT_RESERVATION: return "Reservation";
+    default: return fmt::format("reason#{}", r); // Unknown: held back
     }
 }
 
@@ -127,8 +147,10 @@ class SlurmClusterImpl final : public SlurmCluster {
     std::optional<Reservation> load_reservation(const std::string& name) override;
     std::vector<std::optional<Reservation>> load_reservations(const std::vector<std::string>& names,
                                                               const std::string& prefix,
-                                                              std::vector<Reservation>* prefixed) override;
+                                                              std::vector<Reservation>* prefixed,
+                                                              std::vector<Reservation>* all) override;
     AcctLimits load_limits() override;
+    SlurmGates load_gates() override;
     void pin_job(JobId id, const std::string& nodes, int64_t start_at) override;
     void set_admin_comment(JobId id, const std::string& text) override;
     void hold(JobId id) override;
@@ -250,6 +272,10 @@ std::vector<SlurmJob> SlurmClusterImpl::load_jobs() {
         r.user_id = j.user_id;
         r.qos = str(j.qos);
         r.reservation = str(j.resv_name);
+        if (j.array_job_id && j.array_job_id != NO_VAL) {
+            r.array_id = j.array_job_id;
+            if (j.array_max_tasks != NO_VAL && j.array_max_tasks != INFINITE) r.array_throttle = j.array_max_tasks;
+        }
         out.push_back(std::move(r));
     }
     return out;
@@ -327,16 +353,45 @@ AcctLimits SlurmClusterImpl::load_limits() {
 }
 
 std::optional<Reservation> SlurmClusterImpl::load_reservation(const std::string& name) {
-    return load_reservations({name}, "", nullptr).front();
+    return load_reservations({name}, "", nullptr, nullptr).front();
+}
+
+SlurmGates SlurmClusterImpl::load_gates() {
+    SlurmGates g;
+    partition_info_msg_t* parts = nullptr;
+    if (slurm_load_partitions(0, &parts, SHOW_ALL) != SLURM_SUCCESS || !parts) fail("loading partitions");
+    for (uint32_t i = 0; i < parts->record_count; ++i) {
+        const partition_info_t& p = parts->partition_array[i];
+        SlurmPartition x;
+        x.name = str(p.name);
+        // DOWN (submit, no scheduling) and INACTIVE stop its jobs
+        // (job_limits_check); DRAIN (scheduling, no submit) runs them
+        x.runs_jobs = p.state_up != PARTITION_DOWN && p.state_up != PARTITION_INACTIVE;
+        if (p.max_nodes != INFINITE && p.max_nodes != NO_VAL) x.max_nodes = p.max_nodes;
+        if (p.min_nodes != NO_VAL) x.min_nodes = p.min_nodes;
+        if (p.max_time != INFINITE && p.max_time != NO_VAL) x.max_time_s = int64_t(p.max_time) * 60;
+        g.partitions.push_back(std::move(x));
+    }
+    slurm_free_partition_info_msg(parts);
+    license_info_msg_t* lic = nullptr;
+    if (slurm_load_licenses(0, &lic, 0) != SLURM_SUCCESS || !lic) fail("loading licenses");
+    for (uint32_t i = 0; i < lic->num_lic; ++i) {
+        const slurm_license_info_t& l = lic->lic_array[i];
+        g.licenses.push_back({str(l.name), int64_t(l.total), int64_t(l.in_use), int64_t(l.reserved)});
+    }
+    slurm_free_license_info_msg(lic);
+    return g;
 }
 
 std::vector<std::optional<Reservation>> SlurmClusterImpl::load_reservations(const std::vector<std::string>& names,
                                                                             const std::string& prefix,
-                                                                            std::vector<Reservation>* prefixed) {
+                                                                            std::vector<Reservation>* prefixed,
+                                                                            std::vector<Reservation>* all) {
     reserve_info_msg_t* msg = nullptr;
     if (slurm_load_reservations(0, &msg) != SLURM_SUCCESS) fail("loading reservations");
     std::vector<std::optional<Reservation>> out(names.size());
     if (prefixed) prefixed->clear();
+    if (all) all->clear();
     const std::string head = prefix + "_";
     for (uint32_t i = 0; i < msg->record_count; ++i) {
         const reserve_info_t& r = msg->reservation_array[i];
@@ -346,6 +401,7 @@ std::vector<std::optional<Reservation>> SlurmClusterImpl::load_reservations(cons
                 out[k] = Reservation{names[k], str(r.node_list), r.start_time, r.end_time};
         if (prefixed && !prefix.empty() && name.compare(0, head.size(), head) == 0)
             prefixed->push_back(Reservation{name, str(r.node_list), r.start_time, r.end_time});
+        if (all) all->push_back(Reservation{name, str(r.node_list), r.start_time, r.end_time});
     }
     slurm_free_reservation_info_msg(msg);
     return out;

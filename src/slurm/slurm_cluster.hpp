@@ -21,12 +21,17 @@ class SlurmCluster : public ClusterApi {
     // a missing one: nullopt).
     // With `prefixed`: also every reservation whose name starts with
     // `prefix` + "_" (the lend reservations), in the same request.
+    // With `all`: every reservation, in the same request.
     virtual std::vector<std::optional<Reservation>> load_reservations(const std::vector<std::string>& names,
                                                                       const std::string& prefix = "",
-                                                                      std::vector<Reservation>* prefixed = nullptr) = 0;
+                                                                      std::vector<Reservation>* prefixed = nullptr,
+                                                                      std::vector<Reservation>* all = nullptr) = 0;
     // Slurm's association and QOS limits with their use, as slurmctld's
     // association manager holds them (scontrol show assoc_mgr): one request.
     virtual AcctLimits load_limits() = 0;
+    // The partitions and licenses (SlurmGates; its reservations come with
+    // load_reservations' `all`): two requests.
+    virtual SlurmGates load_gates() = 0;
 };
 
 } // namespace nvl

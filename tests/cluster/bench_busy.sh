@@ -285,7 +285,6 @@ if [ "$STEADY" -gt 0 ]; then
             $1 == m && $5 == "start" { st[$2] = $4; sz[$2] = $3 }
             $1 == m && $5 == "end" && ($2 in st) { if ($4 >= a && $4 <= b) done++; ns += sz[$2] * (clip($4) - clip(st[$2])); delete st[$2] }
             $1 == m && $5 == "stop" && ($2 in st) { ns += sz[$2] * (clip($4) - clip(st[$2])); delete st[$2] }
-        $1 == m && $5 == "stop" && ($2 in st) { ns += sz[$2] * (clip($4) - clip(st[$2])); delete st[$2] }
             END { for (j in st) ns += sz[j] * (b - clip(st[j])); h = (b - a) / 3600;
                   printf "# %-9s %6.0f s  %5.1f jobs/h  %6.1f node-h/h (of %d nodes; with the measured job 32 nodes busy: %.0f %% of the cluster)\n",
                       m, b - a, done / h, ns / 3600 / h, '"$NODES"', 100 * (ns + 32 * (b - a)) / ('"$NODES"' * (b - a)) }' \

@@ -401,7 +401,13 @@ TEST_CASE("Slurm's own reasons to hold a job back are told from the gate's, prio
     SlurmJob j;
     j.state = JobState::Pending;
     j.reason = "Licenses";
-    CHECK_FALSE(held_back_by_slurm(j, 1000));
+    j.licenses = "nvlslice_gate:1"; // the gate's: the helper's to open
+    CHECK_FALSE(held_back_by_slurm(j, 1000, "nvlslice_gate"));
+    j.licenses = "matlab:2"; // native mode, or the gate off: Slurm's own
+    CHECK(held_back_by_slurm(j, 1000, "nvlslice_gate").value_or("") == "Licenses");
+    CHECK(held_back_by_slurm(j, 1000, "").value_or("") == "Licenses");
+    j.licenses.clear();
+    j.reason = "Resources";
     j.begin_time = 4600; // an hour on: the start Slurm expects for a job waiting for nodes
     CHECK_FALSE(held_back_by_slurm(j, 1000));
     j.reason = "BeginTime"; // the user's --begin, as Slurm says
@@ -416,6 +422,105 @@ TEST_CASE("Slurm's own reasons to hold a job back are told from the gate's, prio
     CHECK(held_back_by_slurm(j, 1000).value_or("") == "AssocGrpNodeLimit");
     j.state = JobState::Running;
     CHECK_FALSE(held_back_by_slurm(j, 1000));
+}
+
+TEST_CASE("every pending reason Slurm 22.05-26.05 names is decoded into a kind; an unknown one holds the job back",
+          "[safety][eligibility][quick]") {
+    // the names of libslurm's tables (job_reason_string, 22.05;
+    // job_state_reason_string, 23.02+) besides the accounting limits'
+    const std::pair<const char*, ReasonKind> known[] = {
+        {"None", ReasonKind::None},
+        {"Priority", ReasonKind::Priority},
+        {"Resources", ReasonKind::Resources},
+        {"ReqNodeNotAvail", ReasonKind::NodesUnavailable},
+        {"Licenses", ReasonKind::Licenses},
+        {"PartitionDown", ReasonKind::Partition},
+        {"PartitionInactive", ReasonKind::Partition},
+        {"PartitionNodeLimit", ReasonKind::Partition},
+        {"PartitionTimeLimit", ReasonKind::Partition},
+        {"PartitionConfig", ReasonKind::Partition},
+        {"JobArrayTaskLimit", ReasonKind::ArrayThrottle},
+        {"Reservation", ReasonKind::Reservation},
+        {"BeginTime", ReasonKind::BeginTime},
+        {"Dependency", ReasonKind::Dependency},
+        {"JobHeldAdmin", ReasonKind::Held},
+        {"QOSMaxWallDurationPerJobLimit", ReasonKind::AcctLimit},
+        {"AssocGrpGRES", ReasonKind::AcctLimit},
+        {"QOSGrpGRES", ReasonKind::AcctLimit},
+        {"MaxCpuRunMinsPerUser", ReasonKind::AcctLimit},
+        {"QOSUsageThreshold", ReasonKind::AcctLimit},
+        {"BurstBufferStageIn", ReasonKind::Blocked},
+        {"NvidiaImexChannels", ReasonKind::Blocked},
+        {"MaxPoweredUpNodes", ReasonKind::Blocked},
+        {"NodeDown", ReasonKind::LastRun},
+        {"Cleaning", ReasonKind::LastRun},
+        {"Constraints", ReasonKind::Constraints},
+    };
+    for (const auto& [name, kind] : known) {
+        CAPTURE(name);
+        CHECK(reason_kind(name) == kind);
+        const PendingReason r(name);
+        CHECK(r.name() == name);
+        CHECK(r.kind() == kind);
+    }
+    for (const char* later : {"InvalidReason", "reason#311", "NewReasonOfSlurm27", "Partition"}) {
+        CAPTURE(later);
+        CHECK(reason_kind(later) == ReasonKind::Unknown);
+        CHECK(reason_holds_back(later));
+        SlurmJob j;
+        j.reason = later;
+        CHECK_THAT(held_back_by_slurm(j, 1000).value_or(""),
+                   Catch::StartsWith(later) && Catch::EndsWith("(a reason this nvlslice does not know)"));
+    }
+}
+
+TEST_CASE("what a waiting job's reason may hide is read from Slurm's partitions, licenses, reservations and arrays",
+          "[safety][eligibility][quick]") {
+    SlurmGates g;
+    g.partitions = {{"batch", true, 16, 1, 3600}, {"down", false, -1, 0, -1}, {"drain", true, -1, 0, -1}};
+    g.licenses = {{"nvlslice_gate", 0, 0, 0}, {"matlab", 4, 3, 0}, {"ansys", 4, 0, 4}};
+    g.reservations = {{"later", "n[001-016]", 5000, 9000}, {"now", "n[001-016]", 500, 9000}};
+    SlurmJob j;
+    j.state = JobState::Pending;
+    j.reason = "Licenses"; // the gate's, whatever else holds the job
+    j.licenses = "nvlslice_gate:1";
+    j.num_nodes = 16;
+    j.time_limit = 1800;
+    j.partition = "batch";
+    auto holds = [&](int running = 0) { return held_back_by_gates(j, g, running, "nvlslice_gate", 1000); };
+    CHECK_FALSE(holds());
+    j.num_nodes = 32; // above MaxNodes
+    CHECK_THAT(holds().value_or(""), Catch::StartsWith("PartitionNodeLimit (partition batch)"));
+    j.partition = "batch,drain"; // any of them runs it: a DRAIN partition still starts its jobs
+    CHECK_FALSE(holds());
+    j.num_nodes = 16;
+    j.partition = "down";
+    CHECK_THAT(holds().value_or(""), Catch::StartsWith("PartitionDown"));
+    j.partition = "batch";
+    j.time_limit = 7200; // above MaxTime
+    CHECK_THAT(holds().value_or(""), Catch::StartsWith("PartitionTimeLimit"));
+    j.time_limit = 1800;
+    j.partition = "elsewhere"; // a partition not read: Slurm's reason will say
+    CHECK_FALSE(holds());
+    j.partition = "batch";
+    j.licenses = "nvlslice_gate:1,matlab:1"; // 1 of 4 free
+    CHECK_FALSE(holds());
+    j.licenses = "nvlslice_gate:1,matlab:2";
+    CHECK(holds().value_or("") == "Licenses (matlab in use)");
+    j.licenses = "matlab:2|ansys:1"; // one of: both short (ansys held by a reservation)
+    CHECK(holds());
+    j.reservation = "now"; // in a reservation: its licenses are the job's
+    CHECK_FALSE(holds());
+    j.licenses.clear();
+    j.reservation = "later";
+    CHECK(holds().value_or("") == "Reservation (later starts later)");
+    j.reservation.clear();
+    j.array_id = 77;
+    j.array_throttle = 1; // %1
+    CHECK_FALSE(holds(0));
+    CHECK_THAT(holds(1).value_or(""), Catch::StartsWith("JobArrayTaskLimit"));
+    j.state = JobState::Running;
+    CHECK_FALSE(holds(1));
 }
 
 TEST_CASE("gate mode acts only on jobs Slurm would start: others stay behind the gate, untouched",
@@ -458,6 +563,132 @@ TEST_CASE("gate mode acts only on jobs Slurm would start: others stay behind the
     w.apply(out);
     auto again = w.cycle();
     for (JobId id : {7, 8, 9}) CHECK_FALSE(find(again, ActionKind::SetRecord, id));
+}
+
+namespace {
+// A world where Slurm holds five slice jobs back for what their reasons
+// hide: as submitted, gate mode's say Licenses (the gate's, whatever else
+// holds them), native mode's None (not looked at yet). Top priority first.
+struct HiddenHolds {
+    World w{2};
+    const std::vector<std::pair<JobId, std::string>> held = {{7, "PartitionDown"},
+                                                             {8, "PartitionNodeLimit"},
+                                                             {9, "Licenses (matlab in use)"},
+                                                             {10, "Reservation (course starts later)"},
+                                                             {11, "JobArrayTaskLimit"}};
+    HiddenHolds(bool native, int slice) {
+        w.cfg.protect = true;
+        if (native) w.cfg.hand_off = HandOff::Native;
+        w.gates = SlurmGates{};
+        w.gates->partitions = {{"batch", true, -1, 0, -1}, {"down", false, -1, 0, -1}, {"small", true, 1, 0, -1}};
+        w.gates->licenses = {{"nvlslice_gate", 0, 0, 0}, {"matlab", 2, 2, 0}};
+        w.gates->reservations = {{"course", "n[001-016]", w.now + 3600, w.now + 7200}};
+        auto add = [&](JobId id, uint32_t prio) -> SlurmJob& {
+            SlurmJob& j = w.add_slice_job(id, slice, 1, /*gated=*/!native, /*ckpt=*/true);
+            if (native) {
+                RequestTag t = *RequestTag::parse(j.comment);
+                t.hand_off = HandOff::Native;
+                j.comment = t.str();
+            }
+            j.priority = prio;
+            j.reason = native ? "None" : "Licenses";
+            j.partition = "batch";
+            j.time_limit = 600;
+            return j;
+        };
+        add(7, 5000).partition = "down";
+        add(8, 4900).partition = "small";
+        SlurmJob& lic = add(9, 4800);
+        lic.licenses += lic.licenses.empty() ? "matlab:1" : ",matlab:1";
+        add(10, 4700).reservation = "course";
+        SlurmJob& arr = add(11, 4600);
+        arr.array_id = 11;
+        arr.array_throttle = 1;
+        add(20, 100); // Slurm would start it
+    }
+    void check_untouched(const CycleOutput& out, bool with_record) const {
+        for (const auto& [id, why] : held) {
+            CAPTURE(id);
+            for (ActionKind k : {ActionKind::Pin, ActionKind::Exclude, ActionKind::SetLicenses, ActionKind::Lend})
+                CHECK_FALSE(find(out, k, id));
+            if (!with_record) continue;
+            REQUIRE(find(out, ActionKind::SetRecord, id));
+            CHECK_THAT(find<action::SetRecord>(out, id)->text, Catch::Contains("held back by Slurm: " + why));
+        }
+    }
+};
+} // namespace
+
+TEST_CASE("gate mode: a slice job that Slurm holds back for what its reason hides gets no pin, no racks kept, not "
+          "for one cycle; once the reason clears it is placed",
+          "[safety][eligibility][quick]") {
+    HiddenHolds h(/*native=*/false, 16);
+    World& w = h.w;
+    // busy racks: a top job waiting for room would get racks kept for it
+    w.add_plain_job(90, 10, "n[001-004]").end_time = w.now + 600;
+    w.add_plain_job(91, 10, "n[019-022]").end_time = w.now + 600;
+    SlurmJob& task = w.add_plain_job(12, 10, "n[005-006]"); // a task of job 11's array runs
+    task.array_id = 11;
+    task.array_throttle = 1;
+    w.job(20).comment = slice_job(20, 8, 1, true, w.now).comment;
+    w.job(20).num_nodes = 8;
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    h.check_untouched(out, /*with_record=*/true);
+    CHECK_FALSE(find(out, ActionKind::Protect)); // no racks kept for a job Slurm would not start
+    CHECK(find(out, ActionKind::Pin, 20));
+    // the partition up again: job 7 waits for room as any other, top priority
+    w.apply(out);
+    w.gates->partitions[1].runs_jobs = true;
+    w.job(20).reason = "Resources";
+    auto later = w.cycle();
+    CAPTURE(later.log);
+    REQUIRE(find(later, ActionKind::Protect));
+    CHECK_THAT(find<action::SetRecord>(later, 7)->text, !Catch::Contains("held back"));
+}
+
+TEST_CASE("native mode: a slice job Slurm holds back for what its reason hides is lent no spare; without the "
+          "partitions, licenses and reservations read it would be",
+          "[safety][eligibility][quick]") {
+    for (const bool read : {true, false}) {
+        CAPTURE(read);
+        HiddenHolds h(/*native=*/true, 2);
+        World& w = h.w;
+        w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+        w.cfg.lend = LendScope::Checkpointable;
+        w.add_plain_job(90, 10, "n[001-016]");
+        w.add_plain_job(91, 10, "n[019-034]");
+        SlurmJob& task = w.add_plain_job(12, 10, "n[017]"); // a task of job 11's array runs (on a lent spare)
+        task.array_id = 11;
+        task.array_throttle = 1;
+        if (!read) w.gates.reset();
+        auto out = w.cycle();
+        CAPTURE(out.log);
+        if (read)
+            h.check_untouched(out, /*with_record=*/false);
+        else
+            CHECK(find(out, ActionKind::Lend, 7)); // the top job, in a DOWN partition
+    }
+}
+
+TEST_CASE("a pending reason this nvlslice does not know holds the job back and is named in the log once",
+          "[safety][eligibility][quick]") {
+    World w(2);
+    SlurmJob& j = w.add_slice_job(7, 16, 1);
+    j.reason = "QuantumEntanglementLimit"; // a later Slurm's
+    SlurmJob& k = w.add_slice_job(8, 16, 1);
+    k.reason = "QuantumEntanglementLimit";
+    k.priority = 900;
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    CHECK(count(out.log, "\"QuantumEntanglementLimit\" is one this nvlslice does not know") == 1);
+    for (JobId id : {7, 8}) {
+        CHECK_FALSE(find(out, ActionKind::Pin, id));
+        CHECK_FALSE(find(out, ActionKind::SetLicenses, id));
+    }
+    w.apply(out);
+    for (SlurmJob* x : {&j, &k}) x->reason = "QuantumEntanglementLimit";
+    CHECK(count(w.cycle().log, "does not know") == 0);
 }
 
 TEST_CASE("a pin that has not started within replace_after is dropped and its racks freed, whatever kept it",
