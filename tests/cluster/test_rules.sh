@@ -202,6 +202,101 @@ for variant in dependency begin; do
     expect_match "the top slice job still waits with Slurm's reason, no racks protected for it" "^PENDING ($want|None|Licenses) *\$" "$(cat "$OUT/top-slice-$variant.txt")"
 done
 
+echo "# rules: jobs Slurm holds back for what a gated or new job's reason hides (a DOWN or INACTIVE partition, its MaxNodes or MaxTime, licenses in use, a reservation not started) get nothing, as with plain Slurm"
+# Both racks busy; one top-priority 16-node job of each kind held back, a
+# plain one beside each slice one. Both racks free: two lower-priority jobs
+# (a plain and a slice one) start there, nothing is pinned, ungated, lent
+# or protected for a held job. Then each hold clears in turn: the plain and
+# the slice job of that kind start together.
+cleanup; resume_all
+wait_for 60 all_up; settle
+for p in "hold_down State=DOWN" "hold_inactive State=UP" "hold_small MaxNodes=8" "hold_short MaxTime=5"; do
+    scontrol delete partitionname="${p%% *}" 2>/dev/null
+    scontrol create partitionname="${p%% *}" nodes=ALL OverSubscribe=EXCLUSIVE ${p#* } ||
+        not_ok "create partition ${p%% *}"
+done
+scontrol delete reservationname=hold_later 2>/dev/null
+scontrol create reservationname=hold_later starttime="$(date -d 'now + 3600 seconds' +%Y-%m-%dT%H:%M:%S)" duration=60 \
+    nodes=ALL users=root flags=ignore_jobs,overlap >/dev/null || not_ok "create reservation hold_later"
+B1=$(sbatch --parsable -w "$(outside_spares 'nvl[0001-0018]' 16)" -t 10 -J busy --wrap 'sleep 600')
+B2=$(sbatch --parsable -w "$(outside_spares 'nvl[0019-0036]' 16)" -t 10 -L lic_a:4 -J busy --wrap 'sleep 600')
+wait_for 15 bash -c "[ \"\$(squeue -h -j $B1,$B2 -t R | wc -l)\" = 2 ]"
+declare -A HELD
+kinds="down inactive small short licenses resv"
+for k in $kinds; do
+    case $k in
+        down) a=(-p hold_down) ;; inactive) a=(-p hold_inactive) ;; small) a=(-p hold_small) ;;
+        short) a=(-p hold_short -t 10) ;; licenses) a=(-L lic_a:1) ;; resv) a=(--reservation=hold_later -t 10) ;;
+    esac
+    for side in plain slice; do
+        opts=(-N 16 -H -J "held_$k"); [ "$side" = slice ] && opts+=(--nvl-slice=16)
+        [[ " ${a[*]} " = *" -t "* ]] || opts+=(-t 10)
+        HELD[$k.$side]=$(sbatch --parsable "${opts[@]}" "${a[@]}" --wrap 'sleep 20') || not_ok "submit held_$k $side"
+    done
+done
+scontrol update partitionname=hold_inactive state=INACTIVE
+for id in "${HELD[@]}"; do scontrol release "$id"; scontrol update jobid="$id" priority=1000000; done
+# the helper's cycles and Slurm's passes look at them
+declare -A WANT=([down]=PartitionDown [inactive]=PartitionInactive [small]=PartitionNodeLimit
+    [short]=PartitionTimeLimit [licenses]=Licenses [resv]=Reservation)
+plain_reasons_right() { for k in $kinds; do [ "$(squeue -h -j "${HELD[$k.plain]}" -o %r)" = "${WANT[$k]}" ] || return 1; done; }
+wait_for 30 plain_reasons_right
+for k in $kinds; do
+    expect_eq "plain Slurm: the job held by $k pends with Slurm's reason" "PENDING ${WANT[$k]}" \
+        "$(squeue -h -j "${HELD[$k.plain]}" -o '%T %r')"
+done
+if [ "$MODE" = gate ]; then
+    records_held() { for k in $kinds; do record "${HELD[$k.slice]}" | grep -q 'held back by Slurm: ' || return 1; done; }
+    wait_for 20 records_held
+    for k in $kinds; do
+        expect_match "slice job held by $k: its record names Slurm's reason" "held back by Slurm: ${WANT[$k]}" \
+            "$(record "${HELD[$k.slice]}")"
+    done
+else
+    sleep 3 # native: the helper writes nothing for them; a few cycles
+fi
+O1=$(sbatch --parsable -N 16 -t 10 -J other --wrap 'sleep 300')
+O2=$(sbatch --parsable -N 16 -t 10 --nvl-slice=16 -J other --wrap 'sleep 300')
+scancel "$B1"
+t0=$(now)
+wait_for 40 bash -c "[ \"\$(squeue -h -j $O1,$O2 -t R | wc -l)\" -ge 1 ]"
+scancel "$B2"
+if wait_for 40 bash -c "[ \"\$(squeue -h -j $O1,$O2 -t R | wc -l)\" = 2 ]"; then
+    ok "the lower-priority plain and slice jobs start on the freed racks ($(secs "$t0" "$(now)") s)"
+else
+    not_ok "the lower-priority plain and slice jobs start: $(squeue -h -j "$O1,$O2" -o '%i %T %r') $(record "$O2")"
+fi
+for k in $kinds; do
+    j=${HELD[$k.slice]}
+    expect_eq "slice job held by $k: pending, never pinned or excluded" "PENDING (null) (null)" \
+        "$(state "$j") $(job_field "$j" ReqNodeList) $(job_field "$j" ExcNodeList)"
+    [ "$MODE" = gate ] && expect_match "slice job held by $k: still behind its gate" "nvlslice_gate" "$(squeue -h -j "$j" -o %W)"
+done
+expect_eq "no racks protected, no spare lent for them" "" \
+    "$(scontrol show reservation 2>/dev/null | grep -E 'ReservationName=nvlslice_(protect|lend)' | grep -v 'Nodes=(null)')"
+expect_eq "no held job was placed (log)" "0" "$(for k in $kinds; do grep -cE "job ${HELD[$k.slice]}: (placed|pinned|lent)" "$LOG"; done | awk '{ s += $1 } END { print s + 0 }')"
+# each hold clears in turn: its plain and slice jobs start together
+scancel "$O1" "$O2"
+for k in $kinds; do
+    case $k in
+        down|inactive) scontrol update partitionname="hold_$k" state=UP ;;
+        small) scontrol update partitionname=hold_small maxnodes=UNLIMITED ;;
+        short) scontrol update partitionname=hold_short maxtime=INFINITE ;;
+        licenses) ;; # B2, which held them, is gone
+        resv) scontrol delete reservationname=hold_later ;;
+    esac
+    t0=$(now)
+    if wait_for 40 bash -c "[ \"\$(squeue -h -j ${HELD[$k.plain]},${HELD[$k.slice]} -t R | wc -l)\" = 2 ]"; then
+        ok "$k cleared: the plain and the slice job start ($(secs "$t0" "$(now)") s)"
+    else
+        not_ok "$k cleared: the plain and the slice job start: $(squeue -h -j "${HELD[$k.plain]},${HELD[$k.slice]}" -o '%i %T %r') $(record "${HELD[$k.slice]}")"
+    fi
+    scancel "${HELD[$k.plain]}" "${HELD[$k.slice]}"
+    wait_for 30 bash -c '[ -z "$(sinfo -h -t completing -o %N)" ]'
+done
+cleanup
+for p in hold_down hold_inactive hold_small hold_short; do scontrol delete partitionname="$p"; done
+
 if [ "$MODE" = gate ]; then
 echo "# rules: scancel of a waiting slice job leaves no pin and no protection"
 cleanup; resume_all

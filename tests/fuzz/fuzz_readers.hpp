@@ -122,7 +122,8 @@ inline const RackMap& snapshot_map() {
     return map;
 }
 
-inline void http_request(std::string_view text) {
+// Whether the closed request is one the endpoint serves (200).
+inline bool http_request(std::string_view text) {
     using http::Verdict;
     const Verdict open = http::judge_request(text, false);
     const Verdict closed = http::judge_request(text, true);
@@ -139,6 +140,7 @@ inline void http_request(std::string_view text) {
         big.resize(http::kMaxRequest, 'x');
         if (http::judge_request(big, false) == Verdict::Incomplete) broken_invariant();
     }
+    return closed == Verdict::Metrics || closed == Verdict::MetricsHead;
 }
 
 inline void fabric_report(std::string_view text) {
@@ -189,12 +191,22 @@ inline void sim_trace(std::string_view text) {
 
 } // namespace detail
 
-inline int one_input(const uint8_t* data, size_t size) {
+// What the inputs came to, per reader: read (a model returned) or refused
+// (nvl::Error, or no tag / record in the text). The mutation test reads it:
+// mutations that never get past a reader's first check, or never break
+// one, test nothing.
+struct Tally {
+    unsigned long long read[kReaders] = {}, refused[kReaders] = {};
+};
+
+inline int one_input(const uint8_t* data, size_t size, Tally* tally = nullptr) {
     if (size == 0) return 0;
     // the first byte picks the reader, the rest is the text
     const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+    const unsigned reader = reader_of(data[0]);
+    bool read = true;
     try {
-        switch (reader_of(data[0])) {
+        switch (reader) {
         case kHostlist: {
             auto names = hostlist_expand(text, 4096);
             // what compresses must expand back to the same names
@@ -215,6 +227,8 @@ inline int one_input(const uint8_t* data, size_t size) {
                 auto again = RequestTag::parse(t->str());
                 if (!again || again->str() != t->str()) broken_invariant();
                 (void)user_comment(text);
+            } else {
+                read = false;
             }
             break;
         }
@@ -222,6 +236,8 @@ inline int one_input(const uint8_t* data, size_t size) {
             if (auto r = PlacementRecord::parse(text)) {
                 auto again = PlacementRecord::parse(r->str());
                 if (!again || again->str() != r->str()) broken_invariant();
+            } else {
+                read = false;
             }
             break;
         }
@@ -235,7 +251,7 @@ inline int one_input(const uint8_t* data, size_t size) {
             if (c.map.empty()) broken_invariant();
             break;
         }
-        case kHttpRequest: detail::http_request(text); break;
+        case kHttpRequest: read = detail::http_request(text); break;
         case kListen: {
             ListenAddress a = parse_listen(text);
             // an accepted address prints back as it was given, and reads the same
@@ -251,7 +267,9 @@ inline int one_input(const uint8_t* data, size_t size) {
         }
     } catch (const Error&) {
         // a clear refusal is the expected outcome for most inputs
+        read = false;
     }
+    if (tally) ++(read ? tally->read : tally->refused)[reader];
     return 0;
 }
 
