@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "plugin.hpp"
+#include "text.hpp"
 
 #include "map_io.hpp"
 
@@ -46,14 +47,17 @@ const RackMap& rack_map() {
     return *st.map;
 }
 
+// Every line escaped (text.hpp): an option value, a node name or a map
+// path a user or a file gave cannot start a line of its own in slurmd's
+// log or the user's terminal.
 void log_error(const std::string& msg) {
-    slurm_error("nvlslice: %s", msg.c_str());
+    slurm_error("nvlslice: %s", escape_log(msg).c_str());
 }
 void log_info(const std::string& msg) {
-    slurm_info("nvlslice: %s", msg.c_str());
+    slurm_info("nvlslice: %s", escape_log(msg).c_str());
 }
 void log_verbose(const std::string& msg) {
-    slurm_verbose("nvlslice: %s", msg.c_str());
+    slurm_verbose("nvlslice: %s", escape_log(msg).c_str());
 }
 
 } // namespace nvl::spank

@@ -33,13 +33,14 @@ inline bool names_feature(std::string_view list, std::string_view f) {
 // "\t", "\x1b". A log line built from it stays one line: a user's comment
 // cannot forge a second entry (journald reads "<0>" at a line's start as
 // its level) nor move a terminal's cursor.
-inline std::string escape_control(std::string_view s) {
+inline std::string escape_control(std::string_view s, bool backslash = false) {
     static const char hex[] = "0123456789abcdef";
     std::string out;
     out.reserve(s.size());
     for (char c : s) {
         const auto u = static_cast<unsigned char>(c);
         switch (c) {
+        case '\\': out += backslash ? "\\\\" : "\\"; break;
         case '\n': out += "\\n"; break;
         case '\r': out += "\\r"; break;
         case '\t': out += "\\t"; break;
@@ -54,6 +55,13 @@ inline std::string escape_control(std::string_view s) {
         }
     }
     return out;
+}
+
+// A log line: escape_control() with a backslash doubled too, so that a
+// typed "\n" reads apart from an escaped newline. (Records keep single
+// backslashes: they are read back, and must print back the same.)
+inline std::string escape_log(std::string_view s) {
+    return escape_control(s, true);
 }
 
 } // namespace nvl

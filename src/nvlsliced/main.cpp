@@ -89,7 +89,7 @@ void set_sink(const std::string& log) {
 // `level`: LOG_ERR, LOG_WARNING, LOG_INFO
 void say(int level, const std::string& line) {
     // one entry per line, whatever a job's comment or a node's reason holds
-    const std::string msg = escape_control(line);
+    const std::string msg = escape_log(line);
     switch (g_sink) {
     case Sink::Syslog: syslog(level, "%s", msg.c_str()); return;
     case Sink::Journal: std::fprintf(stderr, "<%d>%s\n", level, msg.c_str()); break;

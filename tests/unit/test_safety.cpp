@@ -125,6 +125,9 @@ TEST_CASE("a job that cannot be handled is warned about once, not every cycle", 
 
 TEST_CASE("user text is one line wherever it is printed", "[safety][quick]") {
     CHECK(escape_control("a\nb\r<0>c\td\x1b[2J\x7f") == "a\\nb\\r<0>c\\td\\x1b[2J\\x7f");
+    // a typed backslash-n is told from an escaped newline
+    CHECK(escape_log("typed \\n, real \n") == "typed \\\\n, real \\n");
+    CHECK(escape_control("typed \\n") == "typed \\n"); // records: read back as written
     PlacementRecord r;
     r.state = RecordState::Waiting;
     r.reason = "busy\n<0>forged emergency";
