@@ -119,13 +119,16 @@ void Cycle::collect_slice_jobs() {
         switch (v.kind) {
         case JobVerdict::Kind::Other: break;
         case JobVerdict::Kind::Ignored:
-            if (v.ignored) {
+            // left to Slurm this cycle whatever its record says; the record
+            // and the line follow within kTagChangeS
+            if (v.ignored && tag_change_due(id)) {
                 act({id, action::SetRecord{v.ignored->str()}});
                 log(id, fmt::format("not a slice job nvlslice can place, left to Slurm: {}", v.wrong));
             }
             break;
         case JobVerdict::Kind::Slice:
-            if (v.taken_back) log(id, "its nvlslice tag describes the job again: nvlslice takes it back");
+            if (v.taken_back && tag_change_due(id))
+                log(id, "its nvlslice tag describes the job again: nvlslice takes it back");
             slice_jobs_.push_back(std::move(*v.slice));
             break;
         }
@@ -287,6 +290,7 @@ CycleOutput Cycle::run() {
         prune(mem_.retry_at);
         prune(mem_.requeued_at);
         prune(mem_.schedule_at);
+        prune(mem_.tag_changed);
     }
     // a reason a later Slurm gives: held back (eligibility.hpp), said once
     for (const auto& sj : slice_jobs_)

@@ -221,6 +221,9 @@ class Cycle {
     // How long a job completing after the helper's requeue is followed at
     // the follow-up pace (seconds; a kill takes one or two).
     static constexpr int64_t kFollowCompletingS = 5;
+    // a tag flipped back and forth: so many records and lines per window
+    static constexpr int64_t kTagChangeS = 60;
+    static constexpr int kTagChanges = 3;
     int64_t start_time(const SlurmJob& j) const {
         if (j.restarts == 0) return now_;
         auto it = mem_.requeued_at.find(j.id);
@@ -243,6 +246,13 @@ class Cycle {
     std::string hl(const std::vector<NodeId>& ids) const { return hostlist_compress(map_.node_names(ids)); }
     // A decision about one job (0: about the cluster), in words.
     void log(JobId job, std::string s) { out_.log.push_back({Severity::Info, job, std::move(s)}); }
+    // Whether a change of `job`'s tag may be written and said now: the
+    // first kTagChanges changes in kTagChangeS, then none until it ends.
+    bool tag_change_due(JobId job) {
+        auto [it, first] = mem_.tag_changed.try_emplace(job, HelperMemory::TagChanges{mono_, 0});
+        if (mono_ - it->second.since >= kTagChangeS) it->second = {mono_, 0};
+        return ++it->second.count <= kTagChanges;
+    }
     void log(std::string s) { log(0, std::move(s)); }
     // A line an operator should look at (nvlsliced logs it as a warning).
     void warn(JobId job, std::string s) { out_.log.push_back({Severity::Warning, job, std::move(s)}); }

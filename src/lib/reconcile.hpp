@@ -237,6 +237,15 @@ struct HelperMemory {
     // an update at that second asks Slurm for the pass that starts it
     // (keep_released). Dropped once done, or once the job runs.
     std::unordered_map<JobId, int64_t> schedule_at;
+    // A job's tag changing what the helper writes and says (it went
+    // unreadable, wrong, or readable again): since when, and how often. A
+    // tag its owner flips back and forth makes a few record writes and log
+    // lines per minute (Cycle::kTagChanges), not one per flip.
+    struct TagChanges {
+        int64_t since = 0;
+        int count = 0;
+    };
+    std::unordered_map<JobId, TagChanges> tag_changed;
     // Pending reasons Slurm gave that this nvlslice does not know
     // (ReasonKind::Unknown): each named in the log once.
     std::unordered_set<std::string> unknown_reasons;

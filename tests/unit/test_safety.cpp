@@ -123,6 +123,35 @@ TEST_CASE("a job that cannot be handled is warned about once, not every cycle", 
     CHECK(b == 0);
 }
 
+TEST_CASE("a tag its owner flips back and forth makes a few record writes and log lines a minute, not one per flip",
+          "[safety][quick]") {
+    World w(2);
+    SlurmJob& j = w.add(7, 16, 1);
+    j.begin_time = w.now + 3600; // waits: nothing else happens to it
+    j.reason = "BeginTime";
+    const std::string good = j.comment;
+    const std::string wrong[] = {"nvlslice/1 nodes=16 slice=16 count=2", "nvlslice/1 nodes=abc"};
+    int writes = 0, lines = 0;
+    for (int k = 0; k < 20; ++k) { // one flip per cycle, a cycle per second
+        j.comment = k % 4 == 3 ? good : wrong[k % 2];
+        auto out = w.cycle();
+        w.apply(out);
+        for (const auto& a : out.actions)
+            if (a.kind() == ActionKind::SetRecord && a.job == 7) ++writes;
+        lines += count(out.log, "left to Slurm") + count(out.log, "describes the job again");
+        w.mono += 1;
+        w.now += 1;
+    }
+    CHECK(writes <= 5); // the first 3 changes, and what placement writes once it reads again
+    CHECK(lines == 3);
+    // a minute on, the next change is written and said at once
+    w.mono += 60;
+    j.comment = wrong[0];
+    auto later = w.cycle();
+    CHECK(find(later, ActionKind::SetRecord, 7));
+    CHECK(count(later.log, "left to Slurm") == 1);
+}
+
 TEST_CASE("user text is one line wherever it is printed", "[safety][quick]") {
     CHECK(escape_control("a\nb\r<0>c\td\x1b[2J\x7f") == "a\\nb\\r<0>c\\td\\x1b[2J\\x7f");
     // a typed backslash-n is told from an escaped newline
