@@ -96,7 +96,9 @@ void say(int level, const std::string& line) {
     case Sink::Stderr: {
         char ts[32];
         std::time_t t = std::time(nullptr);
-        std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
+        struct tm tm {};
+        localtime_r(&t, &tm); // the metrics thread says things too
+        std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
         std::fprintf(stderr, "%s nvlsliced: %s%s\n", ts,
                      level <= LOG_ERR       ? "error: "
                      : level == LOG_WARNING ? "warning: "
@@ -304,7 +306,8 @@ int main(int argc, char** argv) {
         metrics.set_racks(rack_names(map));
         std::unique_ptr<MetricsServer> server;
         if (!s.metrics_listen.empty() && !once)
-            server = std::make_unique<MetricsServer>(metrics, parse_listen(s.metrics_listen));
+            server = std::make_unique<MetricsServer>(metrics, parse_listen(s.metrics_listen),
+                                                     [](const std::string& m) { say(LOG_WARNING, m); });
         const auto cluster = SlurmCluster::open();
         SlurmCluster& slurm = *cluster;
         // The mode: the configuration's, or for auto what slurmctld runs.

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cerrno>
 #include <cstring>
+#include <map>
 
 namespace nvl {
 
@@ -129,26 +130,40 @@ std::string Metrics::render() const {
     return o;
 }
 
-MetricsServer::MetricsServer(const Metrics& m, const ListenAddress& listen) : metrics_(m) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(listen.port);
-    if (inet_pton(AF_INET, listen.host.c_str(), &a.sin_addr) != 1)
+MetricsServer::MetricsServer(const Metrics& m, const ListenAddress& listen, Warn warn)
+    : metrics_(m), listen_(listen), warn_(std::move(warn)), host_(listen.host) {
+    in_addr probe{};
+    if (inet_pton(AF_INET, listen.host.c_str(), &probe) != 1)
         throw Error(
             fmt::format("metrics_listen={}: {} is not an IPv4 address (use 127.0.0.1)", listen.str(), listen.host));
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    try_bind();
+    thread_ = std::thread([this] { serve(); });
+}
+
+bool MetricsServer::try_bind() {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(listen_.port);
+    inet_pton(AF_INET, listen_.host.c_str(), &a.sin_addr);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int one = 1;
-    if (fd_ >= 0) setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 64) != 0) {
-        std::string e = std::strerror(errno);
-        if (fd_ >= 0) close(fd_);
-        throw Error(fmt::format("metrics_listen={}: {}", listen.str(), e));
+    if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 64) != 0) {
+        const std::string e = std::strerror(errno);
+        if (fd >= 0) close(fd);
+        if (e != last_bind_error_ && warn_)
+            warn_(fmt::format("metrics_listen={}: {}: no metrics until it can listen there (tried every {} s)",
+                              listen_.str(), e, kRetryBind.count() / 1000));
+        last_bind_error_ = e;
+        return false;
     }
     socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    fd_ = fd;
+    if (!last_bind_error_.empty() && warn_) warn_(fmt::format("metrics_listen={}: listening now", listen_.str()));
+    last_bind_error_.clear();
     port_ = ntohs(a.sin_port);
-    host_ = listen.host;
-    thread_ = std::thread([this] { serve(); });
+    return true;
 }
 
 MetricsServer::~MetricsServer() {
@@ -164,6 +179,7 @@ namespace {
 // MSG_NOSIGNAL: a client gone away is an error return, never SIGPIPE).
 struct Client {
     int fd = -1;
+    uint32_t source = 0; // its IPv4 address
     std::string in, out;
     size_t sent = 0;
     bool answering = false;
@@ -181,15 +197,43 @@ std::string answer(const Metrics& m, http::Verdict v) {
     return v == http::Verdict::MetricsHead ? head : head + body;
 }
 
+// Whom to let go when the newest client (the last) has come: nobody
+// (clients.end()) while the server holds at most `max_total` and its
+// source at most `max_per_source`; else the oldest silent client of its
+// source when that source is over its share, or of the source holding the
+// most when the server is full; the newcomer itself when none of those
+// is silent.
+std::vector<Client>::iterator to_let_go(std::vector<Client>& clients, size_t max_total, size_t max_per_source) {
+    std::map<uint32_t, size_t> per;
+    for (const auto& c : clients) ++per[c.source];
+    const uint32_t source = clients.back().source;
+    uint32_t from = source;
+    if (per[source] <= max_per_source) {
+        if (clients.size() <= max_total) return clients.end();
+        from = std::max_element(per.begin(), per.end(), [](const auto& x, const auto& y) {
+                   return x.second < y.second;
+               })->first;
+    }
+    auto it =
+        std::find_if(clients.begin(), clients.end(), [&](const Client& x) { return x.source == from && !x.answering; });
+    return it != clients.end() ? it : std::prev(clients.end());
+}
+
 } // namespace
 
 void MetricsServer::serve() {
     using clock = std::chrono::steady_clock;
     std::vector<Client> clients;
     std::vector<pollfd> fds;
+    clock::time_point next_bind = clock::now() + kRetryBind, accept_from{};
     while (!stop_) {
+        if (fd_ < 0 && clock::now() >= next_bind) {
+            try_bind();
+            next_bind = clock::now() + kRetryBind;
+        }
         fds.clear();
-        fds.push_back({fd_, POLLIN, 0});
+        // (a negative fd is skipped by poll: not bound yet, or accepts paused)
+        fds.push_back({fd_ >= 0 && clock::now() >= accept_from ? fd_ : -1, POLLIN, 0});
         for (const auto& c : clients) fds.push_back({c.fd, short(c.answering ? POLLOUT : POLLIN), 0});
         if (poll(fds.data(), fds.size(), 200) < 0 && errno != EINTR) continue;
         const auto now = clock::now();
@@ -235,20 +279,30 @@ void MetricsServer::serve() {
         }
         clients.erase(std::remove_if(clients.begin(), clients.end(), [](const Client& c) { return c.fd < 0; }),
                       clients.end());
-        for (;;) {
-            const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-            if (c < 0) break;
+        for (; fds[0].fd >= 0;) {
+            sockaddr_in peer{};
+            socklen_t len = sizeof peer;
+            const int c = accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+            if (c < 0) {
+                // Out of descriptors or memory: the connection stays in the
+                // backlog and the socket readable; poll would return at once
+                // for ever. Accepts pause instead.
+                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                    accept_from = clock::now() + kAcceptPause;
+                break;
+            }
             Client cl;
             cl.fd = c;
+            cl.source = len >= sizeof peer ? peer.sin_addr.s_addr : 0;
             cl.deadline = clock::now() + kClientTimeout;
             clients.push_back(std::move(cl));
-            if (clients.size() <= kMaxClients) continue;
-            // Full: the oldest client still silent makes room, so that
-            // idle connections cannot keep a scraper out.
-            auto oldest = std::find_if(clients.begin(), clients.end(), [](const Client& x) { return !x.answering; });
-            if (oldest == clients.end()) oldest = clients.begin();
-            close(oldest->fd);
-            clients.erase(oldest);
+            // Full, or its source over its share: a silent client makes
+            // room (to_let_go), so that idle connections, and a burst from
+            // one host, cannot keep another's scraper out.
+            auto gone = to_let_go(clients, kMaxClients, kMaxPerSource);
+            if (gone == clients.end()) continue;
+            close(gone->fd);
+            clients.erase(gone);
         }
     }
     for (const auto& c : clients) close(c.fd);

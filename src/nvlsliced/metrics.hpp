@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -41,25 +42,40 @@ class Metrics {
 
 // Serves GET /metrics (and /) on host:port from a thread of its own, to
 // several clients at once: a client that is slow, silent or gone away
-// (reset) costs only its own connection, never the helper.
+// (reset) costs only its own connection, never the helper. A port taken
+// when the helper starts is not fatal: the server says so (through `warn`,
+// once) and binds when the port is free. One source address never holds
+// more than kMaxPerSource connections, so a burst from one host cannot
+// push out another's scraper. A process out of descriptors (EMFILE) makes
+// it pause its accepts, not spin.
 class MetricsServer {
   public:
-    static constexpr size_t kMaxClients = 16;                        // beyond it, the oldest silent client is let go
+    static constexpr size_t kMaxClients = 16;  // beyond it, the oldest silent client of the busiest source goes
+    static constexpr size_t kMaxPerSource = 8; // beyond it, that source's own oldest silent client goes
     static constexpr std::chrono::milliseconds kClientTimeout{5000}; // to send its request, then to read the answer
+    static constexpr std::chrono::milliseconds kRetryBind{2000};     // a taken port, tried again
+    static constexpr std::chrono::milliseconds kAcceptPause{500};    // out of descriptors: accepts paused
 
-    MetricsServer(const Metrics& m, const ListenAddress& listen); // throws nvl::Error
+    using Warn = std::function<void(const std::string&)>;
+    // Throws nvl::Error for an address it can never bind (not IPv4).
+    MetricsServer(const Metrics& m, const ListenAddress& listen, Warn warn = {});
     ~MetricsServer();
     MetricsServer(const MetricsServer&) = delete;
     MetricsServer& operator=(const MetricsServer&) = delete;
+    // The port it listens on; 0 while its port is taken.
     int port() const { return port_; }
     const std::string& host() const { return host_; }
 
   private:
+    bool try_bind(); // the serving thread's, and the constructor's
     void serve();
     const Metrics& metrics_;
+    ListenAddress listen_;
+    Warn warn_;
     int fd_ = -1;
-    int port_ = 0;
+    std::atomic<int> port_{0};
     std::string host_;
+    std::string last_bind_error_;
     std::atomic<bool> stop_{false};
     std::thread thread_;
 };
