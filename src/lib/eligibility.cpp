@@ -88,8 +88,14 @@ bool licenses_short(std::string_view request, const std::vector<SlurmLicense>& h
 } // namespace
 
 std::optional<std::string> held_back_by_gates(const SlurmJob& j, const SlurmGates& g, int array_running,
-                                              std::string_view gate_license, int64_t now) {
+                                              std::string_view gate_license, int64_t now, const AcctLimits* limits) {
     if (j.state != JobState::Pending) return std::nullopt;
+    // any other reason: Slurm tested all this already
+    if (!j.reason.is(ReasonKind::None) && !j.reason.is(ReasonKind::Licenses)) return std::nullopt;
+    bool size_and_time = j.qos.empty();
+    if (!size_and_time && limits)
+        for (const auto& q : limits->qos)
+            if (q.name == j.qos) size_and_time = !q.lifts_partition_limits;
     // its partitions ("a,b": any of them that would run it)
     if (!j.partition.empty() && !g.partitions.empty()) {
         std::string_view parts = j.partition;
@@ -105,9 +111,10 @@ std::optional<std::string> held_back_by_gates(const SlurmJob& j, const SlurmGate
                 std::string w;
                 if (!p.runs_jobs)
                     w = "PartitionDown";
-                else if ((p.max_nodes >= 0 && j.num_nodes > p.max_nodes) || j.num_nodes < p.min_nodes)
+                else if (size_and_time &&
+                         ((p.max_nodes >= 0 && j.num_nodes > p.max_nodes) || j.num_nodes < p.min_nodes))
                     w = "PartitionNodeLimit";
-                else if (p.max_time_s >= 0 && j.time_limit > p.max_time_s)
+                else if (size_and_time && p.max_time_s >= 0 && j.time_limit > p.max_time_s)
                     w = "PartitionTimeLimit";
                 if (w.empty())
                     any_runs = true;

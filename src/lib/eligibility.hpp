@@ -15,6 +15,8 @@
 
 namespace nvl {
 
+struct AcctLimits;
+
 // Whether a reason, by its name, says Slurm itself holds the job back
 // (holds_back(reason_kind(name))): for the tools and tests; the policy
 // reads the job's decoded kind.
@@ -32,15 +34,18 @@ bool reason_holds_back(std::string_view reason);
 std::optional<std::string> held_back_by_slurm(const SlurmJob& j, int64_t now, std::string_view gate_license = {});
 
 // What Slurm tests before it starts a job and its reason may hide (the
-// gate's Licenses in gate mode; None before the scheduler's first look):
-// its partition's state and limits (job_limits_check), the licenses it
-// asks for besides the gate's, a reservation of its own not started yet,
-// its array's throttle (`array_running`: tasks of its array running now).
-// Named as Slurm names the reason (PartitionDown, Licenses, ...), or
-// nullopt. A QOS that lifts the partition's limits (its Partition* flags)
-// is not read: such a job waits until Slurm gives it a reason, then places.
+// gate's Licenses in gate mode; None before the scheduler's first look;
+// any other reason says Slurm tested them): its partition's state and
+// limits (job_limits_check), the licenses it asks for besides the gate's,
+// a reservation of its own not started yet, its array's throttle
+// (`array_running`: tasks of its array running now). Named as Slurm names
+// the reason (PartitionDown, Licenses, ...), or nullopt. The partition's
+// node and time limits count only where the job's QOS is known not to
+// lift them (`limits`, with the QOS flags; a job without a QOS: no
+// accounting, nothing lifts them): else Slurm's reason says, later.
 std::optional<std::string> held_back_by_gates(const SlurmJob& j, const SlurmGates& g, int array_running,
-                                              std::string_view gate_license, int64_t now);
+                                              std::string_view gate_license, int64_t now,
+                                              const AcctLimits* limits = nullptr);
 
 // Slurm's accounting limits and their use as slurmctld holds them
 // (scontrol show assoc_mgr), for the limits Slurm tests only when it places
@@ -63,6 +68,9 @@ struct AcctLimits {
         int64_t grp_nodes = -1, grp_jobs = -1, max_nodes_per_user = -1, max_jobs_per_user = -1, max_nodes_per_job = -1;
         int64_t used_nodes = 0, used_jobs = 0;
         std::vector<Use> users; // per user, in this QOS
+        // its PartitionMaxNodes, PartitionMinNodes or PartitionTimeLimit
+        // flag: a job in it is not held to its partition's limits
+        bool lifts_partition_limits = false;
     };
     std::vector<Assoc> assocs; // sorted by id (the adapter sorts them)
     std::vector<Qos> qos;

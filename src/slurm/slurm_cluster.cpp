@@ -339,6 +339,8 @@ AcctLimits SlurmClusterImpl::load_limits() {
         r.max_nodes_per_user = tres(q->max_tres_pu_ctld);
         r.max_jobs_per_user = count(q->max_jobs_pu);
         r.max_nodes_per_job = tres(q->max_tres_pj_ctld);
+        r.lifts_partition_limits =
+            (q->flags & (QOS_FLAG_PART_MIN_NODE | QOS_FLAG_PART_MAX_NODE | QOS_FLAG_PART_TIME_LIMIT)) != 0;
         if (q->usage) {
             r.used_nodes = used(q->usage->grp_used_tres);
             r.used_jobs = q->usage->grp_used_jobs;

@@ -400,5 +400,9 @@ done
 
 cleanup; resume_all
 wait_for 60 all_up; settle
+# every job update above went through the call this Slurm wants (26.05
+# logs "error: Use slurm_update_job2() rather than slurm_update_job()")
+expect_eq "the helper's job updates use the call this Slurm wants (no deprecation error)" "0" \
+    "$(grep -c 'slurm_update_job2' "$LOG")"
 rm -rf "$OUT"
 summary "rules"

@@ -551,6 +551,23 @@ TEST_CASE("what a waiting job's reason may hide is read from Slurm's partitions,
     j.array_throttle = 1; // %1
     CHECK_FALSE(holds(0));
     CHECK_THAT(holds(1).value_or(""), Catch::StartsWith("JobArrayTaskLimit"));
+    // a reason other than the gate's Licenses or None: Slurm tested all this
+    j.reason = "Resources";
+    CHECK_FALSE(holds(1));
+    j.reason = "Licenses";
+    j.array_id = 0;
+    // a QOS that lifts the partition's limits: known only with the limits read
+    j.num_nodes = 32;
+    j.qos = "big";
+    CHECK_FALSE(holds()); // no limits read: Slurm's reason will say
+    AcctLimits lim;
+    lim.qos.push_back({});
+    lim.qos[0].name = "big";
+    CHECK(held_back_by_gates(j, g, 0, "nvlslice_gate", 1000, &lim).value_or("").rfind("PartitionNodeLimit", 0) == 0);
+    lim.qos[0].lifts_partition_limits = true;
+    CHECK_FALSE(held_back_by_gates(j, g, 0, "nvlslice_gate", 1000, &lim));
+    j.partition = "down"; // no flag lifts a partition's state
+    CHECK(held_back_by_gates(j, g, 0, "nvlslice_gate", 1000, &lim));
     j.state = JobState::Running;
     CHECK_FALSE(holds(1));
 }
