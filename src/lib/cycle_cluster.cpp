@@ -66,6 +66,26 @@ void Cycle::keep_lends() {
             if (waits) continue;
         }
         act({in ? id : 0, action::EndLend{r.name, others}});
+        // Another job of the owner's that started there (--reservation)
+        // would keep the spare for its whole time limit: taken back as lent
+        // work is (a task split off the borrower's array is the borrower's).
+        for (JobId o : others) {
+            const ParsedJob* q = nullptr;
+            for (const ParsedJob& x : obs_.jobs)
+                if (x.job->id == o) q = &x;
+            if (!q || q->job->state != JobState::Running || (q->job->array_id && q->job->array_id == id)) continue;
+            if (!q->job->batch) {
+                warn_once(o, fmt::format("runs on {} in the lend reservation {} that job {} was lent; an interactive "
+                                         "allocation cannot be requeued: it keeps the spare until it ends",
+                                         r.nodes, r.name, id));
+                continue;
+            }
+            if (!q->job->requeue) act({o, action::AllowRequeue{}});
+            act({o, action::Requeue{}});
+            warn(o, fmt::format("ran on {} in the lend reservation {} that job {} was lent: requeued (a lent spare "
+                                "is its borrower's alone)",
+                                r.nodes, r.name, id));
+        }
         log(id,
             fmt::format("lend reservation {} ({}) ended: {}{}", r.name, r.nodes,
                         !j                                 ? "the job is gone"

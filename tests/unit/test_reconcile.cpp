@@ -1722,8 +1722,26 @@ TEST_CASE("a spare lent to a job Slurm has not started waits for it in a reserva
     REQUIRE(find<action::EndLend>(two));
     CHECK(find(two, ActionKind::EndLend)->job == 8);
     CHECK(find<action::EndLend>(two)->others == std::vector<JobId>{9});
+    CHECK_FALSE(find(two, ActionKind::Requeue, 9)); // waiting: taken out is enough
     w.apply(two);
     CHECK(other.reservation.empty());
+    CHECK_FALSE(w.reservations.count("nvlslice_lend_8"));
+    // another job of the owner's that started in the lend reservation: taken
+    // out and requeued, not left on the spare for its whole time limit
+    w.reservations["nvlslice_lend_8"] = Reservation{"nvlslice_lend_8", "n018"};
+    b.reservation = "nvlslice_lend_8";
+    other.reservation = "nvlslice_lend_8";
+    w.run_on(other, "n018");
+    other.requeue = false; // its owner's --no-requeue: set back first
+    auto ran = w.cycle();
+    CAPTURE(ran.log);
+    REQUIRE(find(ran, ActionKind::Requeue, 9));
+    CHECK(find(ran, ActionKind::AllowRequeue, 9));
+    CHECK(std::count_if(ran.log.begin(), ran.log.end(), [](const LogEntry& l) {
+              return l.line().find("job 9: ran on n018 in the lend reservation nvlslice_lend_8 that job 8 was lent: "
+                                   "requeued") != std::string::npos;
+          }) == 1);
+    w.apply(ran);
     CHECK_FALSE(w.reservations.count("nvlslice_lend_8"));
     // a refused lend leaves its spare in the spare reservation: the update
     // that would free it waits (the next cycle decides afresh)
