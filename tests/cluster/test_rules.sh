@@ -202,12 +202,13 @@ for variant in dependency begin; do
     expect_match "the top slice job still waits with Slurm's reason, no racks protected for it" "^PENDING ($want|None|Licenses) *\$" "$(cat "$OUT/top-slice-$variant.txt")"
 done
 
-echo "# rules: jobs Slurm holds back for what a gated or new job's reason hides (a DOWN or INACTIVE partition, its MaxNodes or MaxTime, licenses in use, a reservation not started) get nothing, as with plain Slurm"
-# Both racks busy; one top-priority 16-node job of each kind held back, a
-# plain one beside each slice one. Both racks free: two lower-priority jobs
-# (a plain and a slice one) start there, nothing is pinned, ungated, lent
-# or protected for a held job. Then each hold clears in turn: the plain and
-# the slice job of that kind start together.
+echo "# rules: jobs Slurm holds back for what a gated or new job's reason hides (licenses in use, a DOWN or INACTIVE partition, its MaxNodes or MaxTime, a reservation not started) get nothing, as with plain Slurm"
+# Both racks busy (the second rack's job holds every lic_a); one
+# top-priority 16-node job of each kind held back, a plain one beside each
+# slice one. The first rack frees: a lower-priority plain job starts there,
+# then a lower-priority slice job; nothing is pinned, ungated, lent or
+# protected for a held job. Then each hold clears in turn: the plain and the
+# slice job of that kind start together.
 cleanup; resume_all
 wait_for 60 all_up; settle
 for p in "hold_down State=DOWN" "hold_inactive State=UP" "hold_small MaxNodes=8" "hold_short MaxTime=5"; do
@@ -222,15 +223,14 @@ B1=$(sbatch --parsable -w "$(outside_spares 'nvl[0001-0018]' 16)" -t 10 -J busy 
 B2=$(sbatch --parsable -w "$(outside_spares 'nvl[0019-0036]' 16)" -t 10 -L lic_a:4 -J busy --wrap 'sleep 600')
 wait_for 15 bash -c "[ \"\$(squeue -h -j $B1,$B2 -t R | wc -l)\" = 2 ]"
 declare -A HELD
-kinds="down inactive small short licenses resv"
+kinds="licenses down inactive small short resv"
 for k in $kinds; do
     case $k in
-        down) a=(-p hold_down) ;; inactive) a=(-p hold_inactive) ;; small) a=(-p hold_small) ;;
-        short) a=(-p hold_short -t 10) ;; licenses) a=(-L lic_a:1) ;; resv) a=(--reservation=hold_later -t 10) ;;
+        licenses) a=(-L lic_a:1) ;; down) a=(-p hold_down) ;; inactive) a=(-p hold_inactive) ;;
+        small) a=(-p hold_small) ;; short) a=(-p hold_short) ;; resv) a=(--reservation=hold_later) ;;
     esac
     for side in plain slice; do
-        opts=(-N 16 -H -J "held_$k"); [ "$side" = slice ] && opts+=(--nvl-slice=16)
-        [[ " ${a[*]} " = *" -t "* ]] || opts+=(-t 10)
+        opts=(-N 16 -H -t 10 -J "held_$k"); [ "$side" = slice ] && opts+=(--nvl-slice=16)
         HELD[$k.$side]=$(sbatch --parsable "${opts[@]}" "${a[@]}" --wrap 'sleep 20') || not_ok "submit held_$k $side"
     done
 done
@@ -240,7 +240,7 @@ for id in "${HELD[@]}"; do scontrol release "$id"; scontrol update jobid="$id" p
 declare -A WANT=([down]=PartitionDown [inactive]=PartitionInactive [small]=PartitionNodeLimit
     [short]=PartitionTimeLimit [licenses]=Licenses [resv]=Reservation)
 plain_reasons_right() { for k in $kinds; do [ "$(squeue -h -j "${HELD[$k.plain]}" -o %r)" = "${WANT[$k]}" ] || return 1; done; }
-wait_for 30 plain_reasons_right
+wait_for 60 plain_reasons_right
 for k in $kinds; do
     expect_eq "plain Slurm: the job held by $k pends with Slurm's reason" "PENDING ${WANT[$k]}" \
         "$(squeue -h -j "${HELD[$k.plain]}" -o '%T %r')"
@@ -259,12 +259,17 @@ O1=$(sbatch --parsable -N 16 -t 10 -J other --wrap 'sleep 300')
 O2=$(sbatch --parsable -N 16 -t 10 --nvl-slice=16 -J other --wrap 'sleep 300')
 scancel "$B1"
 t0=$(now)
-wait_for 40 bash -c "[ \"\$(squeue -h -j $O1,$O2 -t R | wc -l)\" -ge 1 ]"
-scancel "$B2"
-if wait_for 40 bash -c "[ \"\$(squeue -h -j $O1,$O2 -t R | wc -l)\" = 2 ]"; then
-    ok "the lower-priority plain and slice jobs start on the freed racks ($(secs "$t0" "$(now)") s)"
+if wait_for 40 bash -c "[ \"\$(squeue -h -j $O1 -o %T)\" = RUNNING ]"; then
+    ok "plain Slurm: the lower-priority plain job starts on the freed rack ($(secs "$t0" "$(now)") s)"
 else
-    not_ok "the lower-priority plain and slice jobs start: $(squeue -h -j "$O1,$O2" -o '%i %T %r') $(record "$O2")"
+    not_ok "plain Slurm: the lower-priority plain job starts: $(squeue -h -j "$O1" -o '%T %r')"
+fi
+scancel "$O1"
+t0=$(now)
+if wait_for 40 bash -c "[ \"\$(squeue -h -j $O2 -o %T)\" = RUNNING ]"; then
+    ok "the lower-priority slice job starts there too ($(secs "$t0" "$(now)") s)"
+else
+    not_ok "the lower-priority slice job starts: $(squeue -h -j "$O2" -o '%T %r') $(record "$O2")"
 fi
 for k in $kinds; do
     j=${HELD[$k.slice]}
@@ -273,29 +278,31 @@ for k in $kinds; do
     [ "$MODE" = gate ] && expect_match "slice job held by $k: still behind its gate" "nvlslice_gate" "$(squeue -h -j "$j" -o %W)"
 done
 expect_eq "no racks protected, no spare lent for them" "" \
-    "$(scontrol show reservation 2>/dev/null | grep -E 'ReservationName=nvlslice_(protect|lend)' | grep -v 'Nodes=(null)')"
+    "$(scontrol -o show reservation 2>/dev/null | grep -oE 'ReservationName=nvlslice_(protect|lend)[^ ]*')"
 expect_eq "no held job was placed (log)" "0" "$(for k in $kinds; do grep -cE "job ${HELD[$k.slice]}: (placed|pinned|lent)" "$LOG"; done | awk '{ s += $1 } END { print s + 0 }')"
-# each hold clears in turn: its plain and slice jobs start together
-scancel "$O1" "$O2"
+# each hold clears in turn (licenses first: the job that held them had the
+# second rack): its plain and slice jobs start together
+scancel "$O2"
 for k in $kinds; do
     case $k in
+        licenses) scancel "$B2" ;;
         down|inactive) scontrol update partitionname="hold_$k" state=UP ;;
         small) scontrol update partitionname=hold_small maxnodes=UNLIMITED ;;
         short) scontrol update partitionname=hold_short maxtime=INFINITE ;;
-        licenses) ;; # B2, which held them, is gone
         resv) scontrol delete reservationname=hold_later ;;
     esac
     t0=$(now)
-    if wait_for 40 bash -c "[ \"\$(squeue -h -j ${HELD[$k.plain]},${HELD[$k.slice]} -t R | wc -l)\" = 2 ]"; then
+    if wait_for 60 bash -c "[ \"\$(squeue -h -j ${HELD[$k.plain]},${HELD[$k.slice]} -t R | wc -l)\" = 2 ]"; then
         ok "$k cleared: the plain and the slice job start ($(secs "$t0" "$(now)") s)"
     else
         not_ok "$k cleared: the plain and the slice job start: $(squeue -h -j "${HELD[$k.plain]},${HELD[$k.slice]}" -o '%i %T %r') $(record "${HELD[$k.slice]}")"
     fi
     scancel "${HELD[$k.plain]}" "${HELD[$k.slice]}"
-    wait_for 30 bash -c '[ -z "$(sinfo -h -t completing -o %N)" ]'
+    wait_for 30 bash -c '[ -z "$(squeue -h -j '"${HELD[$k.plain]},${HELD[$k.slice]}"' -o %i 2>/dev/null)" ] && [ -z "$(sinfo -h -t completing -o %N)" ]'
 done
 cleanup
 for p in hold_down hold_inactive hold_small hold_short; do scontrol delete partitionname="$p"; done
+scontrol delete reservationname=hold_later 2>/dev/null
 
 if [ "$MODE" = gate ]; then
 echo "# rules: scancel of a waiting slice job leaves no pin and no protection"
