@@ -86,6 +86,40 @@ void set_sink(const std::string& log) {
     g_sink = want;
 }
 
+void say(int level, const std::string& line);
+
+// A reload that renames a reservation of the helper's (reservation,
+// gate_reservation, protect_reservation, lend_reservation): the old ones
+// go, their jobs taken out of them; the next cycles make the new ones. A
+// failure is said and left: the old reservation stays, visible in sinfo -T.
+void retire_renamed(SlurmCluster& slurm, const HelperConfig& old_cfg, const HelperConfig& new_cfg) {
+    std::vector<std::string> gone;
+    for (auto [o, n] : {std::pair{&old_cfg.reservation, &new_cfg.reservation},
+                        std::pair{&old_cfg.gate_reservation, &new_cfg.gate_reservation},
+                        std::pair{&old_cfg.protect_reservation, &new_cfg.protect_reservation}})
+        if (!o->empty() && *o != *n) gone.push_back(*o);
+    std::vector<Reservation> lends;
+    try {
+        if (old_cfg.lend_reservation != new_cfg.lend_reservation)
+            slurm.load_reservations({}, old_cfg.lend_reservation, &lends);
+        for (const auto& name : gone) {
+            slurm.end_lend(0, {}, name); // takes nobody out; deletes it (gone already: fine)
+            say(LOG_INFO, fmt::format("reload: reservation {} renamed: deleted", name));
+        }
+        for (const auto& r : lends) {
+            const JobId id = old_cfg.lend_job(r.name);
+            if (!id) continue;
+            slurm.end_lend(id, {}, r.name);
+            say(LOG_INFO, fmt::format("reload: lend reservation {} renamed ({}_*): job {} taken out of it, deleted",
+                                      r.name, new_cfg.lend_reservation, id));
+        }
+    } catch (const std::exception& e) {
+        say(LOG_WARNING, fmt::format("reload: a renamed reservation could not be deleted: {} (delete it by hand: "
+                                     "scontrol delete reservation=NAME)",
+                                     e.what()));
+    }
+}
+
 // `level`: LOG_ERR, LOG_WARNING, LOG_INFO
 void say(int level, const std::string& line) {
     // one entry per line, whatever a job's comment or a node's reason holds
@@ -404,6 +438,7 @@ int main(int argc, char** argv) {
                     next.s.reconcile.hand_off = mode;
                     next.s.reconcile.node_pools = has_node_pools(features.version);
                     for (const auto& n : next.s.notices) say(LOG_WARNING, n);
+                    retire_renamed(slurm, s.reconcile, next.s.reconcile);
                     s = std::move(next.s);
                     map = std::move(next.map);
                     metrics.set_racks(rack_names(map));

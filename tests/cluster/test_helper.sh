@@ -539,8 +539,17 @@ wait_for 10 bash -c "grep -q 'reload refused' '$LOG'"
 expect_match "a bad new configuration is refused, the running one kept" \
     "error: reload refused, the running configuration is kept: .*nvlslice.yaml:2:11: .*cycle_ms" "$(cat "$LOG")"
 check "the helper still runs (pid $HPID)" kill -0 "$HPID"
+# a reservation renamed: the old one goes, the new one is made
+{ grep -v '^reservation:' "$OUT/nvlslice.yaml.good"; echo "reservation: nvlslice_spares_b"; } > "$HCONF"
+kill -HUP "$HPID"
+renamed() { ! scontrol show reservation nvlslice_spares >/dev/null 2>&1 &&
+    scontrol show reservation nvlslice_spares_b 2>/dev/null | grep -q 'Nodes=nvl'; }
+if wait_for 20 renamed; then ok "reload: the spare reservation renamed, the old one deleted"
+else not_ok "reload: renamed spare reservation: $(scontrol -o show reservation | cut -c1-200)"; fi
 cp "$OUT/nvlslice.yaml.good" "$HCONF"
 kill -HUP "$HPID"
+back() { ! scontrol show reservation nvlslice_spares_b >/dev/null 2>&1 && [ -n "$(resv_nodes)" ]; }
+wait_for 20 back || not_ok "reload: the spare reservation back under its name: $(scontrol -o show reservation | cut -c1-200)"
 N1=$(scontrol show hostnames "$(nodes_of "$J")" | sed -n 3p)
 scontrol update nodename="$N1" state=drain reason="gpu xid 79"
 moved_off() { running_without "$J" "$N1"; }
