@@ -73,11 +73,12 @@ struct SetRecord {
     std::string text;
     void run(ClusterApi& api, JobId job, const Names&) const { api.set_admin_comment(job, text); }
 };
-// The spare reservation's nodes.
+// The spare reservation's nodes, until end_at (its lease).
 struct SetReservation {
     static constexpr const char* name = "reservation";
     std::string nodes;
-    void run(ClusterApi& api, JobId, const Names& n) const { api.set_reservation(n.reservation, nodes); }
+    int64_t end_at = 0;
+    void run(ClusterApi& api, JobId, const Names& n) const { api.set_reservation(n.reservation, nodes, 0, end_at); }
 };
 struct SetWeight {
     static constexpr const char* name = "weight";
@@ -103,10 +104,13 @@ struct Protect {
         api.set_reservation(n.protect_reservation, nodes, start_at, end_at);
     }
 };
-// Creates the gate reservation.
+// Creates the gate reservation, or moves its end (its lease) to end_at.
 struct Gate {
     static constexpr const char* name = "gate";
-    void run(ClusterApi& api, JobId, const Names& n) const { api.ensure_gate(n.gate_reservation, n.gate_license); }
+    int64_t end_at = 0;
+    void run(ClusterApi& api, JobId, const Names& n) const {
+        api.ensure_gate(n.gate_reservation, n.gate_license, end_at);
+    }
 };
 // Drains the node and marks it DOWN, with `reason` for Slurm and the admin.
 struct NodeDown {
@@ -129,7 +133,10 @@ struct Lend {
     std::string nodes;
     uint32_t user_id = 0;
     std::string reservation;
-    void run(ClusterApi& api, JobId job, const Names&) const { api.lend_nodes(job, user_id, reservation, nodes); }
+    int64_t end_at = 0; // its lease
+    void run(ClusterApi& api, JobId job, const Names&) const {
+        api.lend_nodes(job, user_id, reservation, nodes, end_at);
+    }
 };
 // Its steps aborted, before the requeue that its silent node brings (see
 // cluster_api.hpp, abort_steps).

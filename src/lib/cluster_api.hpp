@@ -131,7 +131,8 @@ class ClusterApi {
     // Creates, updates or (nodes empty) deletes a node reservation for root
     // (IGNORE_JOBS: nodes may still run jobs). start_at/end_at 0: from now,
     // without end; a start in the future keeps off the nodes only the jobs
-    // that would still run then (Slurm's own rule).
+    // that would still run then (Slurm's own rule). An existing one is
+    // given end_at too (when not 0).
     virtual void set_reservation(const std::string& name, const std::string& nodes, int64_t start_at = 0,
                                  int64_t end_at = 0) = 0;
     // Lending: a reservation `name` on `nodes` (a spare) for
@@ -140,8 +141,10 @@ class ClusterApi {
     // it. Until the job starts there, no other job may take the nodes,
     // and Slurm's scheduler sorts it first and tests it apart from its
     // partition's queue.
-    // An existing reservation of that name is given these nodes.
-    virtual void lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& nodes) = 0;
+    // An existing reservation of that name is given these nodes. It ends
+    // at end_at (epoch seconds; 0: without end).
+    virtual void lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& nodes,
+                            int64_t end_at) = 0;
     // Ends it: job `id` (0: none) and the `others` in it (a task its job
     // array split off, a job its owner put there) leave the reservation
     // (Reservation=""; a job that ended meanwhile is no error), then the
@@ -149,8 +152,9 @@ class ClusterApi {
     virtual void end_lend(JobId id, const std::vector<JobId>& others, const std::string& name) = 0;
     // Creates, if missing, the license-only reservation that holds every
     // `license` for root, so that jobs requesting it wait (Reason=Licenses)
-    // with their priority computed, until the helper takes it off them.
-    virtual void ensure_gate(const std::string& reservation, const std::string& license) = 0;
+    // with their priority computed, until the helper takes it off them;
+    // until end_at (0: far on), which an existing one is given too.
+    virtual void ensure_gate(const std::string& reservation, const std::string& license, int64_t end_at) = 0;
     // Sets Slurm's scheduling weight of the nodes (a hostlist): Slurm gives
     // a job the lowest-weight nodes that fit.
     virtual void set_node_weight(const std::string& nodes, uint32_t weight) = 0;

@@ -246,6 +246,14 @@ class Cycle {
     std::string hl(const std::vector<NodeId>& ids) const { return hostlist_compress(map_.node_names(ids)); }
     // A decision about one job (0: about the cluster), in words.
     void log(JobId job, std::string s) { out_.log.push_back({Severity::Info, job, std::move(s)}); }
+    // The end a reservation of the helper's is made with or moved to (its
+    // lease), and whether one that ends at `end` is due for it: half of the
+    // lease gone, or an end further on than the lease (made without end by
+    // an earlier version). 0: Slurm reported none (nothing to move).
+    int64_t lease_end() const { return now_ + cfg_.reservation_lease_s; }
+    bool lease_due(int64_t end) const {
+        return end > 0 && (end - now_ < cfg_.reservation_lease_s / 2 || end > now_ + 2 * cfg_.reservation_lease_s);
+    }
     // Whether a change of `job`'s tag may be written and said now: the
     // first kTagChanges changes in kTagChangeS, then none until it ends.
     bool tag_change_due(JobId job) {

@@ -10,12 +10,19 @@ namespace nvl::detail {
 void Cycle::keep_spares() {
     if (cfg_.reservation.empty()) return;
     const auto list = wanted_spares(snap_, obs_.reserved, spares_.has_value(), obs_.unprotected);
-    if (!list) return;
+    if (!list) {
+        // the same nodes: its lease moved on when half of it is gone
+        if (spares_ && lease_due(spares_->end_time)) {
+            act({0, action::SetReservation{spares_->nodes, lease_end()}});
+            log(fmt::format("spares: reservation {} kept until {}", cfg_.reservation, iso_time(lease_end())));
+        }
+        return;
+    }
     // Sent before every action that lets a job start (Phase::Spares), so
     // that a spare handed to a job leaves the reservation first; after the
     // others, so that a repair's requeue is not kept waiting by a
     // reservation update (slurmctld may take seconds over one).
-    act({0, action::SetReservation{*list}});
+    act({0, action::SetReservation{*list, lease_end()}});
     log(fmt::format("spares: reservation {} = {}", cfg_.reservation, list->empty() ? "(none)" : *list));
 }
 
@@ -53,7 +60,15 @@ void Cycle::keep_lends() {
         // DOWN) stays too. A job still running otherwise is one whose
         // requeue did not happen (refused, or the helper stopped in
         // between): ended, and made again should the repair be retried.
-        if (in && others.empty() && (did(id, ActionKind::Lend) || waits_in_own_reservation(*p))) continue;
+        // kept: its lease moved on when half of it is gone
+        auto keep = [&] {
+            if (!did(id, ActionKind::Lend) && lease_due(r.end_time))
+                act({id, action::Lend{r.nodes, j->user_id, r.name, lease_end()}});
+        };
+        if (in && others.empty() && (did(id, ActionKind::Lend) || waits_in_own_reservation(*p))) {
+            keep();
+            continue;
+        }
         if (in && j->state == JobState::Pending && others.empty()) {
             // still pinned there (the nodes this cycle's snapshot gives it),
             // and not on a degraded rack: a job in an OVERLAP reservation
@@ -63,7 +78,10 @@ void Cycle::keep_lends() {
                 auto node = map_.find_node(n);
                 waits = waits && node && snap_.node(*node).job_id == id && !snap_.degraded(map_.domain_of(*node));
             }
-            if (waits) continue;
+            if (waits) {
+                keep();
+                continue;
+            }
         }
         act({in ? id : 0, action::EndLend{r.name, others}});
         // Another job of the owner's that started there (--reservation)
@@ -104,10 +122,14 @@ void Cycle::keep_weights() {
 }
 
 void Cycle::keep_gate() {
-    if (!cfg_.gate_reservation.empty() && !gate_) {
-        act({0, action::Gate{}});
+    if (cfg_.gate_reservation.empty()) return;
+    if (!gate_) {
+        act({0, action::Gate{lease_end()}});
         log(fmt::format("gate: creating the license-only reservation {} that holds {}", cfg_.gate_reservation,
                         cfg_.gate_license));
+    } else if (lease_due(gate_->end_time)) {
+        act({0, action::Gate{lease_end()}});
+        log(fmt::format("gate: reservation {} kept until {}", cfg_.gate_reservation, iso_time(lease_end())));
     }
 }
 

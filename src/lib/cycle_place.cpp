@@ -91,7 +91,7 @@ void Cycle::hold_target(const SliceJob& sj, const std::vector<NodeId>& target, c
     nodes.insert(nodes.end(), hold_also.begin(), hold_also.end());
     std::sort(nodes.begin(), nodes.end());
     nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-    act({j.id, action::Lend{hl(nodes), j.user_id, name}});
+    act({j.id, action::Lend{hl(nodes), j.user_id, name, lease_end()}});
     log(j.id, fmt::format("its target {} waits for it in the reservation {}{}", hl(target), name,
                           hold_also.empty() ? "" : fmt::format(" (which holds {})", hl(nodes))));
 }
@@ -314,7 +314,7 @@ bool Cycle::place_job(const SliceJob& sj) {
         // job in a reservation first and tests it apart from its
         // partition's queue (job_scheduler.c). Made before the spare
         // leaves the spare reservation (OVERLAP): it is never free.
-        act({j.id, action::Lend{hl(r.placement.nodes()), j.user_id, cfg_.lend_name(j.id)}});
+        act({j.id, action::Lend{hl(r.placement.nodes()), j.user_id, cfg_.lend_name(j.id), lease_end()}});
         log(j.id, fmt::format("its spare(s) wait for it in the reservation {}", cfg_.lend_name(j.id)));
     }
     pin_and_release(sj, r.placement, rec, false);

@@ -111,6 +111,8 @@ const Key kKeys[] = {
      [](D& d, K k, N v, S& s) { s.reconcile.repair_not_responding_after_s = int(d.integer(v, k, 0, 86400)); }},
     {"prefer_wait", [](D& d, K k, N v, S& s) { s.reconcile.prefer_wait_s = int(d.integer(v, k, 0, 30 * 86400)); }},
     {"replace_after", [](D& d, K k, N v, S& s) { s.reconcile.replace_after_s = int(d.integer(v, k, 1, 86400)); }},
+    {"reservation_lease",
+     [](D& d, K k, N v, S& s) { s.reconcile.reservation_lease_s = d.integer(v, k, 300, 30 * 86400); }},
     {"repair_hold_max",
      [](D& d, K k, N v, S& s) { s.reconcile.repair_hold_max_s = int(d.integer(v, k, 0, 7 * 86400)); }},
     {"lend_spares",

@@ -108,6 +108,12 @@ struct HelperConfig {
     bool abort_steps = true;
     int prefer_wait_s = 300;  // prefer mode: wait this long for whole slices
     int replace_after_s = 60; // placed but not started while others hold the nodes
+    // How long the spare, gate and lend reservations last beyond the
+    // helper's last cycle: each is made with an end this far on and moved
+    // on while the helper runs (at half of it), so that a helper gone for
+    // good leaves no reservation for ever: the spares go back to Slurm and
+    // gated jobs start without a placement after this long.
+    int64_t reservation_lease_s = 3600;
     // A repair that finds no room now (none free, none being freed) keeps
     // the job's healthy slices and, for those that must move, the nodes
     // that free soonest by the time limits of the jobs on them, in the

@@ -161,8 +161,9 @@ class SlurmClusterImpl final : public SlurmCluster {
     void exclude_nodes(JobId id, const std::string& nodes, int64_t start_at) override;
     void set_licenses(JobId id, const std::string& licenses) override;
     void set_reservation(const std::string& name, const std::string& nodes, int64_t start_at, int64_t end_at) override;
-    void ensure_gate(const std::string& reservation, const std::string& license) override;
-    void lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& nodes) override;
+    void ensure_gate(const std::string& reservation, const std::string& license, int64_t end_at) override;
+    void lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& nodes,
+                    int64_t end_at) override;
     void end_lend(JobId id, const std::vector<JobId>& others, const std::string& name) override;
     void set_node_weight(const std::string& nodes, uint32_t weight) override;
     void set_node_down(const std::string& node, const std::string& reason) override;
@@ -489,6 +490,7 @@ void SlurmClusterImpl::set_reservation(const std::string& name, const std::strin
     r.name = const_cast<char*>(name.c_str());
     r.node_list = const_cast<char*>(nodes.c_str());
     if (cur) {
+        if (end_at > 0) r.end_time = time_t(end_at);
         if (slurm_update_reservation(&r) != SLURM_SUCCESS)
             fail(fmt::format("updating reservation {} to {}", name, nodes));
         return;
@@ -507,7 +509,8 @@ void SlurmClusterImpl::set_reservation(const std::string& name, const std::strin
     (void)created;
 }
 
-void SlurmClusterImpl::lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& nodes) {
+void SlurmClusterImpl::lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& nodes,
+                                  int64_t end_at) {
     // The owner by uid: slurmctld reads a numeric user as a uid, so the
     // helper's host need not know the cluster's users.
     const std::string user = std::to_string(user_id);
@@ -516,19 +519,21 @@ void SlurmClusterImpl::lend_nodes(JobId id, uint32_t user_id, const std::string&
     r.name = const_cast<char*>(name.c_str());
     r.node_list = const_cast<char*>(nodes.c_str());
     r.users = const_cast<char*>(user.c_str());
+    if (end_at > 0) r.end_time = time_t(end_at);
     if (load_reservation(name)) {
         // left by an earlier lend to this job (the helper stopped between
-        // the two steps): these nodes now
+        // the two steps), or its lease moved on: these nodes now
         if (slurm_update_reservation(&r) != SLURM_SUCCESS)
             fail(fmt::format("updating the lend reservation {} to {}", name, nodes));
     } else {
-        // from now (slurmctld's clock: no start time given), without end;
+        // from now (slurmctld's clock: no start time given), until its
+        // lease ends (end_at; 0: without end);
         // OVERLAP: made while the spare reservation still holds the nodes;
         // IGNORE_JOBS: a repair's target is made while the job still runs
         // on it (kept by the reservation, later updates included);
         // NO_HOLD_JOBS_AFTER_END: should it ever end under the job, the job
         // is not held for it
-        r.duration = INFINITE;
+        if (end_at <= 0) r.duration = INFINITE;
         r.flags = RESERVE_FLAG_OVERLAP | RESERVE_FLAG_IGN_JOBS | RESERVE_FLAG_NO_HOLD_JOBS;
         char* created = slurm_create_reservation(&r);
         if (!created) fail(fmt::format("creating the lend reservation {} on {} for uid {}", name, nodes, user));
@@ -590,18 +595,25 @@ void SlurmClusterImpl::abort_steps(JobId id) {
         fail(fmt::format("job {}: aborting its steps", id));
 }
 
-void SlurmClusterImpl::ensure_gate(const std::string& reservation, const std::string& license) {
-    if (load_reservation(reservation)) return;
+void SlurmClusterImpl::ensure_gate(const std::string& reservation, const std::string& license, int64_t end_at) {
     resv_desc_msg_t r;
     slurm_init_resv_desc_msg(&r);
     r.name = const_cast<char*>(reservation.c_str());
+    if (load_reservation(reservation)) {
+        if (end_at <= 0) return;
+        r.end_time = time_t(end_at); // its lease moved on
+        if (slurm_update_reservation(&r) != SLURM_SUCCESS)
+            fail(fmt::format("moving the end of the gate reservation {}", reservation));
+        return;
+    }
     const std::string lic = license + ":1";
     r.licenses = const_cast<char*>(lic.c_str());
     r.users = const_cast<char*>("root");
     r.flags = RESERVE_FLAG_ANY_NODES; // LICENSE_ONLY: licenses, no nodes
     r.start_time = time(nullptr);
-    // Far out but explicit: an unlimited duration ends after a year.
-    r.end_time = time_t(4102444800); // 2100-01-01
+    // Its lease; without one, far out but explicit (an unlimited duration
+    // ends after a year).
+    r.end_time = end_at > 0 ? time_t(end_at) : time_t(4102444800); // 2100-01-01
     char* created = slurm_create_reservation(&r);
     if (!created)
         fail(fmt::format("creating the gate reservation {} (it holds the license {}; slurm.conf needs "

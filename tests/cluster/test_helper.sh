@@ -550,6 +550,12 @@ cp "$OUT/nvlslice.yaml.good" "$HCONF"
 kill -HUP "$HPID"
 back() { ! scontrol show reservation nvlslice_spares_b >/dev/null 2>&1 && [ -n "$(resv_nodes)" ]; }
 wait_for 20 back || not_ok "reload: the spare reservation back under its name: $(scontrol -o show reservation | cut -c1-200)"
+# each reservation of the helper's ends within its lease (an hour), not in 2100
+for r in nvlslice_spares $([ "$MODE" = gate ] && echo nvlslice_gate); do
+    end=$(scontrol -o show reservation "$r" 2>/dev/null | sed -n 's/.*EndTime=\([^ ]*\).*/\1/p')
+    left=$(( $(date -d "$end" +%s 2>/dev/null || echo 0) - $(date +%s) ))
+    check "reservation $r ends within its lease ($end: in $left s)" test "$left" -gt 0 -a "$left" -le 3600
+done
 N1=$(scontrol show hostnames "$(nodes_of "$J")" | sed -n 3p)
 scontrol update nodename="$N1" state=drain reason="gpu xid 79"
 moved_off() { running_without "$J" "$N1"; }

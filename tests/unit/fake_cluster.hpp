@@ -102,15 +102,19 @@ class FakeCluster : public ClusterApi {
         call("reservation", fmt::format(" {} {} {} {}", name, n, start_at, end_at));
         if (n.empty())
             reservations[name].reset(); // as the adapter does: no nodes, no reservation
+        else if (reservations[name] && !(start_at > 0 && reservations[name]->start_time != start_at))
+            reservations[name] = Reservation{name, n, reservations[name]->start_time,
+                                             end_at > 0 ? end_at : reservations[name]->end_time};
         else
             reservations[name] = Reservation{name, n, start_at, end_at};
     }
     // As slurmctld: the reservation (for the job's owner), then the job in
     // it; ended, the job leaves it first (a reservation a job still uses is
     // not deleted: ESLURM_RESERVATION_BUSY).
-    void lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& n) override {
+    void lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& n,
+                    int64_t end_at) override {
         call(fmt::format("lend {}", id), fmt::format(" {} {} {}", user_id, name, n));
-        reservations[name] = Reservation{name, n, now, 0};
+        reservations[name] = Reservation{name, n, now, end_at};
         job(id).reservation = name;
     }
     void end_lend(JobId id, const std::vector<JobId>& others, const std::string& name) override {
@@ -131,9 +135,12 @@ class FakeCluster : public ClusterApi {
             if (r && cfg.lend_job(name)) out.push_back(*r);
         return out;
     }
-    void ensure_gate(const std::string& reservation, const std::string& license) override {
+    void ensure_gate(const std::string& reservation, const std::string& license, int64_t end_at) override {
         call("gate", fmt::format(" {} {}", reservation, license));
-        if (!reservations[reservation]) reservations[reservation] = Reservation{reservation, ""};
+        if (!reservations[reservation])
+            reservations[reservation] = Reservation{reservation, "", now, end_at};
+        else if (end_at > 0)
+            reservations[reservation]->end_time = end_at;
     }
     void set_node_weight(const std::string& n, uint32_t w) override {
         call(fmt::format("weight {}", w), " " + n);

@@ -89,9 +89,9 @@ class SlurmModel final : public ClusterApi {
         else
             resvs[name] = Reservation{name, n, start_at, end_at};
     }
-    void lend_nodes(JobId id, uint32_t, const std::string& name, const std::string& n) override {
+    void lend_nodes(JobId id, uint32_t, const std::string& name, const std::string& n, int64_t end_at) override {
         tick("lend");
-        resvs[name] = Reservation{name, n};
+        resvs[name] = Reservation{name, n, 0, end_at};
         find(id).reservation = name;
     }
     // as slurmctld: a reservation a job still uses (pending, running or
@@ -110,9 +110,9 @@ class SlurmModel final : public ClusterApi {
             if (cfg.lend_job(name)) out.push_back(r);
         return out;
     }
-    void ensure_gate(const std::string& reservation, const std::string&) override {
+    void ensure_gate(const std::string& reservation, const std::string&, int64_t end_at) override {
         tick("gate");
-        resvs[reservation] = Reservation{reservation, ""};
+        resvs[reservation] = Reservation{reservation, "", 0, end_at};
     }
     // Updates Slurm accepts on a job that is pending or still completing.
     void set_node_weight(const std::string& n, uint32_t w) override {

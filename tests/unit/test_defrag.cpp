@@ -225,3 +225,10 @@ TEST_CASE("helper configuration: healthy_feature (an older file) still loads, wi
                                  Catch::Contains("\"healthy_feature\" is no longer used") &&
                                  Catch::Contains("the spare reservation holds every node of a degraded rack"));
 }
+
+TEST_CASE("reservation_lease: an hour by default; out of range names file:line", "[quick]") {
+    CHECK(read_helper_config("map: m.yaml\n", "h.yaml").reconcile.reservation_lease_s == 3600);
+    CHECK(read_helper_config("map: m.yaml\nreservation_lease: 7200\n", "h.yaml").reconcile.reservation_lease_s == 7200);
+    CHECK_THROWS_WITH(read_helper_config("map: m.yaml\nreservation_lease: 10\n", "h.yaml"),
+                      Catch::Contains("h.yaml:2:") && Catch::Contains("reservation_lease"));
+}

@@ -1662,6 +1662,31 @@ TEST_CASE("native mode: a checkpointable segment job is pinned onto lent spares;
     CHECK_FALSE(find(p.cycle(), ActionKind::Protect));
 }
 
+TEST_CASE("a lend reservation ends within its lease, moved on while its job waits there",
+          "[reconcile][native][quick]") {
+    World w(2);
+    make_native(w);
+    w.cfg.reservation_lease_s = 600;
+    fill_racks_native(w);
+    SlurmJob& b = add_native_job(w, 8, 1, 1, /*ckpt=*/true);
+    b.user_id = 1000;
+    auto out = w.cycle();
+    REQUIRE(find<action::Lend>(out, 8));
+    CHECK(find<action::Lend>(out, 8)->end_at == w.now + 600);
+    w.apply(out);
+    REQUIRE(w.reservations["nvlslice_lend_8"]);
+    CHECK(w.reservations["nvlslice_lend_8"]->end_time == w.now + 600);
+    w.now += 200; // more than half left: as it is
+    CHECK_FALSE(find(w.step(), ActionKind::Lend));
+    w.now += 101; // less than half left: moved on, the same node
+    auto later = w.cycle();
+    CAPTURE(later.log);
+    REQUIRE(find<action::Lend>(later, 8));
+    CHECK(find<action::Lend>(later, 8)->end_at == w.now + 600);
+    CHECK(find<action::Lend>(later, 8)->nodes == w.reservations["nvlslice_lend_8"]->nodes);
+    CHECK_FALSE(find(later, ActionKind::EndLend));
+}
+
 TEST_CASE("a spare lent to a job Slurm has not started waits for it in a reservation of its own",
           "[reconcile][native][quick]") {
     World w(2);

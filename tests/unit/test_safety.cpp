@@ -152,6 +152,39 @@ TEST_CASE("a tag its owner flips back and forth makes a few record writes and lo
     CHECK(count(later.log, "left to Slurm") == 1);
 }
 
+TEST_CASE("every reservation the helper keeps ends within its lease, moved on while the helper runs",
+          "[safety][quick]") {
+    World w(2);
+    w.cfg.reservation_lease_s = 3600;
+    // as Slurm reports them: the spares' and the gate's ends
+    w.resv->end_time = w.now + 3000; // more than half the lease left: kept as it is
+    w.gate->end_time = w.now + 3000;
+    CHECK(w.cycle().actions.empty());
+    w.resv->end_time = w.now + 1700; // less than half left
+    w.gate->end_time = w.now + 1700;
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    REQUIRE(find<action::SetReservation>(out));
+    CHECK(find<action::SetReservation>(out)->nodes == "n[017-018,035-036]");
+    CHECK(find<action::SetReservation>(out)->end_at == w.now + 3600);
+    REQUIRE(find<action::Gate>(out));
+    CHECK(find<action::Gate>(out)->end_at == w.now + 3600);
+    // one an earlier version made without end (Slurm: a year on) gets one
+    w.resv->end_time = w.now + 365 * 86400;
+    w.gate->end_time = w.now + 3600;
+    auto old = w.cycle();
+    REQUIRE(find<action::SetReservation>(old));
+    CHECK(find<action::SetReservation>(old)->end_at == w.now + 3600);
+    CHECK_FALSE(find<action::Gate>(old));
+    // a new one is made with the lease
+    World f(1);
+    f.resv.reset();
+    f.cfg.reservation_lease_s = 600;
+    auto first = f.cycle();
+    REQUIRE(find<action::SetReservation>(first));
+    CHECK(find<action::SetReservation>(first)->end_at == f.now + 600);
+}
+
 TEST_CASE("user text is one line wherever it is printed", "[safety][quick]") {
     CHECK(escape_control("a\nb\r<0>c\td\x1b[2J\x7f") == "a\\nb\\r<0>c\\td\\x1b[2J\\x7f");
     // a typed backslash-n is told from an escaped newline
