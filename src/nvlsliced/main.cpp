@@ -88,6 +88,25 @@ void set_sink(const std::string& log) {
 
 void say(int level, const std::string& line);
 
+// A read the cycle can do without: nullopt when it fails; said once when
+// it fails (`without`: what the cycle does then), once when it works again.
+template <class Load>
+auto read_or_say(Load&& load, bool& failed, const char* again, const char* without) -> std::optional<decltype(load())> {
+    try {
+        auto v = load();
+        if (failed) say(LOG_INFO, again);
+        failed = false;
+        return v;
+    } catch (const Error& e) {
+        if (!failed)
+            say(LOG_WARNING, fmt::format("{}: {} (a placed job that Slurm does not start is taken back after "
+                                         "replace_after)",
+                                         e.what(), without));
+        failed = true;
+        return std::nullopt;
+    }
+}
+
 // A reload that renames a reservation of the helper's (reservation,
 // gate_reservation, protect_reservation, lend_reservation): the old ones
 // go, their jobs taken out of them; the next cycles make the new ones. A
@@ -494,37 +513,18 @@ int main(int argc, char** argv) {
                 // licenses it asks for, its reservation
                 std::optional<SlurmGates> gates;
                 if (slice_job_waits) {
-                    try {
-                        gates = slurm.load_gates();
-                        gates->reservations = std::move(every_resv);
-                        if (gates_failed) say(LOG_INFO, "partitions and licenses read again");
-                        gates_failed = false;
-                    } catch (const Error& e) {
-                        if (!gates_failed)
-                            say(LOG_WARNING, fmt::format("{}: placing by Slurm's reasons alone (a placed job that "
-                                                         "Slurm does not start is taken back after replace_after)",
-                                                         e.what()));
-                        gates_failed = true;
-                    }
+                    gates = read_or_say([&] { return slurm.load_gates(); }, gates_failed,
+                                        "partitions and licenses read again", "placing by Slurm's reasons alone");
+                    if (gates) gates->reservations = std::move(every_resv);
                 }
                 // Slurm's accounting limits, when it enforces them and a
                 // slice job waits: the ones it tests only when it places a
                 // job are hidden behind the gate (Slurm 22.05), and a new
                 // job may have no reason yet (needs_limits)
                 std::optional<AcctLimits> limits;
-                if (features.enforce_limits && slice_job_waits) {
-                    try {
-                        limits = slurm.load_limits();
-                        if (limits_failed) say(LOG_INFO, "accounting limits read again");
-                        limits_failed = false;
-                    } catch (const Error& e) {
-                        if (!limits_failed)
-                            say(LOG_WARNING, fmt::format("{}: placing without them (a placed job that Slurm does not "
-                                                         "start is taken back after replace_after)",
-                                                         e.what()));
-                        limits_failed = true;
-                    }
-                }
+                if (features.enforce_limits && slice_job_waits)
+                    limits = read_or_say([&] { return slurm.load_limits(); }, limits_failed,
+                                         "accounting limits read again", "placing without them");
                 phases.load = since(t0);
                 auto t1 = std::chrono::steady_clock::now();
                 CycleOutput out = reconcile(map,
