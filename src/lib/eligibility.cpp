@@ -154,6 +154,10 @@ std::optional<std::string> held_back_by_limits(const SlurmJob& j, const AcctLimi
     const AcctLimits::Qos* q = nullptr;
     for (const auto& x : a.qos)
         if (x.name == j.qos) q = &x;
+    // MaxWall: the job's time limit above it (a job without one has the
+    // partition's, which Slurm compares the same way; not known here)
+    const bool q_wall = q && q->max_wall_s >= 0;
+    if (q_wall && j.time_limit > q->max_wall_s) return std::string("QOSMaxWallDurationPerJobLimit");
     if (q) {
         if (over(q->max_nodes_per_job, 0, n)) return std::string("QOSMaxNodePerJobLimit");
         if (over(q->grp_nodes, q->used_nodes, n)) return std::string("QOSGrpNodeLimit");
@@ -169,6 +173,8 @@ std::optional<std::string> held_back_by_limits(const SlurmJob& j, const AcctLimi
                q_job_nodes = q && q->max_nodes_per_job >= 0;
     const AcctLimits::Assoc* at = a.assoc(j.assoc_id);
     if (at) {
+        if (!q_wall && at->max_wall_s >= 0 && j.time_limit > at->max_wall_s)
+            return std::string("AssocMaxWallDurationPerJobLimit");
         if (over(at->max_jobs, at->used_jobs, 1)) return std::string("AssocMaxJobsLimit");
         if (!q_job_nodes && over(at->max_nodes_per_job, 0, n)) return std::string("AssocMaxNodePerJobLimit");
     }

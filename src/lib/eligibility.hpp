@@ -58,6 +58,7 @@ struct AcctLimits {
         std::string acct, user; // user "" for an account's association
         int64_t grp_nodes = -1, grp_jobs = -1, max_jobs = -1, max_nodes_per_job = -1;
         int64_t used_nodes = 0, used_jobs = 0; // running jobs, of it and below it
+        int64_t max_wall_s = -1;               // MaxWall (per job), seconds
     };
     struct Use {
         uint32_t uid = 0;
@@ -66,6 +67,7 @@ struct AcctLimits {
     struct Qos {
         std::string name;
         int64_t grp_nodes = -1, grp_jobs = -1, max_nodes_per_user = -1, max_jobs_per_user = -1, max_nodes_per_job = -1;
+        int64_t max_wall_s = -1; // MaxWall (per job), seconds
         int64_t used_nodes = 0, used_jobs = 0;
         std::vector<Use> users; // per user, in this QOS
         // its PartitionMaxNodes, PartitionMinNodes or PartitionTimeLimit

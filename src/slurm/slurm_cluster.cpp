@@ -322,6 +322,7 @@ AcctLimits SlurmClusterImpl::load_limits() {
         r.grp_jobs = count(a->grp_jobs);
         r.max_jobs = count(a->max_jobs);
         r.max_nodes_per_job = tres(a->max_tres_ctld);
+        if (a->max_wall_pj != INFINITE && a->max_wall_pj != NO_VAL) r.max_wall_s = int64_t(a->max_wall_pj) * 60;
         if (a->usage) {
             r.used_nodes = used(a->usage->grp_used_tres);
             r.used_jobs = a->usage->used_jobs;
@@ -340,6 +341,7 @@ AcctLimits SlurmClusterImpl::load_limits() {
         r.max_nodes_per_user = tres(q->max_tres_pu_ctld);
         r.max_jobs_per_user = count(q->max_jobs_pu);
         r.max_nodes_per_job = tres(q->max_tres_pj_ctld);
+        if (q->max_wall_pj != INFINITE && q->max_wall_pj != NO_VAL) r.max_wall_s = int64_t(q->max_wall_pj) * 60;
         r.lifts_partition_limits =
             (q->flags & (QOS_FLAG_PART_MIN_NODE | QOS_FLAG_PART_MAX_NODE | QOS_FLAG_PART_TIME_LIMIT)) != 0;
         if (q->usage) {

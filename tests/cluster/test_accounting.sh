@@ -126,6 +126,11 @@ for kind in plain slice; do
         "modify qos capped set MaxTRESPerUser=node=-1" "-A acct_a --qos=capped" "-A acct_b" \
         "QOSMaxNodePerUserLimit" "$kind" "-A acct_a --qos=capped"
 done
+echo "# accounting: QOS MaxWall=5 (a job asking for 10 minutes)"
+for kind in plain slice; do
+    limit_case "QOS MaxWall=5" "modify qos capped set MaxWall=5" "modify qos capped set MaxWall=-1" \
+        "-A acct_a --qos=capped -t 10" "-A acct_b" "QOSMaxWallDurationPerJobLimit" "$kind"
+done
 
 echo "# accounting: sacct's record of a repaired slice job has the shape of a requeue"
 cleanup; resume_all; wait_for 60 all_up; settle

@@ -854,6 +854,17 @@ TEST_CASE("accounting limits Slurm tests only when it places a job are read from
     CHECK_FALSE(held_back_by_limits(j, a));
     a.qos[0].grp_nodes = -1;
     CHECK(held_back_by_limits(j, a).value_or("") == "AssocGrpNodeLimit");
+    // MaxWall: the QOS's, else the association's
+    a.assocs[1].grp_nodes = 32;
+    REQUIRE_FALSE(held_back_by_limits(j, a));
+    j.time_limit = 1800;
+    a.assocs[2].max_wall_s = 600;
+    CHECK(held_back_by_limits(j, a).value_or("") == "AssocMaxWallDurationPerJobLimit");
+    a.qos[0].max_wall_s = 3600; // the QOS's takes its place
+    CHECK_FALSE(held_back_by_limits(j, a));
+    a.qos[0].max_wall_s = 900;
+    CHECK(held_back_by_limits(j, a).value_or("") == "QOSMaxWallDurationPerJobLimit");
+    a.qos[0].max_wall_s = a.assocs[2].max_wall_s = -1;
     // a job of an association Slurm did not report: nothing known, nothing held
     j.assoc_id = 99;
     j.qos = "other";
