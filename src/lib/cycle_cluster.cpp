@@ -65,10 +65,10 @@ void Cycle::keep_lends() {
             if (!did(id, ActionKind::Lend) && lease_due(r.end_time))
                 act({id, action::Lend{r.nodes, j->user_id, r.name, lease_end()}});
         };
-        if (in && others.empty() && (did(id, ActionKind::Lend) || waits_in_own_reservation(*p))) {
-            keep();
-            continue;
-        }
+        // (a repair's held target is left as its repair made it: moving
+        // its end re-sent the job into it, which Slurm 22.05 took as the
+        // job's start there)
+        if (in && others.empty() && (did(id, ActionKind::Lend) || waits_in_own_reservation(*p))) continue;
         if (in && j->state == JobState::Pending && others.empty()) {
             // still pinned there (the nodes this cycle's snapshot gives it),
             // and not on a degraded rack: a job in an OVERLAP reservation
