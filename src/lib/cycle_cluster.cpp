@@ -60,14 +60,9 @@ void Cycle::keep_lends() {
         // DOWN) stays too. A job still running otherwise is one whose
         // requeue did not happen (refused, or the helper stopped in
         // between): ended, and made again should the repair be retried.
-        // kept: its lease moved on when half of it is gone
-        auto keep = [&] {
-            if (!did(id, ActionKind::Lend) && lease_due(r.end_time))
-                act({id, action::Lend{r.nodes, j->user_id, r.name, lease_end()}});
-        };
-        // (a repair's held target is left as its repair made it: moving
-        // its end re-sent the job into it, which Slurm 22.05 took as the
-        // job's start there)
+        // (a repair's held target keeps the end its repair gave it: moving
+        // it re-sent the job into it, which Slurm 22.05 took as the job's
+        // start there)
         if (in && others.empty() && (did(id, ActionKind::Lend) || waits_in_own_reservation(*p))) continue;
         if (in && j->state == JobState::Pending && others.empty()) {
             // still pinned there (the nodes this cycle's snapshot gives it),
@@ -79,7 +74,8 @@ void Cycle::keep_lends() {
                 waits = waits && node && snap_.node(*node).job_id == id && !snap_.degraded(map_.domain_of(*node));
             }
             if (waits) {
-                keep();
+                // a lent spare kept: its lease moved on when half of it is gone
+                if (lease_due(r.end_time)) act({id, action::Lend{r.nodes, j->user_id, r.name, lease_end()}});
                 continue;
             }
         }
