@@ -54,7 +54,8 @@ class Cycle {
           HelperMemory& mem)
         : map_(map), nodes_(view.nodes), jobs_(view.jobs), spares_(view.spares), gate_(view.gate),
           protection_(view.protection), limits_(view.limits), lends_(view.lends), gates_(view.gates),
-          array_running_(count_array_tasks(view.jobs)), cfg_(cfg), now_(now), mono_(mono), mem_(mem),
+          array_running_(view.gates ? count_array_tasks(view.jobs) : std::unordered_map<JobId, int>{}), cfg_(cfg),
+          now_(now), mono_(mono), mem_(mem),
           obs_(observe(map, view, cfg.lend, compiled(mem, cfg).drain, mem.patterns.rack)), snap_(obs_.snap) {}
 
     CycleOutput run();
@@ -373,7 +374,8 @@ class Cycle {
             if (auto h = held_back_by_limits(j, *limits_)) return h;
         if (gates_) {
             const auto a = j.array_id ? array_running_.find(j.array_id) : array_running_.end();
-            return held_back_by_gates(j, *gates_, a == array_running_.end() ? 0 : a->second, cfg_.gate_license, now_);
+            return held_back_by_gates(j, *gates_, a == array_running_.end() ? 0 : a->second, cfg_.gate_license, now_,
+                                      limits_);
         }
         return std::nullopt;
     }
