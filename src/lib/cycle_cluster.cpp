@@ -69,9 +69,21 @@ void Cycle::keep_lends() {
             // and not on a degraded rack: a job in an OVERLAP reservation
             // is not kept off the nodes the spare reservation holds
             bool waits = !r.nodes.empty();
-            for (const auto& n : hostlist_expand(r.nodes)) {
-                auto node = map_.find_node(n);
-                waits = waits && node && snap_.node(*node).job_id == id && !snap_.degraded(map_.domain_of(*node));
+            if (p->rec && p->rec->belongs_to(id) && !p->rec->slices.empty()) {
+                // a slice job released onto its held target: its record's
+                // nodes, all in the reservation (which may hold more of
+                // their racks, swap_held_target()), may still be completing
+                // the jobs it waited for; without the reservation a
+                // higher-priority job would be planned there meanwhile
+                const NodeSet held = NodeSet::of(map_, r.nodes);
+                const std::vector<NodeId> target = recorded_nodes(*p->rec);
+                waits = !target.empty();
+                for (NodeId t : target) waits = waits && held.contains(t) && !snap_.degraded(map_.domain_of(t));
+            } else {
+                for (const auto& n : hostlist_expand(r.nodes)) {
+                    auto node = map_.find_node(n);
+                    waits = waits && node && snap_.node(*node).job_id == id && !snap_.degraded(map_.domain_of(*node));
+                }
             }
             if (waits) {
                 // a lent spare kept: its lease moved on when half of it is gone

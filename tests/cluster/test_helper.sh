@@ -211,7 +211,7 @@ expect_match "it waits in its own reservation, its target's nodes in it" "Reserv
 P=$(sbatch --parsable -N 16 -w 'nvl[0019-0034]' -p urgent -J urgent --wrap 'sleep 600')
 sleep 1
 scancel "$B"
-if wait_for 30 runs_in "$J" rack002; then ok "rack002 freed: the repaired job runs there ($(nodes_of "$J")), $(restarts "$J") restart"; else not_ok "started on its held target: $(squeue -h -j "$J" -o '%T %r %N') $(record "$J")"; fi
+if wait_for 30 runs_in "$J" rack002; then ok "rack002 freed: the repaired job runs there ($(nodes_of "$J")), $(restarts "$J") restart"; else not_ok "started on its held target: $(squeue -h -j "$J" -o '%T %r %N') $(record "$J"); $(scontrol show res -o | grep -o 'ReservationName=nvlslice_lend[^ ]* .*Nodes=[^ ]*' | sed 's/StartTime.*Nodes=/Nodes=/')"; fi
 expect_eq "the higher-priority job did not take the held target" "PENDING" "$(squeue -h -j "$P" -o %T)"
 wait_for 15 bash -c "! scontrol show res nvlslice_lend_$J >/dev/null 2>&1" || true
 scancel "$P"

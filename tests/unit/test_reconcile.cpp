@@ -1281,6 +1281,21 @@ TEST_CASE("a repair with no room now holds the job's healthy slice and the rack 
         CHECK(released);
         CHECK_FALSE(j.held);
         CHECK(w.reservations.count("nvlslice_lend_7"));
+        // released but not started yet (its nodes may still be completing
+        // the jobs it waited for, and n052 still runs job 22): the
+        // reservation keeps its target from a higher-priority job until it
+        // runs there
+        ++w.now;
+        auto pending = w.cycle();
+        CAPTURE(pending.log);
+        CHECK_FALSE(find(pending, ActionKind::EndLend));
+        w.apply(pending);
+        REQUIRE(w.reservations.count("nvlslice_lend_7"));
+        w.run_on(j, "n[019-034,037-050,053-054]");
+        ++w.now;
+        auto runs = w.cycle();
+        CAPTURE(runs.log);
+        CHECK(find(runs, ActionKind::EndLend, 7));
     }
     SECTION("past repair_hold_max: requeued to wait with its priority instead") {
         w.cfg.repair_hold_max_s = 60;
