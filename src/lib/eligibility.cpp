@@ -48,21 +48,10 @@ bool licenses_short(std::string_view request, const std::vector<SlurmLicense>& h
                     bool in_reservation, std::string* which) {
     const bool any_of = request.find('|') != std::string_view::npos;
     bool all_short = true, some_short = false;
-    while (!request.empty()) {
-        const size_t c = request.find(any_of ? '|' : ',');
-        std::string_view item = request.substr(0, c);
-        request.remove_prefix(c == std::string_view::npos ? request.size() : c + 1);
-        if (item.empty()) continue;
-        const size_t colon = item.find_first_of(":=");
-        const std::string_view name = item.substr(0, colon);
-        int64_t want = 1;
-        if (colon != std::string_view::npos) {
-            want = 0;
-            for (char ch : item.substr(colon + 1)) {
-                if (ch < '0' || ch > '9') break;
-                want = want * 10 + (ch - '0');
-            }
-        }
+    LicenseItem it;
+    while (next_license_item(request, it, any_of ? '|' : ',')) {
+        const std::string_view name = it.name;
+        const int64_t want = it.count;
         if (name == gate) {
             all_short = false; // the gate's is the helper's to open
             continue;

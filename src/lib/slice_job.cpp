@@ -229,36 +229,38 @@ bool allowed_transition(RecordState from, RecordState to) {
     }
 }
 
-namespace {
-
-// "a:2,nvlslice_gate:1" -> {"a:2", "nvlslice_gate:1"}; Slurm also accepts
-// '|' (one of) in requests: such a list is kept whole.
-std::vector<std::string_view> license_items(std::string_view l) {
-    std::vector<std::string_view> out;
-    while (!l.empty()) {
-        size_t c = l.find(',');
-        std::string_view item = l.substr(0, c);
-        if (!item.empty()) out.push_back(item);
-        if (c == std::string_view::npos) break;
-        l.remove_prefix(c + 1);
+LicenseItem license_item(std::string_view text) {
+    LicenseItem it;
+    it.text = text;
+    const size_t sep = text.find_first_of(":=");
+    it.name = text.substr(0, sep);
+    if (sep != std::string_view::npos) {
+        it.count = 0;
+        for (char ch : text.substr(sep + 1)) {
+            if (ch < '0' || ch > '9') break;
+            it.count = std::min<int64_t>(it.count * 10 + (ch - '0'), 1000000000);
+        }
     }
-    return out;
+    return it;
 }
 
-std::string_view license_name(std::string_view item) {
-    return item.substr(0, item.find_first_of(":="));
+bool next_license_item(std::string_view& list, LicenseItem& out, char sep) {
+    while (!list.empty()) {
+        const size_t c = list.find(sep);
+        const std::string_view item = list.substr(0, c);
+        list.remove_prefix(c == std::string_view::npos ? list.size() : c + 1);
+        if (item.empty()) continue;
+        out = license_item(item);
+        return true;
+    }
+    return false;
 }
-
-} // namespace
 
 bool has_license(std::string_view licenses, std::string_view name) {
     // asked of every waiting job each cycle: scanned in place, nothing allocated
-    while (!licenses.empty()) {
-        const size_t c = licenses.find(',');
-        if (license_name(licenses.substr(0, c)) == name) return true;
-        if (c == std::string_view::npos) break;
-        licenses.remove_prefix(c + 1);
-    }
+    LicenseItem it;
+    while (next_license_item(licenses, it))
+        if (it.name == name) return true;
     return false;
 }
 
@@ -271,10 +273,11 @@ std::string with_license(std::string_view licenses, std::string_view name) {
 
 std::string without_license(std::string_view licenses, std::string_view name) {
     std::string out;
-    for (auto item : license_items(licenses)) {
-        if (license_name(item) == name) continue;
+    LicenseItem it;
+    while (next_license_item(licenses, it)) {
+        if (it.name == name) continue;
         if (!out.empty()) out += ',';
-        out += item;
+        out += it.text;
     }
     return out;
 }
@@ -381,11 +384,18 @@ std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
 
 int parse_slice_option(std::string_view v) {
     if (v == "auto") return 0;
-    std::string s(v);
-    char* end = nullptr;
-    long x = std::strtol(s.c_str(), &end, 10);
-    if (s.empty() || *end || x < 1 || x > 4096)
-        throw Error(fmt::format("--nvl-slice={}: expected a slice size in nodes (1..4096) or \"auto\"", v));
+    // digits only (strtol would take blanks, a sign, and stop at a NUL)
+    long x = 0;
+    for (char c : v) {
+        if (c < '0' || c > '9' || x > 4096) {
+            x = -1;
+            break;
+        }
+        x = x * 10 + (c - '0');
+    }
+    if (v.empty() || x < 1 || x > 4096)
+        throw Error(
+            fmt::format("--nvl-slice={}: expected a slice size in nodes (1..4096) or \"auto\"", escape_control(v)));
     return int(x);
 }
 
@@ -394,7 +404,7 @@ PlacementMode parse_placement_option(std::string_view v) {
     if (v == "prefer") return PlacementMode::Prefer;
     throw Error(fmt::format("--nvl-placement={}: expected \"strict\" (wait for whole slices) or \"prefer\" "
                             "(fall back to the fewest racks after a wait)",
-                            v));
+                            escape_control(v)));
 }
 
 int parse_checkpoint_every_option(std::string_view v) {
@@ -404,7 +414,7 @@ int parse_checkpoint_every_option(std::string_view v) {
                                  "takes it: minutes, minutes:seconds, hours:minutes:seconds, days-hours, "
                                  "days-hours:minutes or days-hours:minutes:seconds (e.g. 60 or 1:00:00), from 1 "
                                  "minute to 7 days",
-                                 v));
+                                 escape_control(v)));
     };
     int64_t days = -1;
     std::string_view rest = v;

@@ -74,6 +74,18 @@ struct RequestTag {
 // added / taken off, the user's own licenses kept ("a:2" + gate ->
 // "a:2,nvlslice_gate:1").
 bool has_license(std::string_view licenses, std::string_view name);
+// One item of a license request: "name", "name:count" or "name=count"
+// (count 1 when not given; the digits after the separator, up to the first
+// other character, capped at 10^9 as no cluster has more).
+struct LicenseItem {
+    std::string_view text; // as written
+    std::string_view name;
+    int64_t count = 1;
+};
+LicenseItem license_item(std::string_view text);
+// The next non-empty item of `list` split on `sep`, taken off the front of
+// `list`; false when none is left. Allocates nothing.
+bool next_license_item(std::string_view& list, LicenseItem& out, char sep = ',');
 std::string with_license(std::string_view licenses, std::string_view name);
 std::string without_license(std::string_view licenses, std::string_view name);
 

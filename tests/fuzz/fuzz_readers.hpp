@@ -12,6 +12,7 @@
 // and by the mutation test of the unit suite.
 #pragma once
 
+#include "eligibility.hpp"
 #include "error.hpp"
 #include "fabric.hpp"
 #include "helper_config.hpp"
@@ -51,8 +52,10 @@ enum Reader : uint8_t {
     kGpuFabric = 11,    // one nvidia-smi CSV line (+ the node-side check)
     kSnapshot = 12,     // nvl-topo --snapshot FILE (on a fixed 2 x 8 map)
     kFirstReaders = 13,
-    kTrace = 13, // nvl-sim --trace FILE (first byte 247)
-    kReaders = 14
+    kTrace = 13,       // nvl-sim --trace FILE (first byte 247)
+    kUserOptions = 14, // sbatch --nvl-* values, -N, the comment (first byte 248)
+    kLicenses = 15,    // a job's license request, and slurmctld's counts (first byte 249)
+    kReaders = 16
 };
 
 // The reader an input's first byte picks: 247 + k picks the added reader
@@ -68,7 +71,7 @@ inline const char* reader_name(unsigned r) {
     static const char* const names[kReaders] = {"hostlist",     "rack map yaml",    "topology.conf", "topology.yaml",
                                                 "request tag",  "placement record", "helper config", "plugin args",
                                                 "http request", "metrics_listen",   "fabric report", "gpu fabric csv",
-                                                "snapshot",     "sim trace"};
+                                                "snapshot",     "sim trace",        "user options",  "licenses"};
     return r < kReaders ? names[r] : "?";
 }
 
@@ -189,6 +192,129 @@ inline void sim_trace(std::string_view text) {
     if (t.jobs.size() != read_trace(out, "again.txt").jobs.size()) broken_invariant();
 }
 
+// The lines of a text, each without its '\n'.
+inline std::vector<std::string_view> lines(std::string_view text) {
+    std::vector<std::string_view> out;
+    while (!text.empty()) {
+        const size_t nl = text.find('\n');
+        out.push_back(text.substr(0, nl));
+        text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    }
+    return out;
+}
+
+// A count as -N gives it to the plugin (digits, at most 6).
+inline int small_number(std::string_view v) {
+    int n = 0;
+    for (char c : v.substr(0, 6)) {
+        if (c < '0' || c > '9') break;
+        n = n * 10 + (c - '0');
+    }
+    return n;
+}
+
+// One submission's options, one "name=value" per line, as the plugin gets
+// them from sbatch (slice, placement, checkpointable, checkpoint-every,
+// requeue, nodes=N[-M], comment, hand-off, network, switch, version): each
+// value through its parser, then the request the plugin makes of them on
+// a fixed 2 x 8 map, and the comment it writes.
+inline void user_options(std::string_view text) {
+    SliceOptions o;
+    int nodes_min = 0, nodes_max = 0;
+    Requeue requeue = Requeue::Unset;
+    std::string_view comment, network, switch_type, version;
+    for (std::string_view line : lines(text)) {
+        const size_t eq = line.find('=');
+        const std::string_view key = line.substr(0, eq);
+        const std::string_view v = eq == std::string_view::npos ? std::string_view() : line.substr(eq + 1);
+        if (key == "slice") {
+            o.slice = parse_slice_option(v);
+            o.slice_set = true;
+            if (o.slice < 0 || o.slice > 4096) broken_invariant();
+            if (o.slice > 0 && parse_slice_option(std::to_string(o.slice)) != o.slice) broken_invariant();
+        } else if (key == "placement") {
+            o.mode = parse_placement_option(v);
+            o.placement_set = true;
+        } else if (key == "checkpointable") {
+            o.checkpointable = true;
+        } else if (key == "checkpoint-every") {
+            o.checkpoint_s = parse_checkpoint_every_option(v);
+            const int s = o.checkpoint_s;
+            if (s < 60 || s > 7 * 86400) broken_invariant();
+            // the same time written as --time would take it reads the same
+            const std::string hms =
+                std::to_string(s / 3600) + ":" + std::to_string(s / 60 % 60) + ":" + std::to_string(s % 60);
+            if (parse_checkpoint_every_option(hms) != s) broken_invariant();
+        } else if (key == "requeue") {
+            requeue = parse_requeue_value(v);
+        } else if (key == "nodes") {
+            const size_t dash = v.find('-');
+            nodes_min = small_number(v);
+            nodes_max = dash == std::string_view::npos ? nodes_min : small_number(v.substr(dash + 1));
+        } else if (key == "comment") {
+            comment = v;
+        } else if (key == "hand-off") {
+            (void)parse_hand_off(v, "hand_off");
+        } else if (key == "network") {
+            network = v;
+        } else if (key == "switch") {
+            switch_type = v;
+        } else if (key == "version") {
+            version = v;
+        }
+    }
+    (void)has_node_pools(version);
+    if (auto n = network_for_slices(network, switch_type, version)) {
+        // asked for once: a second time adds nothing
+        if (n->find("unique-channel-per-segment") == std::string::npos) broken_invariant();
+        if (network_for_slices(*n, switch_type, version)) broken_invariant();
+    }
+    const RackMap& map = snapshot_map();
+    const RequestTag t = make_request(map, o, nodes_min, nodes_max, requeue);
+    if (t.slice < 1 || t.slice > map.max_slice() || t.count < 1 || t.count * t.slice != t.nodes) broken_invariant();
+    // the comment the plugin writes: the tag reads back the same, and the
+    // user's own text is kept
+    const std::string c = tagged_comment(t, comment);
+    const auto again = RequestTag::parse(c);
+    if (!again || again->str() != t.str()) broken_invariant();
+    if (user_comment(c) != comment) broken_invariant();
+}
+
+// A job's license request (the first line, as Slurm keeps it: "a:2,b" or
+// "a|b") and slurmctld's licenses ("name total in_use reserved" lines):
+// the gate license put on and taken off, and held_back_by_gates() on it.
+inline bool licenses(std::string_view text) {
+    const auto ls = lines(text);
+    const std::string_view request = ls.empty() ? std::string_view() : ls[0];
+    const std::string_view gate = "nvlslice_gate";
+    const std::string on = with_license(request, gate), off = without_license(request, gate);
+    if (!has_license(on, gate) || has_license(off, gate)) broken_invariant();
+    if (with_license(on, gate) != on || without_license(off, gate) != off) broken_invariant();
+    LicenseItem it;
+    for (std::string_view rest = request; next_license_item(rest, it);)
+        if (it.name.size() > it.text.size() || it.count < 0 || it.count > 1000000000) broken_invariant();
+    SlurmGates g;
+    for (size_t i = 1; i < ls.size(); ++i) {
+        const auto w = split_ws(ls[i]);
+        if (w.empty()) continue;
+        SlurmLicense l;
+        l.name = w[0];
+        l.total = w.size() > 1 ? small_number(w[1]) : 0;
+        l.in_use = w.size() > 2 ? small_number(w[2]) : 0;
+        l.reserved = w.size() > 3 ? small_number(w[3]) : 0;
+        g.licenses.push_back(std::move(l));
+    }
+    SlurmJob j;
+    j.licenses = std::string(request);
+    j.reason = PendingReason("Licenses");
+    const auto held = held_back_by_gates(j, g, 0, gate, 0);
+    j.licenses = on;
+    // the gate's own license never holds a job back: the helper opens it
+    const auto held_gated = held_back_by_gates(j, g, 0, gate, 0);
+    if (held.has_value() != held_gated.has_value() && request.find('|') == std::string_view::npos) broken_invariant();
+    return held.has_value();
+}
+
 } // namespace detail
 
 // What the inputs came to, per reader: read (a model returned) or refused
@@ -264,6 +390,8 @@ inline int one_input(const uint8_t* data, size_t size, Tally* tally = nullptr) {
         case kGpuFabric: detail::gpu_fabric(text); break;
         case kSnapshot: detail::snapshot(text); break;
         case kTrace: detail::sim_trace(text); break;
+        case kUserOptions: detail::user_options(text); break;
+        case kLicenses: read = detail::licenses(text); break;
         }
     } catch (const Error&) {
         // a clear refusal is the expected outcome for most inputs
