@@ -84,6 +84,7 @@ struct SlurmPartition {
     int64_t max_nodes = -1; // -1: unlimited
     int64_t min_nodes = 0;
     int64_t max_time_s = -1; // -1: unlimited
+    bool inactive = false;   // INACTIVE (not running jobs): Slurm refuses every update of its jobs too
 };
 struct SlurmLicense {
     std::string name;

@@ -356,7 +356,9 @@ void Cycle::keep_released(const SliceJob& sj, const PlacedDecision& d) {
         // off under a new job id (job_array_split, which copies the record,
         // the node list and the licenses); the job id placed is the rest of
         // the array, still pending. Its next task needs a placement of its
-        // own, now: gated again and placed afresh.
+        // own, now: gated again and placed afresh, the copied node list
+        // (the task's nodes) taken off after the gate (a throttled array's
+        // next task may wait long: never pinned meanwhile).
         rec.state = RecordState::Waiting;
         rec.slices.clear();
         rec.set_reason(
@@ -366,6 +368,7 @@ void Cycle::keep_released(const SliceJob& sj, const PlacedDecision& d) {
             unpin_native(j);
         } else {
             gate(sj);
+            act({j.id, action::PinOnly{""}});
         }
         record(sj, rec);
         log(j.id, fmt::format("its array's task job {} started on its placement {}; the rest of the array is "

@@ -99,7 +99,7 @@ std::optional<std::string> held_back_by_gates(const SlurmJob& j, const SlurmGate
                 any_known = true;
                 std::string w;
                 if (!p.runs_jobs)
-                    w = "PartitionDown";
+                    w = p.inactive ? "PartitionInactive" : "PartitionDown";
                 else if (size_and_time &&
                          ((p.max_nodes >= 0 && j.num_nodes > p.max_nodes) || j.num_nodes < p.min_nodes))
                     w = "PartitionNodeLimit";

@@ -87,6 +87,14 @@ void note_applied(HelperMemory& mem, const std::vector<Action>& actions, const s
             continue;
         }
         if (!failed.insert(f.job).second) continue;
+        // refused inside its wait: the record that says the job backs off
+        // (the only action a job has then; Slurm refuses every update of a
+        // job in an INACTIVE partition). Said in the log once; booked again
+        // it would be retried every cycle, each one longer.
+        if (auto b = mem.backoff.find(f.job); b != mem.backoff.end() && b->second.until > mono) {
+            b->second.recorded = true;
+            continue;
+        }
         book(mem.backoff[f.job], f.error);
     }
     for (const auto& a : actions) {

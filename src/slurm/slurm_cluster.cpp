@@ -372,6 +372,7 @@ SlurmGates SlurmClusterImpl::load_gates() {
         // DOWN (submit, no scheduling) and INACTIVE stop its jobs
         // (job_limits_check); DRAIN (scheduling, no submit) runs them
         x.runs_jobs = p.state_up != PARTITION_DOWN && p.state_up != PARTITION_INACTIVE;
+        x.inactive = p.state_up == PARTITION_INACTIVE;
         if (p.max_nodes != INFINITE && p.max_nodes != NO_VAL) x.max_nodes = p.max_nodes;
         if (p.min_nodes != NO_VAL) x.min_nodes = p.min_nodes;
         if (p.max_time != INFINITE && p.max_time != NO_VAL) x.max_time_s = int64_t(p.max_time) * 60;

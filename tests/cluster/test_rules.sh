@@ -202,19 +202,18 @@ for variant in dependency begin; do
     expect_match "the top slice job still waits with Slurm's reason, no racks protected for it" "^PENDING ($want|None|Licenses) *\$" "$(cat "$OUT/top-slice-$variant.txt")"
 done
 
-echo "# rules: jobs Slurm holds back for what a gated or new job's reason hides (licenses in use, a DOWN partition, its MaxNodes or MaxTime, a reservation not started) get nothing, as with plain Slurm"
+echo "# rules: jobs Slurm holds back for what a gated or new job's reason hides (licenses in use, a DOWN or INACTIVE partition, its MaxNodes or MaxTime, a reservation not started) get nothing, as with plain Slurm"
 # Both racks busy (the second rack's job holds every lic_a); one
 # top-priority 16-node job of each kind held back, a plain one beside each
 # slice one. The first rack frees: a lower-priority plain job starts there,
 # then a lower-priority slice job; nothing is pinned, ungated, lent or
 # protected for a held job. Then each hold clears in turn: the plain and the
-# slice job of that kind start together. (Not here: an INACTIVE partition,
-# where Slurm refuses every update of the job, the helper's record too; and
-# a slice job in a reservation that has started, which the helper does not
-# place on that reservation's nodes.)
+# slice job of that kind start together. (An INACTIVE partition takes no
+# submission, and Slurm refuses every update of its jobs, the helper's
+# record too: it is made INACTIVE once its jobs are in and released.)
 cleanup; resume_all
 wait_for 60 all_up; settle
-for p in "hold_down State=DOWN" "hold_small MaxNodes=8" "hold_short MaxTime=5"; do
+for p in "hold_down State=DOWN" "hold_small MaxNodes=8" "hold_short MaxTime=5" "hold_inactive State=UP"; do
     scontrol delete partitionname="${p%% *}" 2>/dev/null
     scontrol create partitionname="${p%% *}" nodes=ALL OverSubscribe=EXCLUSIVE ${p#* } ||
         not_ok "create partition ${p%% *}"
@@ -226,10 +225,10 @@ B1=$(sbatch --parsable -w "$(outside_spares 'nvl[0001-0018]' 16)" -t 10 -J busy 
 B2=$(sbatch --parsable -w "$(outside_spares 'nvl[0019-0036]' 16)" -t 10 -L lic_a:4 -J busy --wrap 'sleep 600')
 wait_for 15 bash -c "[ \"\$(squeue -h -j $B1,$B2 -t R | wc -l)\" = 2 ]"
 declare -A HELD
-kinds="licenses down small short resv"
+kinds="licenses down inactive small short resv"
 for k in $kinds; do
     case $k in
-        licenses) a=(-L lic_a:1) ;; down) a=(-p hold_down) ;;
+        licenses) a=(-L lic_a:1) ;; down) a=(-p hold_down) ;; inactive) a=(-p hold_inactive) ;;
         small) a=(-p hold_small) ;; short) a=(-p hold_short) ;; resv) a=(--reservation=hold_later) ;;
     esac
     for side in plain slice; do
@@ -238,8 +237,9 @@ for k in $kinds; do
     done
 done
 for id in "${HELD[@]}"; do scontrol release "$id"; scontrol update jobid="$id" priority=1000000; done
+scontrol update partitionname=hold_inactive state=INACTIVE || not_ok "make partition hold_inactive INACTIVE"
 # the helper's cycles and Slurm's passes look at them
-declare -A WANT=([down]=PartitionDown [small]=PartitionNodeLimit
+declare -A WANT=([down]=PartitionDown [inactive]=PartitionInactive [small]=PartitionNodeLimit
     [short]=PartitionTimeLimit [licenses]=Licenses [resv]=Reservation)
 plain_reasons_right() { for k in $kinds; do [ "$(squeue -h -j "${HELD[$k.plain]}" -o %r)" = "${WANT[$k]}" ] || return 1; done; }
 wait_for 60 plain_reasons_right
@@ -248,9 +248,15 @@ for k in $kinds; do
         "$(squeue -h -j "${HELD[$k.plain]}" -o '%T %r')"
 done
 if [ "$MODE" = gate ]; then
-    records_held() { for k in $kinds; do record "${HELD[$k.slice]}" | grep -q 'held back by Slurm: ' || return 1; done; }
+    # (the INACTIVE partition's job keeps the record it had: Slurm refuses
+    # its updates; the log says why it waits)
+    records_held() { for k in ${kinds/inactive /}; do record "${HELD[$k.slice]}" | grep -q 'held back by Slurm: ' || return 1; done; }
     wait_for 20 records_held
-    for k in $kinds; do
+    expect_match "slice job held by inactive: the log names Slurm's reason" \
+        "job ${HELD[inactive.slice]}: not placed: held back by Slurm: PartitionInactive" "$(cat "$LOG")"
+    expect_eq "slice job held by inactive: its record refused once at most, not every cycle" "yes" \
+        "$([ "$(grep -c "job ${HELD[inactive.slice]}: .*left alone for" "$LOG")" -le 1 ] && echo yes || grep "job ${HELD[inactive.slice]}: .*left alone for" "$LOG")"
+    for k in ${kinds/inactive /}; do
         expect_match "slice job held by $k: its record names Slurm's reason" "held back by Slurm: ${WANT[$k]}" \
             "$(record "${HELD[$k.slice]}")"
     done
@@ -289,6 +295,7 @@ for k in ${kinds% resv}; do
     case $k in
         licenses) scancel "$B2" ;;
         down) scontrol update partitionname=hold_down state=UP ;;
+        inactive) scontrol update partitionname=hold_inactive state=UP ;;
         small) scontrol update partitionname=hold_small maxnodes=UNLIMITED ;;
         short) scontrol update partitionname=hold_short maxtime=INFINITE ;;
     esac
@@ -302,8 +309,51 @@ for k in ${kinds% resv}; do
     wait_for 30 bash -c '[ -z "$(squeue -h -j '"${HELD[$k.plain]},${HELD[$k.slice]}"' -o %i 2>/dev/null)" ] && [ -z "$(sinfo -h -t completing -o %N)" ]'
 done
 cleanup
-for p in hold_down hold_small hold_short; do scontrol delete partitionname="$p"; done
+for p in hold_down hold_small hold_short hold_inactive; do scontrol delete partitionname="$p"; done
 scontrol delete reservationname=hold_later 2>/dev/null
+
+echo "# rules: an array throttled with %1: its waiting task gets nothing while one task runs, a rack free beside it, as with plain Slurm"
+# The plain array first, then the slice array, each alone on the cluster:
+# task 0 runs, task 1 waits for the throttle while a whole rack is free;
+# task 0 cancelled, task 1 starts (the slice one in one rack).
+cleanup; resume_all
+wait_for 60 all_up; settle
+for side in plain slice; do
+    opts=(-N 16 -t 10 --array=0-1%1 -J "throttled_$side"); [ "$side" = slice ] && opts+=(--nvl-slice=16)
+    A=$(sbatch --parsable "${opts[@]}" --wrap 'sleep 600') || not_ok "submit the $side array"
+    if wait_for 30 bash -c "[ \"\$(squeue -h -j ${A}_0 -t R -o %i)\" = ${A}_0 ]"; then
+        ok "$side: task 0 runs on $(nodes_of "${A}_0")"
+        mark=$(wc -l < "$LOG") # (the array was placed as one job until then)
+    else
+        not_ok "$side: task 0 runs: $(squeue -h -j "$A" -o '%i %T %r %N')"
+    fi
+    sleep 6 # the helper's cycles and Slurm's passes, a rack free all along
+    t1=$(squeue -h -r -j "${A}_1" -o %A)
+    if [ "$side" = plain ] || [ "$MODE" = native ]; then
+        expect_eq "$side: task 1 waits for the throttle, a rack free beside it" "PENDING JobArrayTaskLimit" "$(squeue -h -r -j "${A}_1" -o '%T %r')"
+    else
+        expect_match "$side: task 1 waits behind its gate (Slurm's throttle hidden by it)" "^PENDING (Licenses|JobArrayTaskLimit)\$" "$(squeue -h -r -j "${A}_1" -o '%T %r')"
+        expect_match "$side: its record names the throttle" "held back by Slurm: JobArrayTaskLimit" "$(record "${A}_1")"
+        expect_match "$side: still behind its gate" "nvlslice_gate" "$(squeue -h -r -j "${A}_1" -o %W)"
+    fi
+    if [ "$side" = slice ]; then
+        expect_eq "slice: task 1 never pinned or excluded" "(null) (null)" "$(job_field "${A}_1" ReqNodeList) $(job_field "${A}_1" ExcNodeList)"
+        expect_eq "slice: no racks protected, no spare lent for it" "" \
+            "$(scontrol -o show reservation 2>/dev/null | grep -oE 'ReservationName=nvlslice_(protect|lend)[^ ]*')"
+        expect_eq "slice: task 1 not placed (log)" "0" "$(tail -n +"$((${mark:-0} + 1))" "$LOG" | grep -cE "job $t1: (placed|pinned|lent)")"
+    fi
+    scancel "${A}_0"
+    t0=$(now)
+    if wait_for 60 bash -c "[ \"\$(squeue -h -r -j ${A}_1 -t R -o %i)\" = ${A}_1 ]"; then
+        n=$(nodes_of "${A}_1")
+        ok "$side: task 0 cancelled, task 1 starts ($(secs "$t0" "$(now)") s, on $n)"
+        [ "$side" = slice ] && expect_eq "slice: task 1 in one rack" "1" "$(racks_of "$n" | wc -w)"
+    else
+        not_ok "$side: task 1 starts once task 0 ends: $(squeue -h -r -j "${A}_1" -o '%T %r') $(record "${A}_1")"
+    fi
+    scancel "$A"
+    wait_for 30 bash -c '[ -z "$(squeue -h -j '"$A"' -o %i 2>/dev/null)" ] && [ -z "$(sinfo -h -t completing -o %N)" ]'
+done
 
 if [ "$MODE" = gate ]; then
 echo "# rules: scancel of a waiting slice job leaves no pin and no protection"

@@ -39,6 +39,13 @@ const Action* find(const CycleOutput& o, ActionKind k, JobId job = 0) {
     return nullptr;
 }
 
+// Where the first action of kind `k` for `job` stands in the batch (-1: none).
+int index_of(const CycleOutput& o, ActionKind k, JobId job) {
+    for (size_t i = 0; i < o.actions.size(); ++i)
+        if (o.actions[i].kind() == k && o.actions[i].job == job) return int(i);
+    return -1;
+}
+
 // The first action of payload T (for `job`, when given).
 template <class T> const T* find(const CycleOutput& o, JobId job = 0) {
     for (const auto& a : o.actions)
@@ -364,12 +371,17 @@ TEST_CASE("job arrays: the task Slurm splits off takes the placement; the rest o
     // the rest is gated again and waits for its own placement, at once (not
     // after replace_after)
     REQUIRE(find(out, ActionKind::SetLicenses, 7));
+    // and the node list it was given with the task taken off, after the gate
+    REQUIRE(find<action::PinOnly>(out, 7));
+    CHECK(find<action::PinOnly>(out, 7)->nodes.empty());
+    CHECK(index_of(out, ActionKind::SetLicenses, 7) < index_of(out, ActionKind::PinOnly, 7));
     CHECK_THAT(find<action::SetRecord>(out, 7)->text,
                Catch::StartsWith("nvlslice/1 waiting") && Catch::Contains("task job 9 of its array started"));
     CHECK(out.follow_up);
     // the next cycle (Slurm applied it all) places it on the other rack
     w.apply(out);
     CHECK(rest.licenses == "nvlslice_gate:1");
+    CHECK(rest.req_nodes.empty());
     auto next = w.cycle();
     CAPTURE(next.log);
     REQUIRE(find(next, ActionKind::Pin, 7));
@@ -561,6 +573,9 @@ TEST_CASE("what a waiting job's reason may hide is read from Slurm's partitions,
     j.num_nodes = 16;
     j.partition = "down";
     CHECK_THAT(holds().value_or(""), Catch::StartsWith("PartitionDown"));
+    g.partitions[1].inactive = true;
+    CHECK_THAT(holds().value_or(""), Catch::StartsWith("PartitionInactive (partition down)"));
+    g.partitions[1].inactive = false;
     j.partition = "batch";
     j.time_limit = 7200; // above MaxTime
     CHECK_THAT(holds().value_or(""), Catch::StartsWith("PartitionTimeLimit"));
@@ -727,6 +742,41 @@ TEST_CASE("gate mode: a slice job that Slurm holds back for what its reason hide
     CAPTURE(later.log);
     REQUIRE(find(later, ActionKind::Protect));
     CHECK_THAT(find<action::SetRecord>(later, 7)->text, !Catch::Contains("held back"));
+}
+
+TEST_CASE("gate mode: a slice job in an INACTIVE partition is left as it is, its record too (Slurm refuses every "
+          "update of it); a refused record inside a backoff is not retried every cycle",
+          "[safety][eligibility][quick]") {
+    HiddenHolds h(/*native=*/false, 16);
+    World& w = h.w;
+    w.add_plain_job(90, 10, "n[001-004]").end_time = w.now + 600;
+    w.add_plain_job(91, 10, "n[019-022]").end_time = w.now + 600;
+    w.gates->partitions[1].runs_jobs = false;
+    w.gates->partitions[1].inactive = true;
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    for (ActionKind k : {ActionKind::Pin, ActionKind::SetLicenses, ActionKind::Lend, ActionKind::SetRecord})
+        CHECK_FALSE(find(out, k, 7));
+    bool said = false;
+    for (const auto& l : out.log)
+        said = said || l.line().find("held back by Slurm: PartitionInactive (partition down)") != std::string::npos;
+    CHECK(said);
+    // Slurm refuses a job's updates: its backoff, and the record that says
+    // so refused too, is booked once, not each cycle
+    HelperMemory mem;
+    const Action rec{7, action::SetRecord{"nvlslice/1 waiting"}};
+    note_applied(mem, {rec}, {{7, ActionKind::SetRecord, "refused", false, ""}}, 100, 0);
+    REQUIRE(mem.backoff.count(7));
+    const int64_t until = mem.backoff[7].until;
+    CHECK(mem.backoff[7].failures == 1);
+    mem.backoff[7].recorded = true; // the record that says it backs off, written and refused in turn
+    note_applied(mem, {rec}, {{7, ActionKind::SetRecord, "refused", false, ""}}, 101, 0);
+    CHECK(mem.backoff[7].failures == 1);
+    CHECK(mem.backoff[7].until == until);
+    CHECK(mem.backoff[7].recorded);
+    // past its end, a refusal counts again
+    note_applied(mem, {rec}, {{7, ActionKind::SetRecord, "refused", false, ""}}, until, 0);
+    CHECK(mem.backoff[7].failures == 2);
 }
 
 TEST_CASE("native mode: a slice job Slurm holds back for what its reason hides is lent no spare; without the "
