@@ -394,8 +394,7 @@ int parse_slice_option(std::string_view v) {
         x = x * 10 + (c - '0');
     }
     if (v.empty() || x < 1 || x > 4096)
-        throw Error(
-            fmt::format("--nvl-slice={}: expected a slice size in nodes (1..4096) or \"auto\"", escape_control(v)));
+        throw Error(fmt::format("--nvl-slice={}: expected a slice size in nodes (1..4096) or \"auto\"", v));
     return int(x);
 }
 
@@ -404,7 +403,7 @@ PlacementMode parse_placement_option(std::string_view v) {
     if (v == "prefer") return PlacementMode::Prefer;
     throw Error(fmt::format("--nvl-placement={}: expected \"strict\" (wait for whole slices) or \"prefer\" "
                             "(fall back to the fewest racks after a wait)",
-                            escape_control(v)));
+                            v));
 }
 
 int parse_checkpoint_every_option(std::string_view v) {
@@ -414,7 +413,7 @@ int parse_checkpoint_every_option(std::string_view v) {
                                  "takes it: minutes, minutes:seconds, hours:minutes:seconds, days-hours, "
                                  "days-hours:minutes or days-hours:minutes:seconds (e.g. 60 or 1:00:00), from 1 "
                                  "minute to 7 days",
-                                 escape_control(v)));
+                                 v));
     };
     int64_t days = -1;
     std::string_view rest = v;
