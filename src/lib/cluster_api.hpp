@@ -54,6 +54,9 @@ struct SlurmJob {
     std::string partition;
     uint32_t priority = 0;  // Slurm's (multifactor) priority; 0 = held
     std::string licenses;   // as requested, e.g. "nvlslice_gate:1,matlab:2"
+    // The TRES it asks for as Slurm counts them for its limits
+    // (tres_req_str): "cpu=16,mem=64G,node=16,billing=16,gres/gpu=64"
+    std::string tres_req;
     int64_t end_time = 0;   // running: expected end (start + time limit); 0 = unknown
     int64_t time_limit = 0; // seconds; 0 = none (partition maximum or unlimited)
     // Its association and QOS, for the limits Slurm tests only when it

@@ -131,6 +131,80 @@ std::optional<std::string> held_back_by_gates(const SlurmJob& j, const SlurmGate
     return std::nullopt;
 }
 
+namespace {
+
+// Slurm's reason names for a TRES limit, by the TRES's kind
+// (_get_tres_state_reason: cpu, mem, energy, node and billing by position,
+// the others by type)
+enum TresKind { kCpu, kMem, kEnergy, kNode, kBilling, kGres, kLicense, kBB, kOther };
+TresKind tres_kind(std::string_view name) {
+    if (name == "cpu") return kCpu;
+    if (name == "mem") return kMem;
+    if (name == "energy") return kEnergy;
+    if (name == "node") return kNode;
+    if (name == "billing") return kBilling;
+    if (name.substr(0, 5) == "gres/") return kGres;
+    if (name.substr(0, 8) == "license/") return kLicense;
+    if (name.substr(0, 3) == "bb/") return kBB;
+    return kOther;
+}
+const char* const kQosGrp[] = {"QOSGrpCpuLimit", "QOSGrpMemLimit", "QOSGrpEnergy", "QOSGrpNodeLimit", "QOSGrpBilling",
+                               "QOSGrpGRES",     "QOSGrpLicense",  "QOSGrpBB",     "QOSGrpUnknown"};
+const char* const kQosMaxJob[] = {"QOSMaxCpuPerJobLimit", "QOSMaxMemoryPerJob",  "QOSMaxEnergyPerJob",
+                                  "QOSMaxNodePerJobLimit", "QOSMaxBillingPerJob", "QOSMaxGRESPerJob",
+                                  "QOSMaxLicensePerJob",   "QOSMaxBBPerJob",      "QOSMaxUnknownPerJob"};
+const char* const kQosMaxUser[] = {"QOSMaxCpuPerUserLimit", "QOSMaxMemoryPerUser",  "QOSMaxEnergyPerUser",
+                                   "QOSMaxNodePerUserLimit", "QOSMaxBillingPerUser", "QOSMaxGRESPerUser",
+                                   "QOSMaxLicensePerUser",   "QOSMaxBBPerUser",      "QOSMaxUnknownPerUser"};
+const char* const kAssocGrp[] = {"AssocGrpCpuLimit", "AssocGrpMemLimit", "AssocGrpEnergy",
+                                 "AssocGrpNodeLimit", "AssocGrpBilling",  "AssocGrpGRES",
+                                 "AssocGrpLicense",   "AssocGrpBB",       "AssocGrpUnknown"};
+const char* const kAssocMaxJob[] = {"AssocMaxCpuPerJobLimit", "AssocMaxMemPerJob",     "AssocMaxEnergyPerJob",
+                                    "AssocMaxNodePerJobLimit", "AssocMaxBillingPerJob", "AssocMaxGRESPerJob",
+                                    "AssocMaxLicensePerJob",   "AssocMaxBBPerJob",      "AssocMaxUnknownPerJob"};
+
+int64_t tres_at(const std::vector<int64_t>& v, size_t p, int64_t none) {
+    return p < v.size() ? v[p] : none;
+}
+
+} // namespace
+
+std::vector<TresCount> parse_tres_request(std::string_view s) {
+    std::vector<TresCount> out;
+    while (!s.empty()) {
+        const size_t c = s.find(',');
+        const std::string_view item = s.substr(0, c);
+        s.remove_prefix(c == std::string_view::npos ? s.size() : c + 1);
+        const size_t eq = item.find('=');
+        if (eq == std::string_view::npos || eq == 0) continue;
+        const std::string_view name = item.substr(0, eq), v = item.substr(eq + 1);
+        // digits, an optional fraction, an optional unit (memory: to MB)
+        size_t i = 0;
+        int64_t whole = 0;
+        while (i < v.size() && v[i] >= '0' && v[i] <= '9' && whole < (int64_t(1) << 40)) whole = whole * 10 + (v[i++] - '0');
+        if (i == 0) continue;
+        double frac = 0, scale = 0.1;
+        if (i < v.size() && v[i] == '.')
+            for (++i; i < v.size() && v[i] >= '0' && v[i] <= '9'; ++i, scale /= 10) frac += (v[i] - '0') * scale;
+        double mb_per_unit = 1;
+        if (i < v.size()) {
+            switch (v[i]) {
+            case 'K': mb_per_unit = 1.0 / 1024; break;
+            case 'M': mb_per_unit = 1; break;
+            case 'G': mb_per_unit = 1024; break;
+            case 'T': mb_per_unit = 1024.0 * 1024; break;
+            case 'P': mb_per_unit = 1024.0 * 1024 * 1024; break;
+            default: mb_per_unit = -1;
+            }
+            ++i;
+        }
+        if (mb_per_unit < 0 || i != v.size()) continue;
+        const double value = (double(whole) + frac) * (name == "mem" ? mb_per_unit : 1);
+        out.push_back({name, int64_t(value + 0.999999)});
+    }
+    return out;
+}
+
 const AcctLimits::Assoc* AcctLimits::assoc(uint32_t id) const {
     auto it = std::lower_bound(assocs.begin(), assocs.end(), id, [](const Assoc& x, uint32_t v) { return x.id < v; });
     return it != assocs.end() && it->id == id ? &*it : nullptr;
@@ -168,9 +242,48 @@ std::optional<std::string> held_back_by_limits(const SlurmJob& j, const AcctLimi
         if (!q_job_nodes && over(at->max_nodes_per_job, 0, n)) return std::string("AssocMaxNodePerJobLimit");
     }
     // the Grp limits of its association and of every account above it
+    const AcctLimits::Assoc* own = at;
     for (int depth = 0; at && depth < 64; ++depth, at = at->parent ? a.assoc(at->parent) : nullptr) {
         if (!q_grp_nodes && over(at->grp_nodes, at->used_nodes, n)) return std::string("AssocGrpNodeLimit");
         if (!q_grp_jobs && over(at->grp_jobs, at->used_jobs, 1)) return std::string("AssocGrpJobsLimit");
+    }
+    // Every other TRES it asks for (cpu, mem, billing, gres/gpu, a
+    // license ...), as acct_policy tests them after node selection: the
+    // QOS's limits first, then the association's where the QOS sets none of
+    // that kind on that TRES. Its request as Slurm counted it at
+    // submission (exclusive nodes may count more: a limit may be missed
+    // here, never made up).
+    if (a.tres_names.empty() || j.tres_req.empty()) return std::nullopt;
+    const AcctLimits::Use* mine = nullptr;
+    if (q)
+        for (const auto& u : q->users)
+            if (u.uid == j.user_id) mine = &u;
+    for (const TresCount& t : parse_tres_request(j.tres_req)) {
+        const TresKind k = tres_kind(t.name);
+        if (t.count <= 0 || k == kNode || k == kEnergy) continue; // nodes: above; energy is never limited
+        size_t p = 0;
+        while (p < a.tres_names.size() && a.tres_names[p] != t.name) ++p;
+        if (p == a.tres_names.size()) continue; // not tracked by accounting: never limited
+        auto say = [&](const char* reason, int64_t limit, int64_t used) {
+            return fmt::format("{} ({}: {} asked, {} in use, limit {})", reason, t.name, t.count, used, limit);
+        };
+        if (q) {
+            if (const int64_t l = tres_at(q->max_tres_pj, p, -1); over(l, 0, t.count)) return say(kQosMaxJob[k], l, 0);
+            if (const int64_t l = tres_at(q->grp_tres, p, -1); over(l, tres_at(q->used_tres, p, 0), t.count))
+                return say(kQosGrp[k], l, tres_at(q->used_tres, p, 0));
+            const int64_t used = mine ? tres_at(mine->tres, p, 0) : 0;
+            if (const int64_t l = tres_at(q->max_tres_pu, p, -1); over(l, used, t.count))
+                return say(kQosMaxUser[k], l, used);
+        }
+        const bool q_grp = q && tres_at(q->grp_tres, p, -1) >= 0, q_job = q && tres_at(q->max_tres_pj, p, -1) >= 0;
+        if (own && !q_job)
+            if (const int64_t l = tres_at(own->max_tres_pj, p, -1); over(l, 0, t.count))
+                return say(kAssocMaxJob[k], l, 0);
+        int depth = 0;
+        for (const AcctLimits::Assoc* x = own; !q_grp && x && depth < 64;
+             x = x->parent ? a.assoc(x->parent) : nullptr, ++depth)
+            if (const int64_t l = tres_at(x->grp_tres, p, -1); over(l, tres_at(x->used_tres, p, 0), t.count))
+                return say(kAssocGrp[k], l, tres_at(x->used_tres, p, 0));
     }
     return std::nullopt;
 }

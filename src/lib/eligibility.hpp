@@ -49,9 +49,14 @@ std::optional<std::string> held_back_by_gates(const SlurmJob& j, const SlurmGate
 
 // Slurm's accounting limits and their use as slurmctld holds them
 // (scontrol show assoc_mgr), for the limits Slurm tests only when it places
-// a job: the usage-based node and job counts (acct_policy's post-select
+// a job: the usage-based TRES and job counts (acct_policy's post-select
 // test). Behind the gate license on Slurm 22.05 no reason shows them, and
 // on 24.11+ only once the job was tried. -1: no limit.
+//
+// Every TRES limit (GrpTRES, MaxTRES per job, MaxTRESPerUser) is a vector
+// in the order of `tres_names`, as slurmctld sends them (positions 0-4:
+// cpu, mem, energy, node, billing; then gres/gpu, license/x, ...); an empty
+// vector: no limit on any. Memory in MB.
 struct AcctLimits {
     struct Assoc {
         uint32_t id = 0, parent = 0;
@@ -59,26 +64,39 @@ struct AcctLimits {
         int64_t grp_nodes = -1, grp_jobs = -1, max_jobs = -1, max_nodes_per_job = -1;
         int64_t used_nodes = 0, used_jobs = 0; // running jobs, of it and below it
         int64_t max_wall_s = -1;               // MaxWall (per job), seconds
+        std::vector<int64_t> grp_tres, max_tres_pj, used_tres;
     };
     struct Use {
         uint32_t uid = 0;
         int64_t nodes = 0, jobs = 0;
+        std::vector<int64_t> tres;
     };
     struct Qos {
         std::string name;
         int64_t grp_nodes = -1, grp_jobs = -1, max_nodes_per_user = -1, max_jobs_per_user = -1, max_nodes_per_job = -1;
         int64_t max_wall_s = -1; // MaxWall (per job), seconds
         int64_t used_nodes = 0, used_jobs = 0;
+        std::vector<int64_t> grp_tres, max_tres_pj, max_tres_pu, used_tres;
         std::vector<Use> users; // per user, in this QOS
         // its PartitionMaxNodes, PartitionMinNodes or PartitionTimeLimit
         // flag: a job in it is not held to its partition's limits
         bool lifts_partition_limits = false;
     };
+    std::vector<std::string> tres_names;
     std::vector<Assoc> assocs; // sorted by id (the adapter sorts them)
     std::vector<Qos> qos;
     // The association `id` (a binary search), or nullptr.
     const Assoc* assoc(uint32_t id) const;
 };
+
+// A job's TRES request (SlurmJob::tres_req) as counts: "mem" in MB (its
+// K, M, G, T or P suffix read), the others as written. Malformed items are
+// left out.
+struct TresCount {
+    std::string_view name;
+    int64_t count = 0;
+};
+std::vector<TresCount> parse_tres_request(std::string_view s);
 
 // Which limit keeps Slurm from starting `j` with its nodes now, named as
 // Slurm names its reason (AssocGrpNodeLimit, QOSMaxNodePerUserLimit, ...),

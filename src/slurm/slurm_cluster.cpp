@@ -267,6 +267,7 @@ std::vector<SlurmJob> SlurmClusterImpl::load_jobs() {
         r.partition = str(j.partition);
         r.priority = j.priority;
         r.licenses = str(j.licenses);
+        r.tres_req = str(j.tres_req_str);
         if (r.state == JobState::Running && j.end_time > j.start_time) r.end_time = j.end_time;
         if (j.time_limit != NO_VAL && j.time_limit != INFINITE) r.time_limit = int64_t(j.time_limit) * 60;
         r.assoc_id = j.assoc_id;
@@ -302,8 +303,26 @@ AcctLimits SlurmClusterImpl::load_limits() {
         return v == INFINITE64 || v == NO_VAL64 ? -1 : int64_t(v);
     };
     auto used = [&](const uint64_t* a) -> int64_t { return a && node >= 0 ? int64_t(a[node]) : 0; };
+    // every TRES's limit (-1: none) and use, in tres_names' order
+    auto limits_of = [&](const uint64_t* a) {
+        std::vector<int64_t> v;
+        if (!a) return v;
+        v.reserve(msg->tres_cnt);
+        for (uint32_t i = 0; i < msg->tres_cnt; ++i)
+            v.push_back(a[i] == INFINITE64 || a[i] == NO_VAL64 ? -1 : int64_t(a[i]));
+        return v;
+    };
+    auto uses_of = [&](const uint64_t* a) {
+        std::vector<int64_t> v;
+        if (!a) return v;
+        v.reserve(msg->tres_cnt);
+        for (uint32_t i = 0; i < msg->tres_cnt; ++i) v.push_back(a[i] == NO_VAL64 ? 0 : int64_t(a[i]));
+        return v;
+    };
     auto count = [](uint32_t v) -> int64_t { return v == INFINITE || v == NO_VAL ? -1 : int64_t(v); };
     AcctLimits out;
+    for (uint32_t i = 0; i < msg->tres_cnt; ++i)
+        out.tres_names.push_back(msg->tres_names && msg->tres_names[i] ? msg->tres_names[i] : "");
     // every element of a libslurm list (none for a null list)
     auto each = [](auto* list, auto&& fn) {
         if (!list) return;
@@ -323,9 +342,12 @@ AcctLimits SlurmClusterImpl::load_limits() {
         r.max_jobs = count(a->max_jobs);
         r.max_nodes_per_job = tres(a->max_tres_ctld);
         if (a->max_wall_pj != INFINITE && a->max_wall_pj != NO_VAL) r.max_wall_s = int64_t(a->max_wall_pj) * 60;
+        r.grp_tres = limits_of(a->grp_tres_ctld);
+        r.max_tres_pj = limits_of(a->max_tres_ctld);
         if (a->usage) {
             r.used_nodes = used(a->usage->grp_used_tres);
             r.used_jobs = a->usage->used_jobs;
+            r.used_tres = uses_of(a->usage->grp_used_tres);
         }
         out.assocs.push_back(std::move(r));
     });
@@ -344,12 +366,16 @@ AcctLimits SlurmClusterImpl::load_limits() {
         if (q->max_wall_pj != INFINITE && q->max_wall_pj != NO_VAL) r.max_wall_s = int64_t(q->max_wall_pj) * 60;
         r.lifts_partition_limits =
             (q->flags & (QOS_FLAG_PART_MIN_NODE | QOS_FLAG_PART_MAX_NODE | QOS_FLAG_PART_TIME_LIMIT)) != 0;
+        r.grp_tres = limits_of(q->grp_tres_ctld);
+        r.max_tres_pj = limits_of(q->max_tres_pj_ctld);
+        r.max_tres_pu = limits_of(q->max_tres_pu_ctld);
         if (q->usage) {
             r.used_nodes = used(q->usage->grp_used_tres);
             r.used_jobs = q->usage->grp_used_jobs;
+            r.used_tres = uses_of(q->usage->grp_used_tres);
             each(q->usage->user_limit_list, [&](void* u) {
                 const auto* l = static_cast<const slurmdb_used_limits_t*>(u);
-                r.users.push_back({l->uid, used(l->tres), int64_t(l->jobs)});
+                r.users.push_back({l->uid, used(l->tres), int64_t(l->jobs), uses_of(l->tres)});
             });
         }
         out.qos.push_back(std::move(r));

@@ -921,6 +921,80 @@ TEST_CASE("accounting limits Slurm tests only when it places a job are read from
     CHECK_FALSE(held_back_by_limits(j, a));
 }
 
+TEST_CASE("every TRES limit is read, not only nodes: GrpTRES=gres/gpu, cpu, mem and license, per job and per user",
+          "[safety][eligibility][quick]") {
+    // the job's request as Slurm prints it; memory in MB
+    const auto req = parse_tres_request("cpu=64,mem=1.5G,node=16,billing=64,gres/gpu=64,license/matlab=2,bad,x=1Q");
+    REQUIRE(req.size() == 6);
+    CHECK(req[1].name == "mem");
+    CHECK(req[1].count == 1536);
+    CHECK(req[4].name == "gres/gpu");
+    CHECK(req[4].count == 64);
+    CHECK(parse_tres_request("mem=512K").at(0).count == 1); // rounded up to whole MB
+    AcctLimits a;
+    a.tres_names = {"cpu", "mem", "energy", "node", "billing", "gres/gpu", "license/matlab"};
+    const size_t gpu = 5, cpu = 0, lic = 6;
+    std::vector<int64_t> none(a.tres_names.size(), -1), zero(a.tres_names.size(), 0);
+    a.assocs.push_back({1, 0, "root", "", -1, -1, -1, -1, 0, 0, -1, none, none, zero});
+    a.assocs.push_back({2, 1, "acct_a", "", -1, -1, -1, -1, 0, 0, -1, none, none, zero});
+    a.assocs.push_back({3, 2, "acct_a", "root", -1, -1, -1, -1, 0, 0, -1, none, none, zero});
+    SlurmJob j;
+    j.state = JobState::Pending;
+    j.num_nodes = 16;
+    j.assoc_id = 3;
+    j.user_id = 1000;
+    j.tres_req = "cpu=64,mem=16000M,node=16,billing=64,gres/gpu=64";
+    CHECK_FALSE(held_back_by_limits(j, a));
+    // acct_a: GrpTRES=gres/gpu=96 with 64 in use below it
+    a.assocs[1].grp_tres[gpu] = 96;
+    a.assocs[1].used_tres[gpu] = 64;
+    CHECK(held_back_by_limits(j, a).value_or("") == "AssocGrpGRES (gres/gpu: 64 asked, 64 in use, limit 96)");
+    a.assocs[1].used_tres[gpu] = 32;
+    CHECK_FALSE(held_back_by_limits(j, a));
+    // the root account's GrpTRES=cpu=100 with 40 in use
+    a.assocs[0].grp_tres[cpu] = 100;
+    a.assocs[0].used_tres[cpu] = 40;
+    CHECK(held_back_by_limits(j, a).value_or("") == "AssocGrpCpuLimit (cpu: 64 asked, 40 in use, limit 100)");
+    a.assocs[0].grp_tres[cpu] = -1;
+    // the job's own association: MaxTRES=gres/gpu=32 per job
+    a.assocs[2].max_tres_pj[gpu] = 32;
+    CHECK(held_back_by_limits(j, a).value_or("") == "AssocMaxGRESPerJob (gres/gpu: 64 asked, 0 in use, limit 32)");
+    a.assocs[2].max_tres_pj[gpu] = -1;
+    // a QOS: its GrpTRES takes the place of the association's on that TRES
+    AcctLimits::Qos q;
+    q.name = "gpuq";
+    q.grp_tres = none;
+    q.max_tres_pj = none;
+    q.max_tres_pu = none;
+    q.used_tres = zero;
+    a.qos.push_back(q);
+    j.qos = "gpuq";
+    a.assocs[1].used_tres[gpu] = 64; // the association's own limit would hold it
+    a.qos[0].grp_tres[gpu] = 256;
+    CHECK_FALSE(held_back_by_limits(j, a));
+    a.qos[0].grp_tres[gpu] = -1;
+    CHECK(held_back_by_limits(j, a).value_or("").rfind("AssocGrpGRES", 0) == 0);
+    a.assocs[1].used_tres[gpu] = 0;
+    // QOS MaxTRESPerUser=gres/gpu=96 while the user runs 64
+    a.qos[0].max_tres_pu[gpu] = 96;
+    a.qos[0].users.push_back({1000, 16, 1, {0, 0, 0, 16, 0, 64, 0}});
+    CHECK(held_back_by_limits(j, a).value_or("") == "QOSMaxGRESPerUser (gres/gpu: 64 asked, 64 in use, limit 96)");
+    a.qos[0].users[0].tres[gpu] = 0;
+    CHECK_FALSE(held_back_by_limits(j, a));
+    // a license counted as TRES (license/matlab), and memory
+    j.tres_req += ",license/matlab=2";
+    a.qos[0].grp_tres[lic] = 1;
+    CHECK(held_back_by_limits(j, a).value_or("").rfind("QOSGrpLicense (license/matlab: 2 asked", 0) == 0);
+    a.qos[0].grp_tres[lic] = -1;
+    a.qos[0].max_tres_pj[1] = 8000;
+    CHECK(held_back_by_limits(j, a).value_or("").rfind("QOSMaxMemoryPerJob (mem: 16000 asked", 0) == 0);
+    a.qos[0].max_tres_pj[1] = -1;
+    // a TRES accounting does not track is never limited; energy never is
+    j.tres_req = "cpu=64,node=16,gres/fpga=4,energy=99";
+    a.qos[0].grp_tres[2] = 1;
+    CHECK_FALSE(held_back_by_limits(j, a));
+}
+
 TEST_CASE("a job an accounting limit holds back is not placed; another account's job is",
           "[safety][eligibility][quick]") {
     World w(2);
