@@ -52,8 +52,8 @@ struct SlurmJob {
     bool requeue = true; // may be requeued (--requeue or the cluster default)
     std::string name;
     std::string partition;
-    uint32_t priority = 0;  // Slurm's (multifactor) priority; 0 = held
-    std::string licenses;   // as requested, e.g. "nvlslice_gate:1,matlab:2"
+    uint32_t priority = 0; // Slurm's (multifactor) priority; 0 = held
+    std::string licenses;  // as requested, e.g. "nvlslice_gate:1,matlab:2"
     // The TRES it asks for as Slurm counts them for its limits
     // (tres_req_str): "cpu=16,mem=64G,node=16,billing=16,gres/gpu=64"
     std::string tres_req;

@@ -150,16 +150,16 @@ TresKind tres_kind(std::string_view name) {
 }
 const char* const kQosGrp[] = {"QOSGrpCpuLimit", "QOSGrpMemLimit", "QOSGrpEnergy", "QOSGrpNodeLimit", "QOSGrpBilling",
                                "QOSGrpGRES",     "QOSGrpLicense",  "QOSGrpBB",     "QOSGrpUnknown"};
-const char* const kQosMaxJob[] = {"QOSMaxCpuPerJobLimit", "QOSMaxMemoryPerJob",  "QOSMaxEnergyPerJob",
+const char* const kQosMaxJob[] = {"QOSMaxCpuPerJobLimit",  "QOSMaxMemoryPerJob",  "QOSMaxEnergyPerJob",
                                   "QOSMaxNodePerJobLimit", "QOSMaxBillingPerJob", "QOSMaxGRESPerJob",
                                   "QOSMaxLicensePerJob",   "QOSMaxBBPerJob",      "QOSMaxUnknownPerJob"};
-const char* const kQosMaxUser[] = {"QOSMaxCpuPerUserLimit", "QOSMaxMemoryPerUser",  "QOSMaxEnergyPerUser",
+const char* const kQosMaxUser[] = {"QOSMaxCpuPerUserLimit",  "QOSMaxMemoryPerUser",  "QOSMaxEnergyPerUser",
                                    "QOSMaxNodePerUserLimit", "QOSMaxBillingPerUser", "QOSMaxGRESPerUser",
                                    "QOSMaxLicensePerUser",   "QOSMaxBBPerUser",      "QOSMaxUnknownPerUser"};
-const char* const kAssocGrp[] = {"AssocGrpCpuLimit", "AssocGrpMemLimit", "AssocGrpEnergy",
+const char* const kAssocGrp[] = {"AssocGrpCpuLimit",  "AssocGrpMemLimit", "AssocGrpEnergy",
                                  "AssocGrpNodeLimit", "AssocGrpBilling",  "AssocGrpGRES",
                                  "AssocGrpLicense",   "AssocGrpBB",       "AssocGrpUnknown"};
-const char* const kAssocMaxJob[] = {"AssocMaxCpuPerJobLimit", "AssocMaxMemPerJob",     "AssocMaxEnergyPerJob",
+const char* const kAssocMaxJob[] = {"AssocMaxCpuPerJobLimit",  "AssocMaxMemPerJob",     "AssocMaxEnergyPerJob",
                                     "AssocMaxNodePerJobLimit", "AssocMaxBillingPerJob", "AssocMaxGRESPerJob",
                                     "AssocMaxLicensePerJob",   "AssocMaxBBPerJob",      "AssocMaxUnknownPerJob"};
 
@@ -181,7 +181,8 @@ std::vector<TresCount> parse_tres_request(std::string_view s) {
         // digits, an optional fraction, an optional unit (memory: to MB)
         size_t i = 0;
         int64_t whole = 0;
-        while (i < v.size() && v[i] >= '0' && v[i] <= '9' && whole < (int64_t(1) << 40)) whole = whole * 10 + (v[i++] - '0');
+        while (i < v.size() && v[i] >= '0' && v[i] <= '9' && whole < (int64_t(1) << 40))
+            whole = whole * 10 + (v[i++] - '0');
         if (i == 0) continue;
         double frac = 0, scale = 0.1;
         if (i < v.size() && v[i] == '.')
