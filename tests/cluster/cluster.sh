@@ -176,7 +176,7 @@ write_hosts() {
 }
 
 write_conf() {
-    local nodes_line="" r lo hi feat ACCOUNTING_LINES GRES_ATTR=""
+    local nodes_line="" r lo hi feat ACCOUNTING_LINES
     write_hosts
     if [ "$ACCOUNTING" = 1 ]; then
         # slurmdbd over munge: with a munged of its own, the connection
@@ -190,22 +190,15 @@ AccountingStorageEnforce=associations,limits,qos
 PriorityWeightFairshare=100000
 PriorityWeightQOS=10000
 PriorityDecayHalfLife=0-0:10:00
-PriorityCalcPeriod=1
-GresTypes=gpu
-AccountingStorageTRES=gres/gpu"
-        # 4 GPUs per node as a count (no device files): GrpTRES=gres/gpu
-        # limits apply to jobs that ask for them (--gres=gpu:4)
-        echo "Name=gpu Count=4" > "$DIR/etc/gres.conf"
-        GRES_ATTR=" Gres=gpu:4"
+PriorityCalcPeriod=1"
     else
-        rm -f "$DIR/etc/gres.conf"
         ACCOUNTING_LINES="AccountingStorageType=accounting_storage/none"
     fi
     for ((r = 1; r <= RACKS; r++)); do
         lo=$(( (r - 1) * PER + 1 )); hi=$(( r * PER ))
         # its rack
         feat=$(printf 'rack%03d' "$r")
-        nodes_line+="NodeName=$(printf 'nvl[%04d-%04d]' "$lo" "$hi") NodeAddr=$SUBNET.[$((FIRST_IP + lo - 1))-$((FIRST_IP + hi - 1))] CPUs=1 RealMemory=500 Features=$feat${GRES_ATTR:-} State=UNKNOWN"$'\n'
+        nodes_line+="NodeName=$(printf 'nvl[%04d-%04d]' "$lo" "$hi") NodeAddr=$SUBNET.[$((FIRST_IP + lo - 1))-$((FIRST_IP + hi - 1))] CPUs=1 RealMemory=500 Features=$feat State=UNKNOWN"$'\n'
     done
     cat > "$CONF" <<CONF
 # Written by tests/cluster/cluster.sh: nvlslice's local test cluster.
