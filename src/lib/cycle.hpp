@@ -364,12 +364,12 @@ class Cycle {
     // helper or an admin) resets Slurm's reason to None until its next
     // scheduling pass (_update_job): a job recorded as held back stays so
     // until Slurm gives a reason again.
-    std::optional<std::string> held_back(const SliceJob& sj) const {
+    std::optional<HeldBack> held_back(const SliceJob& sj) const {
         const SlurmJob& j = *sj.job;
         if (auto h = held_back_by_slurm(j, now_, cfg_.gate_license)) return h;
         if (j.reason.is(ReasonKind::None) && sj.rec && sj.rec->state == RecordState::Waiting &&
             sj.rec->why == Why::HeldBack && sj.rec->reason.size() >= kHeldBack.size())
-            return sj.rec->reason.substr(kHeldBack.size());
+            return HeldBack::from_text(sj.rec->reason.substr(kHeldBack.size()));
         if (limits_)
             if (auto h = held_back_by_limits(j, *limits_)) return h;
         if (gates_) {

@@ -151,12 +151,12 @@ void Cycle::place_waiting(const SliceJob& sj) {
         const auto r = mem_.retry_at.find(j.id);
         const bool retry = r != mem_.retry_at.end() && r->second > mono_;
         const auto holds = held_back(sj);
-        if (holds && holds->rfind("PartitionInactive", 0) == 0) {
+        if (holds && holds->updates_refused) {
             // Slurm refuses every update of a job in an INACTIVE
             // partition, its record's too: it waits as it is
             say_once(j.id, fmt::format("not placed: held back by Slurm: {} (its record is written once the "
                                        "partition is active again: Slurm refuses updates of its jobs until then)",
-                                       *holds));
+                                       holds->text));
             return;
         }
         const auto why = stays_behind(sj, holds, retry);

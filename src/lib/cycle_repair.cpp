@@ -320,7 +320,7 @@ void Cycle::keep_released(const SliceJob& sj, const PlacedDecision& d) {
     // tests only once it places, a reservation, a slow scheduler), or held
     // back by Slurm for a reason of its own since it was placed: its racks
     // are freed, it waits behind the gate again.
-    std::optional<std::string> holds;
+    std::optional<HeldBack> holds;
     int64_t since = 0;
     bool overdue = false;
     if (!d.split_task) {
@@ -329,6 +329,15 @@ void Cycle::keep_released(const SliceJob& sj, const PlacedDecision& d) {
         overdue = sj.rec->state == RecordState::Placed && j.restarts == 0 && mono_ - since > cfg_.replace_after_s;
     }
     const bool waited_past = now_ - std::max(j.submit_time, j.start_time) > cfg_.replace_after_s;
+    if (holds && holds->updates_refused) {
+        // Slurm refuses every update of a job in an INACTIVE partition: it
+        // stays as it is, pinned, until the partition is active again
+        say_once(j.id, fmt::format("pinned to {}, held back by Slurm: {} (left as it is: Slurm refuses updates of "
+                                   "its jobs until the partition is active again)",
+                                   hl(pinned), holds->text));
+        settled_.insert(j.id);
+        return;
+    }
     const ReleasedCase what = decide_released(sj, d, holds.has_value(), overdue, waited_past);
     if (what == ReleasedCase::Waits) {
         // A native job Slurm requeued itself (a node went DOWN) may start
@@ -393,7 +402,7 @@ void Cycle::keep_released(const SliceJob& sj, const PlacedDecision& d) {
         mem_.placed_since.erase(j.id);
         if (!holds) mem_.retry_at[j.id] = mono_ + cfg_.replace_after_s;
         log(j.id, fmt::format("pinned to {} but {}: gated again, its racks freed", hl(pinned),
-                              holds ? "held back by Slurm (" + *holds + ")"
+                              holds ? "held back by Slurm (" + holds->text + ")"
                                     : fmt::format("not started within replace_after ({} s)", cfg_.replace_after_s)));
         break;
     case ReleasedCase::NodesTaken:

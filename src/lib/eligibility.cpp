@@ -14,7 +14,14 @@ bool reason_holds_back(std::string_view r) {
     return holds_back(reason_kind(r));
 }
 
-std::optional<std::string> held_back_by_slurm(const SlurmJob& j, int64_t now, std::string_view gate_license) {
+HeldBack HeldBack::from_text(std::string text) {
+    const std::string_view name = std::string_view(text).substr(0, text.find(' '));
+    HeldBack h{reason_kind(name), {}, name == "PartitionInactive"};
+    h.text = std::move(text);
+    return h;
+}
+
+std::optional<HeldBack> held_back_by_slurm(const SlurmJob& j, int64_t now, std::string_view gate_license) {
     if (j.state != JobState::Pending) return std::nullopt;
     const bool first_start = j.restarts == 0;
     const ReasonKind k = j.reason.kind();
@@ -27,17 +34,18 @@ std::optional<std::string> held_back_by_slurm(const SlurmJob& j, int64_t now, st
         const time_t t = time_t(j.begin_time);
         struct tm tm {};
         if (localtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-        return fmt::format("BeginTime (eligible at {})", when);
+        return HeldBack{ReasonKind::BeginTime, fmt::format("BeginTime (eligible at {})", when)};
     }
     // Licenses: the gate's in gate mode (held_back_by_gates looks past it);
     // Slurm's own for a job without it
     if (k == ReasonKind::Licenses && (gate_license.empty() || !has_license(j.licenses, gate_license)))
-        return j.reason.name();
+        return HeldBack{k, j.reason.name()};
     if (!holds_back(k)) return std::nullopt;
     // a requeued job's BeginTime is Slurm's requeue delay, not the user's
     if (!first_start && k == ReasonKind::BeginTime) return std::nullopt;
-    if (k == ReasonKind::Unknown) return fmt::format("{} (a reason this nvlslice does not know)", j.reason.name());
-    return j.reason.name();
+    if (k == ReasonKind::Unknown)
+        return HeldBack{k, fmt::format("{} (a reason this nvlslice does not know)", j.reason.name())};
+    return HeldBack{k, j.reason.name(), j.reason.name() == "PartitionInactive"};
 }
 
 namespace {
@@ -76,8 +84,8 @@ bool licenses_short(std::string_view request, const std::vector<SlurmLicense>& h
 
 } // namespace
 
-std::optional<std::string> held_back_by_gates(const SlurmJob& j, const SlurmGates& g, int array_running,
-                                              std::string_view gate_license, int64_t now, const AcctLimits* limits) {
+std::optional<HeldBack> held_back_by_gates(const SlurmJob& j, const SlurmGates& g, int array_running,
+                                           std::string_view gate_license, int64_t now, const AcctLimits* limits) {
     if (j.state != JobState::Pending) return std::nullopt;
     // any other reason: Slurm tested all this already
     if (!j.reason.is(ReasonKind::None) && !j.reason.is(ReasonKind::Licenses)) return std::nullopt;
@@ -88,7 +96,7 @@ std::optional<std::string> held_back_by_gates(const SlurmJob& j, const SlurmGate
     // its partitions ("a,b": any of them that would run it)
     if (!j.partition.empty() && !g.partitions.empty()) {
         std::string_view parts = j.partition;
-        std::string why;
+        std::optional<HeldBack> why;
         bool any_runs = false, any_known = false;
         while (!parts.empty() && !any_runs) {
             const size_t c = parts.find(',');
@@ -107,8 +115,8 @@ std::optional<std::string> held_back_by_gates(const SlurmJob& j, const SlurmGate
                     w = "PartitionTimeLimit";
                 if (w.empty())
                     any_runs = true;
-                else if (why.empty())
-                    why = fmt::format("{} (partition {})", w, p.name);
+                else if (!why)
+                    why = HeldBack{ReasonKind::Partition, fmt::format("{} (partition {})", w, p.name), p.inactive};
             }
         }
         if (any_known && !any_runs) return why;
@@ -118,16 +126,18 @@ std::optional<std::string> held_back_by_gates(const SlurmJob& j, const SlurmGate
         const Reservation* r = nullptr;
         for (const auto& x : g.reservations)
             if (x.name == j.reservation) r = &x;
-        if (r && r->start_time > now) return fmt::format("Reservation ({} starts later)", j.reservation);
+        if (r && r->start_time > now)
+            return HeldBack{ReasonKind::Reservation, fmt::format("Reservation ({} starts later)", j.reservation)};
     }
     // licenses besides the gate's
     if (!j.licenses.empty()) {
         std::string which;
         if (licenses_short(j.licenses, g.licenses, gate_license, !j.reservation.empty(), &which))
-            return fmt::format("Licenses ({} in use)", which);
+            return HeldBack{ReasonKind::Licenses, fmt::format("Licenses ({} in use)", which)};
     }
     if (j.array_id && j.array_throttle > 0 && array_running >= int(j.array_throttle))
-        return fmt::format("JobArrayTaskLimit ({} of its array run, at most {})", array_running, j.array_throttle);
+        return HeldBack{ReasonKind::ArrayThrottle, fmt::format("JobArrayTaskLimit ({} of its array run, at most {})",
+                                                               array_running, j.array_throttle)};
     return std::nullopt;
 }
 
@@ -169,8 +179,7 @@ int64_t tres_at(const std::vector<int64_t>& v, size_t p, int64_t none) {
 
 } // namespace
 
-std::vector<TresCount> parse_tres_request(std::string_view s) {
-    std::vector<TresCount> out;
+bool next_tres_item(std::string_view& s, TresCount& out) {
     while (!s.empty()) {
         const size_t c = s.find(',');
         const std::string_view item = s.substr(0, c);
@@ -200,10 +209,12 @@ std::vector<TresCount> parse_tres_request(std::string_view s) {
             ++i;
         }
         if (mb_per_unit < 0 || i != v.size()) continue;
-        const double value = (double(whole) + frac) * (name == "mem" ? mb_per_unit : 1);
-        out.push_back({name, int64_t(value + 0.999999)});
+        // capped: 2^40 P of memory is past any int64_t
+        const double value = std::min((double(whole) + frac) * (name == "mem" ? mb_per_unit : 1), 0x1p62);
+        out = {name, int64_t(value + 0.999999)};
+        return true;
     }
-    return out;
+    return false;
 }
 
 const AcctLimits::Assoc* AcctLimits::assoc(uint32_t id) const {
@@ -211,7 +222,9 @@ const AcctLimits::Assoc* AcctLimits::assoc(uint32_t id) const {
     return it != assocs.end() && it->id == id ? &*it : nullptr;
 }
 
-std::optional<std::string> held_back_by_limits(const SlurmJob& j, const AcctLimits& a) {
+namespace {
+
+std::optional<std::string> limit_reason(const SlurmJob& j, const AcctLimits& a) {
     if (j.state != JobState::Pending || j.num_nodes <= 0) return std::nullopt;
     const int64_t n = j.num_nodes;
     auto over = [](int64_t limit, int64_t used, int64_t add) { return limit >= 0 && used + add > limit; };
@@ -259,7 +272,9 @@ std::optional<std::string> held_back_by_limits(const SlurmJob& j, const AcctLimi
     if (q)
         for (const auto& u : q->users)
             if (u.uid == j.user_id) mine = &u;
-    for (const TresCount& t : parse_tres_request(j.tres_req)) {
+    std::string_view request = j.tres_req;
+    TresCount t;
+    while (next_tres_item(request, t)) {
         const TresKind k = tres_kind(t.name);
         if (t.count <= 0 || k == kNode || k == kEnergy) continue; // nodes: above; energy is never limited
         size_t p = 0;
@@ -286,6 +301,13 @@ std::optional<std::string> held_back_by_limits(const SlurmJob& j, const AcctLimi
             if (const int64_t l = tres_at(x->grp_tres, p, -1); over(l, tres_at(x->used_tres, p, 0), t.count))
                 return say(kAssocGrp[k], l, tres_at(x->used_tres, p, 0));
     }
+    return std::nullopt;
+}
+
+} // namespace
+
+std::optional<HeldBack> held_back_by_limits(const SlurmJob& j, const AcctLimits& a) {
+    if (auto r = limit_reason(j, a)) return HeldBack{ReasonKind::AcctLimit, std::move(*r)};
     return std::nullopt;
 }
 

@@ -17,6 +17,21 @@ namespace nvl {
 
 struct AcctLimits;
 
+// Why Slurm would not start a job now, as the policy reads it: the kind of
+// Slurm's reason (what the policy matches) and its text for logs and
+// records, Slurm's reason name first as squeue prints it, then what it is
+// about ("PartitionDown (partition batch)").
+struct HeldBack {
+    ReasonKind kind = ReasonKind::Unknown;
+    std::string text;
+    // Slurm refuses every update of the job while this holds (its
+    // partition is INACTIVE): its record cannot be written either
+    bool updates_refused = false;
+    // One the helper wrote down earlier (a record's reason): its first word
+    // decoded again by Slurm's reason table.
+    static HeldBack from_text(std::string text);
+};
+
 // Whether a reason, by its name, says Slurm itself holds the job back
 // (holds_back(reason_kind(name))): for the tools and tests; the policy
 // reads the job's decoded kind.
@@ -31,7 +46,7 @@ bool reason_holds_back(std::string_view reason);
 // begin time is the user's.
 // Licenses is Slurm's own reason for a job without the gate license
 // (`gate_license`; native mode, or a job the gate is off).
-std::optional<std::string> held_back_by_slurm(const SlurmJob& j, int64_t now, std::string_view gate_license = {});
+std::optional<HeldBack> held_back_by_slurm(const SlurmJob& j, int64_t now, std::string_view gate_license = {});
 
 // What Slurm tests before it starts a job and its reason may hide (the
 // gate's Licenses in gate mode; None before the scheduler's first look;
@@ -43,9 +58,9 @@ std::optional<std::string> held_back_by_slurm(const SlurmJob& j, int64_t now, st
 // node and time limits count only where the job's QOS is known not to
 // lift them (`limits`, with the QOS flags; a job without a QOS: no
 // accounting, nothing lifts them): else Slurm's reason says, later.
-std::optional<std::string> held_back_by_gates(const SlurmJob& j, const SlurmGates& g, int array_running,
-                                              std::string_view gate_license, int64_t now,
-                                              const AcctLimits* limits = nullptr);
+std::optional<HeldBack> held_back_by_gates(const SlurmJob& j, const SlurmGates& g, int array_running,
+                                           std::string_view gate_license, int64_t now,
+                                           const AcctLimits* limits = nullptr);
 
 // Slurm's accounting limits and their use as slurmctld holds them
 // (scontrol show assoc_mgr), for the limits Slurm tests only when it places
@@ -89,20 +104,21 @@ struct AcctLimits {
     const Assoc* assoc(uint32_t id) const;
 };
 
-// A job's TRES request (SlurmJob::tres_req) as counts: "mem" in MB (its
-// K, M, G, T or P suffix read), the others as written. Malformed items are
-// left out.
+// A job's TRES request (SlurmJob::tres_req, "cpu=16,mem=64G,gres/gpu=64")
+// item by item, in place: the next well-formed item of `s` into `out`, `s`
+// moved past it; false at the end. "mem" in MB (its K, M, G, T or P suffix
+// read), the others as written; malformed items are skipped.
 struct TresCount {
     std::string_view name;
     int64_t count = 0;
 };
-std::vector<TresCount> parse_tres_request(std::string_view s);
+bool next_tres_item(std::string_view& s, TresCount& out);
 
 // Which limit keeps Slurm from starting `j` with its nodes now, named as
 // Slurm names its reason (AssocGrpNodeLimit, QOSMaxNodePerUserLimit, ...),
 // or nullopt. A QOS limit takes the place of the association's limit of the
 // same kind, as in Slurm (acct_policy_set_qos_order without OverPartQOS).
-std::optional<std::string> held_back_by_limits(const SlurmJob& j, const AcctLimits& a);
+std::optional<HeldBack> held_back_by_limits(const SlurmJob& j, const AcctLimits& a);
 
 // Whether the helper needs Slurm's accounting limits for `j` this cycle: a
 // pending job behind the gate (gate mode: the gate hides the limit's

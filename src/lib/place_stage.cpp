@@ -35,7 +35,7 @@ WaitingCase decide_waiting(const SliceJob& sj, bool done, bool gated, bool held_
     return native(sj) ? WaitingCase::Native : WaitingCase::Behind;
 }
 
-std::optional<WaitReason> stays_behind(const SliceJob& sj, const std::optional<std::string>& holds, bool retry) {
+std::optional<WaitReason> stays_behind(const SliceJob& sj, const std::optional<HeldBack>& holds, bool retry) {
     if (holds) return held_back_reason(*holds);
     if (!retry) return std::nullopt;
     if (sj.rec && !sj.rec->reason.empty()) return WaitReason{sj.rec->why, sj.rec->reason};

@@ -20,6 +20,7 @@
 #pragma once
 
 #include "cluster_api.hpp"
+#include "eligibility.hpp"
 #include "model.hpp"
 #include "node_set.hpp"
 #include "placement.hpp"
@@ -72,12 +73,12 @@ struct WaitReason {
     Why why = Why::None;
     std::string text;
 };
-std::optional<WaitReason> stays_behind(const SliceJob& sj, const std::optional<std::string>& holds, bool retry);
+std::optional<WaitReason> stays_behind(const SliceJob& sj, const std::optional<HeldBack>& holds, bool retry);
 inline constexpr std::string_view kHeldBack = "held back by Slurm: ";
 // The record's reason for a job Slurm holds back (`holds`: Slurm's reason):
 // the one text the cycle reads back while Slurm's own reason is reset.
-inline WaitReason held_back_reason(const std::string& holds) {
-    return {Why::HeldBack, std::string(kHeldBack) + holds};
+inline WaitReason held_back_reason(const HeldBack& holds) {
+    return {Why::HeldBack, std::string(kHeldBack) + holds.text};
 }
 
 // What the placement of one job may use beyond its request.

@@ -178,7 +178,7 @@ TEST_CASE("place stage: which pending jobs the placement pass places", "[place_s
     CHECK(decide_waiting(pinned, false, true, true, true) == WaitingCase::Place);    // the helper's hold, placed
     // why one behind its gate stays there
     CHECK_FALSE(stays_behind(fresh, std::nullopt, false));
-    auto held = stays_behind(fresh, std::string("BeginTime"), true);
+    auto held = stays_behind(fresh, HeldBack{ReasonKind::BeginTime, "BeginTime"}, true);
     REQUIRE(held);
     CHECK(held->why == Why::HeldBack);
     CHECK(held->text == "held back by Slurm: BeginTime");

@@ -481,22 +481,22 @@ TEST_CASE("Slurm's own reasons to hold a job back are told from the gate's, prio
     j.licenses = "nvlslice_gate:1"; // the gate's: the helper's to open
     CHECK_FALSE(held_back_by_slurm(j, 1000, "nvlslice_gate"));
     j.licenses = "matlab:2"; // native mode, or the gate off: Slurm's own
-    CHECK(held_back_by_slurm(j, 1000, "nvlslice_gate").value_or("") == "Licenses");
-    CHECK(held_back_by_slurm(j, 1000, "").value_or("") == "Licenses");
+    CHECK(held_back_by_slurm(j, 1000, "nvlslice_gate").value_or(HeldBack{}).text == "Licenses");
+    CHECK(held_back_by_slurm(j, 1000, "").value_or(HeldBack{}).text == "Licenses");
     j.licenses.clear();
     j.reason = "Resources";
     j.begin_time = 4600; // an hour on: the start Slurm expects for a job waiting for nodes
     CHECK_FALSE(held_back_by_slurm(j, 1000));
     j.reason = "BeginTime"; // the user's --begin, as Slurm says
-    CHECK_THAT(held_back_by_slurm(j, 1000).value_or(""), Catch::StartsWith("BeginTime (eligible at "));
+    CHECK_THAT(held_back_by_slurm(j, 1000).value_or(HeldBack{}).text, Catch::StartsWith("BeginTime (eligible at "));
     j.reason = "None"; // not looked at by the scheduler yet
-    CHECK_THAT(held_back_by_slurm(j, 1000).value_or(""), Catch::StartsWith("BeginTime (eligible at "));
+    CHECK_THAT(held_back_by_slurm(j, 1000).value_or(HeldBack{}).text, Catch::StartsWith("BeginTime (eligible at "));
     // after a requeue the begin time is Slurm's requeue delay, which a repair may bring forward
     j.restarts = 1;
     j.reason = "BeginTime";
     CHECK_FALSE(held_back_by_slurm(j, 1000));
     j.reason = "AssocGrpNodeLimit";
-    CHECK(held_back_by_slurm(j, 1000).value_or("") == "AssocGrpNodeLimit");
+    CHECK(held_back_by_slurm(j, 1000).value_or(HeldBack{}).text == "AssocGrpNodeLimit");
     j.state = JobState::Running;
     CHECK_FALSE(held_back_by_slurm(j, 1000));
 }
@@ -546,7 +546,7 @@ TEST_CASE("every pending reason Slurm 22.05-26.05 names is decoded into a kind; 
         CHECK(reason_holds_back(later));
         SlurmJob j;
         j.reason = later;
-        CHECK_THAT(held_back_by_slurm(j, 1000).value_or(""),
+        CHECK_THAT(held_back_by_slurm(j, 1000).value_or(HeldBack{}).text,
                    Catch::StartsWith(later) && Catch::EndsWith("(a reason this nvlslice does not know)"));
     }
 }
@@ -567,18 +567,30 @@ TEST_CASE("what a waiting job's reason may hide is read from Slurm's partitions,
     auto holds = [&](int running = 0) { return held_back_by_gates(j, g, running, "nvlslice_gate", 1000); };
     CHECK_FALSE(holds());
     j.num_nodes = 32; // above MaxNodes
-    CHECK_THAT(holds().value_or(""), Catch::StartsWith("PartitionNodeLimit (partition batch)"));
+    CHECK_THAT(holds().value_or(HeldBack{}).text, Catch::StartsWith("PartitionNodeLimit (partition batch)"));
     j.partition = "batch,drain"; // any of them runs it: a DRAIN partition still starts its jobs
     CHECK_FALSE(holds());
     j.num_nodes = 16;
     j.partition = "down";
-    CHECK_THAT(holds().value_or(""), Catch::StartsWith("PartitionDown"));
+    CHECK_THAT(holds().value_or(HeldBack{}).text, Catch::StartsWith("PartitionDown"));
+    CHECK(holds()->kind == ReasonKind::Partition);
+    CHECK_FALSE(holds()->updates_refused);
     g.partitions[1].inactive = true;
-    CHECK_THAT(holds().value_or(""), Catch::StartsWith("PartitionInactive (partition down)"));
+    CHECK_THAT(holds().value_or(HeldBack{}).text, Catch::StartsWith("PartitionInactive (partition down)"));
+    CHECK(holds()->updates_refused); // Slurm refuses its updates: the helper writes nothing
+    {
+        // the record's text read back: the same kind and flag
+        const HeldBack back = HeldBack::from_text(holds()->text);
+        CHECK((back.kind == ReasonKind::Partition && back.updates_refused));
+        CHECK(HeldBack::from_text("AssocGrpGRES (gres/gpu: 64 asked)").kind == ReasonKind::AcctLimit);
+        CHECK(HeldBack::from_text("JobArrayTaskLimit (1 of its array run, at most 1)").kind ==
+              ReasonKind::ArrayThrottle);
+        CHECK(HeldBack::from_text("SomeFutureReason").kind == ReasonKind::Unknown);
+    }
     g.partitions[1].inactive = false;
     j.partition = "batch";
     j.time_limit = 7200; // above MaxTime
-    CHECK_THAT(holds().value_or(""), Catch::StartsWith("PartitionTimeLimit"));
+    CHECK_THAT(holds().value_or(HeldBack{}).text, Catch::StartsWith("PartitionTimeLimit"));
     j.time_limit = 1800;
     j.partition = "elsewhere"; // a partition not read: Slurm's reason will say
     CHECK_FALSE(holds());
@@ -586,19 +598,21 @@ TEST_CASE("what a waiting job's reason may hide is read from Slurm's partitions,
     j.licenses = "nvlslice_gate:1,matlab:1"; // 1 of 4 free
     CHECK_FALSE(holds());
     j.licenses = "nvlslice_gate:1,matlab:2";
-    CHECK(holds().value_or("") == "Licenses (matlab in use)");
+    CHECK(holds().value_or(HeldBack{}).text == "Licenses (matlab in use)");
     j.licenses = "matlab:2|ansys:1"; // one of: both short (ansys held by a reservation)
     CHECK(holds());
     j.reservation = "now"; // in a reservation: its licenses are the job's
     CHECK_FALSE(holds());
     j.licenses.clear();
     j.reservation = "later";
-    CHECK(holds().value_or("") == "Reservation (later starts later)");
+    CHECK(holds().value_or(HeldBack{}).text == "Reservation (later starts later)");
+    CHECK(holds()->kind == ReasonKind::Reservation);
     j.reservation.clear();
     j.array_id = 77;
     j.array_throttle = 1; // %1
     CHECK_FALSE(holds(0));
-    CHECK_THAT(holds(1).value_or(""), Catch::StartsWith("JobArrayTaskLimit"));
+    CHECK_THAT(holds(1).value_or(HeldBack{}).text, Catch::StartsWith("JobArrayTaskLimit"));
+    CHECK(holds(1)->kind == ReasonKind::ArrayThrottle);
     // a reason other than the gate's Licenses or None: Slurm tested all this
     j.reason = "Resources";
     CHECK_FALSE(holds(1));
@@ -611,7 +625,9 @@ TEST_CASE("what a waiting job's reason may hide is read from Slurm's partitions,
     AcctLimits lim;
     lim.qos.push_back({});
     lim.qos[0].name = "big";
-    CHECK(held_back_by_gates(j, g, 0, "nvlslice_gate", 1000, &lim).value_or("").rfind("PartitionNodeLimit", 0) == 0);
+    CHECK(held_back_by_gates(j, g, 0, "nvlslice_gate", 1000, &lim)
+              .value_or(HeldBack{})
+              .text.rfind("PartitionNodeLimit", 0) == 0);
     lim.qos[0].lifts_partition_limits = true;
     CHECK_FALSE(held_back_by_gates(j, g, 0, "nvlslice_gate", 1000, &lim));
     j.partition = "down"; // no flag lifts a partition's state
@@ -779,6 +795,40 @@ TEST_CASE("gate mode: a slice job in an INACTIVE partition is left as it is, its
     CHECK(mem.backoff[7].failures == 2);
 }
 
+TEST_CASE("gate mode: a placed job whose partition is made INACTIVE before it starts is left pinned as it is, "
+          "not gated again (Slurm would refuse both updates)",
+          "[safety][eligibility][quick]") {
+    World w(2);
+    w.gates = SlurmGates{};
+    w.gates->partitions = {{"batch", true, -1, 0, -1}};
+    w.gates->licenses = {{"nvlslice_gate", 0, 0, 0}};
+    SlurmJob& j = w.add_slice_job(7, 16, 1, /*gated=*/true);
+    j.partition = "batch";
+    j.reason = "Licenses";
+    auto placed = w.cycle();
+    CAPTURE(placed.log);
+    REQUIRE(find(placed, ActionKind::SetLicenses, 7)); // released
+    w.apply(placed);
+    w.job(7).reason = "None";
+    w.gates->partitions[0].runs_jobs = false;
+    w.gates->partitions[0].inactive = true;
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    for (ActionKind k : {ActionKind::Pin, ActionKind::SetLicenses, ActionKind::SetRecord, ActionKind::Hold})
+        CHECK_FALSE(find(out, k, 7));
+    CHECK(count(out.log, "held back by Slurm: PartitionInactive (partition batch)") == 1);
+    // said once, not each cycle
+    w.apply(out);
+    auto again = w.cycle();
+    CHECK(count(again.log, "PartitionInactive") == 0);
+    // active again: it starts on its pin as it is (Slurm's to start)
+    w.gates->partitions[0].runs_jobs = true;
+    w.gates->partitions[0].inactive = false;
+    auto up = w.cycle();
+    CAPTURE(up.log);
+    CHECK_FALSE(find(up, ActionKind::SetLicenses, 7));
+}
+
 TEST_CASE("native mode: a slice job Slurm holds back for what its reason hides is lent no spare; without the "
           "partitions, licenses and reservations read it would be",
           "[safety][eligibility][quick]") {
@@ -876,16 +926,17 @@ TEST_CASE("accounting limits Slurm tests only when it places a job are read from
     j.assoc_id = 3;
     j.qos = "normal";
     // acct_a runs 16 nodes under GrpTRES=node=16
-    CHECK(held_back_by_limits(j, a).value_or("") == "AssocGrpNodeLimit");
+    CHECK(held_back_by_limits(j, a).value_or(HeldBack{}).text == "AssocGrpNodeLimit");
+    CHECK(held_back_by_limits(j, a)->kind == ReasonKind::AcctLimit);
     a.assocs[1].grp_nodes = 32;
     CHECK_FALSE(held_back_by_limits(j, a));
     // a held account: GrpJobs=0 above it
     a.assocs[0].grp_jobs = 0;
-    CHECK(held_back_by_limits(j, a).value_or("") == "AssocGrpJobsLimit");
+    CHECK(held_back_by_limits(j, a).value_or(HeldBack{}).text == "AssocGrpJobsLimit");
     a.assocs[0].grp_jobs = -1;
     // the job's own association: MaxJobs
     a.assocs[2].max_jobs = 1;
-    CHECK(held_back_by_limits(j, a).value_or("") == "AssocMaxJobsLimit");
+    CHECK(held_back_by_limits(j, a).value_or(HeldBack{}).text == "AssocMaxJobsLimit");
     a.assocs[2].max_jobs = -1;
     // a QOS MaxTRESPerUser=node=16: a 32-node job, and a 16-node one while the user runs 8
     AcctLimits::Qos q;
@@ -895,7 +946,7 @@ TEST_CASE("accounting limits Slurm tests only when it places a job are read from
     a.qos.push_back(q);
     j.qos = "capped";
     j.user_id = 1000;
-    CHECK(held_back_by_limits(j, a).value_or("") == "QOSMaxNodePerUserLimit");
+    CHECK(held_back_by_limits(j, a).value_or(HeldBack{}).text == "QOSMaxNodePerUserLimit");
     j.num_nodes = 8;
     CHECK_FALSE(held_back_by_limits(j, a));
     // a QOS limit takes the place of the association's of the same kind
@@ -903,17 +954,17 @@ TEST_CASE("accounting limits Slurm tests only when it places a job are read from
     a.assocs[1].grp_nodes = 16;
     CHECK_FALSE(held_back_by_limits(j, a));
     a.qos[0].grp_nodes = -1;
-    CHECK(held_back_by_limits(j, a).value_or("") == "AssocGrpNodeLimit");
+    CHECK(held_back_by_limits(j, a).value_or(HeldBack{}).text == "AssocGrpNodeLimit");
     // MaxWall: the QOS's, else the association's
     a.assocs[1].grp_nodes = 32;
     REQUIRE_FALSE(held_back_by_limits(j, a));
     j.time_limit = 1800;
     a.assocs[2].max_wall_s = 600;
-    CHECK(held_back_by_limits(j, a).value_or("") == "AssocMaxWallDurationPerJobLimit");
+    CHECK(held_back_by_limits(j, a).value_or(HeldBack{}).text == "AssocMaxWallDurationPerJobLimit");
     a.qos[0].max_wall_s = 3600; // the QOS's takes its place
     CHECK_FALSE(held_back_by_limits(j, a));
     a.qos[0].max_wall_s = 900;
-    CHECK(held_back_by_limits(j, a).value_or("") == "QOSMaxWallDurationPerJobLimit");
+    CHECK(held_back_by_limits(j, a).value_or(HeldBack{}).text == "QOSMaxWallDurationPerJobLimit");
     a.qos[0].max_wall_s = a.assocs[2].max_wall_s = -1;
     // a job of an association Slurm did not report: nothing known, nothing held
     j.assoc_id = 99;
@@ -924,6 +975,11 @@ TEST_CASE("accounting limits Slurm tests only when it places a job are read from
 TEST_CASE("every TRES limit is read, not only nodes: GrpTRES=gres/gpu, cpu, mem and license, per job and per user",
           "[safety][eligibility][quick]") {
     // the job's request as Slurm prints it; memory in MB
+    auto parse_tres_request = [](std::string_view s) {
+        std::vector<TresCount> out;
+        for (TresCount t; next_tres_item(s, t);) out.push_back(t);
+        return out;
+    };
     const auto req = parse_tres_request("cpu=64,mem=1.5G,node=16,billing=64,gres/gpu=64,license/matlab=2,bad,x=1Q");
     REQUIRE(req.size() == 6);
     CHECK(req[1].name == "mem");
@@ -948,17 +1004,20 @@ TEST_CASE("every TRES limit is read, not only nodes: GrpTRES=gres/gpu, cpu, mem 
     // acct_a: GrpTRES=gres/gpu=96 with 64 in use below it
     a.assocs[1].grp_tres[gpu] = 96;
     a.assocs[1].used_tres[gpu] = 64;
-    CHECK(held_back_by_limits(j, a).value_or("") == "AssocGrpGRES (gres/gpu: 64 asked, 64 in use, limit 96)");
+    CHECK(held_back_by_limits(j, a).value_or(HeldBack{}).text ==
+          "AssocGrpGRES (gres/gpu: 64 asked, 64 in use, limit 96)");
     a.assocs[1].used_tres[gpu] = 32;
     CHECK_FALSE(held_back_by_limits(j, a));
     // the root account's GrpTRES=cpu=100 with 40 in use
     a.assocs[0].grp_tres[cpu] = 100;
     a.assocs[0].used_tres[cpu] = 40;
-    CHECK(held_back_by_limits(j, a).value_or("") == "AssocGrpCpuLimit (cpu: 64 asked, 40 in use, limit 100)");
+    CHECK(held_back_by_limits(j, a).value_or(HeldBack{}).text ==
+          "AssocGrpCpuLimit (cpu: 64 asked, 40 in use, limit 100)");
     a.assocs[0].grp_tres[cpu] = -1;
     // the job's own association: MaxTRES=gres/gpu=32 per job
     a.assocs[2].max_tres_pj[gpu] = 32;
-    CHECK(held_back_by_limits(j, a).value_or("") == "AssocMaxGRESPerJob (gres/gpu: 64 asked, 0 in use, limit 32)");
+    CHECK(held_back_by_limits(j, a).value_or(HeldBack{}).text ==
+          "AssocMaxGRESPerJob (gres/gpu: 64 asked, 0 in use, limit 32)");
     a.assocs[2].max_tres_pj[gpu] = -1;
     // a QOS: its GrpTRES takes the place of the association's on that TRES
     AcctLimits::Qos q;
@@ -973,21 +1032,22 @@ TEST_CASE("every TRES limit is read, not only nodes: GrpTRES=gres/gpu, cpu, mem 
     a.qos[0].grp_tres[gpu] = 256;
     CHECK_FALSE(held_back_by_limits(j, a));
     a.qos[0].grp_tres[gpu] = -1;
-    CHECK(held_back_by_limits(j, a).value_or("").rfind("AssocGrpGRES", 0) == 0);
+    CHECK(held_back_by_limits(j, a).value_or(HeldBack{}).text.rfind("AssocGrpGRES", 0) == 0);
     a.assocs[1].used_tres[gpu] = 0;
     // QOS MaxTRESPerUser=gres/gpu=96 while the user runs 64
     a.qos[0].max_tres_pu[gpu] = 96;
     a.qos[0].users.push_back({1000, 16, 1, {0, 0, 0, 16, 0, 64, 0}});
-    CHECK(held_back_by_limits(j, a).value_or("") == "QOSMaxGRESPerUser (gres/gpu: 64 asked, 64 in use, limit 96)");
+    CHECK(held_back_by_limits(j, a).value_or(HeldBack{}).text ==
+          "QOSMaxGRESPerUser (gres/gpu: 64 asked, 64 in use, limit 96)");
     a.qos[0].users[0].tres[gpu] = 0;
     CHECK_FALSE(held_back_by_limits(j, a));
     // a license counted as TRES (license/matlab), and memory
     j.tres_req += ",license/matlab=2";
     a.qos[0].grp_tres[lic] = 1;
-    CHECK(held_back_by_limits(j, a).value_or("").rfind("QOSGrpLicense (license/matlab: 2 asked", 0) == 0);
+    CHECK(held_back_by_limits(j, a).value_or(HeldBack{}).text.rfind("QOSGrpLicense (license/matlab: 2 asked", 0) == 0);
     a.qos[0].grp_tres[lic] = -1;
     a.qos[0].max_tres_pj[1] = 8000;
-    CHECK(held_back_by_limits(j, a).value_or("").rfind("QOSMaxMemoryPerJob (mem: 16000 asked", 0) == 0);
+    CHECK(held_back_by_limits(j, a).value_or(HeldBack{}).text.rfind("QOSMaxMemoryPerJob (mem: 16000 asked", 0) == 0);
     a.qos[0].max_tres_pj[1] = -1;
     // a TRES accounting does not track is never limited; energy never is
     j.tres_req = "cpu=64,node=16,gres/fpga=4,energy=99";
