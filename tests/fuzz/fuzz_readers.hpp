@@ -24,6 +24,7 @@
 #include "sim.hpp"
 #include "slice_job.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstddef>
 #include <cstdint>
@@ -55,7 +56,8 @@ enum Reader : uint8_t {
     kTrace = 13,       // nvl-sim --trace FILE (first byte 247)
     kUserOptions = 14, // sbatch --nvl-* values, -N, the comment (first byte 248)
     kLicenses = 15,    // a job's license request, and slurmctld's counts (first byte 249)
-    kReaders = 16
+    kTresLimits = 16,  // a job's TRES request, and accounting's TRES limits (first byte 250)
+    kReaders = 17
 };
 
 // The reader an input's first byte picks: 247 + k picks the added reader
@@ -68,10 +70,10 @@ inline unsigned reader_of(uint8_t first) {
 }
 
 inline const char* reader_name(unsigned r) {
-    static const char* const names[kReaders] = {"hostlist",     "rack map yaml",    "topology.conf", "topology.yaml",
-                                                "request tag",  "placement record", "helper config", "plugin args",
-                                                "http request", "metrics_listen",   "fabric report", "gpu fabric csv",
-                                                "snapshot",     "sim trace",        "user options",  "licenses"};
+    static const char* const names[kReaders] = {
+        "hostlist",      "rack map yaml", "topology.conf", "topology.yaml",  "request tag",   "placement record",
+        "helper config", "plugin args",   "http request",  "metrics_listen", "fabric report", "gpu fabric csv",
+        "snapshot",      "sim trace",     "user options",  "licenses",       "tres limits"};
     return r < kReaders ? names[r] : "?";
 }
 
@@ -315,6 +317,69 @@ inline bool licenses(std::string_view text) {
     return held.has_value();
 }
 
+// A job's TRES request (the first line, as Slurm prints tres_req_str:
+// "cpu=16,mem=64G,gres/gpu=64"), the TRES names accounting tracks (the
+// second, comma-separated, in slurmctld's order) and limits over them, one
+// per line: "WHO FIELD n,n,..." (WHO: qos, assoc or parent; FIELD: grp,
+// job, user or used; -1 no limit): next_tres_item over the request, and
+// held_back_by_limits() on it.
+inline bool tres_limits(std::string_view text) {
+    const auto ls = lines(text);
+    const std::string_view request = ls.empty() ? std::string_view() : ls[0];
+    size_t items = 0;
+    TresCount t;
+    for (std::string_view rest = request; next_tres_item(rest, t); ++items)
+        if (t.name.empty() || t.name.find(',') != std::string_view::npos || t.count < 0 || t.count > (int64_t(1) << 62))
+            broken_invariant();
+    if (items > size_t(std::count(request.begin(), request.end(), ',')) + 1) broken_invariant();
+    AcctLimits a;
+    if (ls.size() > 1)
+        for (std::string_view names = ls[1]; !names.empty();) {
+            const size_t c = names.find(',');
+            a.tres_names.emplace_back(names.substr(0, c));
+            names.remove_prefix(c == std::string_view::npos ? names.size() : c + 1);
+            if (a.tres_names.size() > 64) break;
+        }
+    a.qos.emplace_back();
+    a.qos[0].name = "q";
+    a.qos[0].users.push_back({1000, 0, 0, {}});
+    a.assocs.resize(2);
+    a.assocs[0].id = 1; // the job's
+    a.assocs[0].parent = 2;
+    a.assocs[1].id = 2;
+    for (size_t i = 2; i < ls.size(); ++i) {
+        const auto w = split_ws(ls[i]);
+        if (w.size() < 3) continue;
+        std::vector<int64_t> v;
+        for (std::string_view n = w[2]; !n.empty() && v.size() < 64;) {
+            const size_t c = n.find(',');
+            const std::string_view x = n.substr(0, c);
+            v.push_back(x.substr(0, 1) == "-" ? -1 : small_number(x));
+            n.remove_prefix(c == std::string_view::npos ? n.size() : c + 1);
+        }
+        AcctLimits::Qos& q = a.qos[0];
+        AcctLimits::Assoc& as = a.assocs[w[0] == "parent" ? 1 : 0];
+        const bool qos = w[0] == "qos";
+        if (w[1] == "grp") (qos ? q.grp_tres : as.grp_tres) = v;
+        if (w[1] == "job") (qos ? q.max_tres_pj : as.max_tres_pj) = v;
+        if (w[1] == "user" && qos) q.max_tres_pu = v;
+        if (w[1] == "used") (qos ? q.used_tres : as.used_tres) = v;
+        if (w[1] == "mine") q.users[0].tres = v;
+    }
+    SlurmJob j;
+    j.state = JobState::Pending;
+    j.num_nodes = 1;
+    j.user_id = 1000;
+    j.assoc_id = 1;
+    j.qos = "q";
+    j.tres_req = std::string(request);
+    const auto held = held_back_by_limits(j, a);
+    if (held && (held->kind != ReasonKind::AcctLimit || held->text.empty() ||
+                 (held->text.rfind("QOS", 0) != 0 && held->text.rfind("Assoc", 0) != 0)))
+        broken_invariant();
+    return items > 0;
+}
+
 } // namespace detail
 
 // What the inputs came to, per reader: read (a model returned) or refused
@@ -392,6 +457,7 @@ inline int one_input(const uint8_t* data, size_t size, Tally* tally = nullptr) {
         case kTrace: detail::sim_trace(text); break;
         case kUserOptions: detail::user_options(text); break;
         case kLicenses: read = detail::licenses(text); break;
+        case kTresLimits: read = detail::tres_limits(text); break;
         }
     } catch (const Error&) {
         // a clear refusal is the expected outcome for most inputs
