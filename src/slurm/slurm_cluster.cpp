@@ -151,6 +151,9 @@ class SlurmClusterImpl final : public SlurmCluster {
                                                               std::vector<Reservation>* all) override;
     AcctLimits load_limits() override;
     SlurmGates load_gates() override;
+    std::optional<LeaseView> load_lease(const std::string& name) override;
+    bool take_lease(const std::string& name, const std::string& license, const std::string& id, int64_t end) override;
+    void renew_lease(const std::string& name, int64_t end) override;
     void pin_job(JobId id, const std::string& nodes, int64_t start_at) override;
     void set_admin_comment(JobId id, const std::string& text) override;
     void hold(JobId id) override;
@@ -622,6 +625,52 @@ void SlurmClusterImpl::abort_steps(JobId id) {
     const std::string job = std::to_string(id);
     if (slurm_kill_job2(job.c_str(), kSigAbort, KILL_STEPS_ONLY, nullptr) != SLURM_SUCCESS)
         fail(fmt::format("job {}: aborting its steps", id));
+}
+
+std::optional<LeaseView> SlurmClusterImpl::load_lease(const std::string& name) {
+    reserve_info_msg_t* msg = nullptr;
+    if (slurm_load_reservations(0, &msg) != SLURM_SUCCESS || !msg) fail("loading the reservations (the lease)");
+    std::optional<LeaseView> out;
+    for (uint32_t i = 0; i < msg->record_count; ++i) {
+        const reserve_info_t& r = msg->reservation_array[i];
+        if (name != str(r.name)) continue;
+        out = LeaseView{str(r.features), int64_t(r.end_time)};
+    }
+    slurm_free_reservation_info_msg(msg);
+    return out;
+}
+
+bool SlurmClusterImpl::take_lease(const std::string& name, const std::string& license, const std::string& id,
+                                  int64_t end) {
+    resv_desc_msg_t r;
+    slurm_init_resv_desc_msg(&r);
+    r.name = const_cast<char*>(name.c_str());
+    const std::string lic = license + ":1";
+    r.licenses = const_cast<char*>(lic.c_str());
+    r.users = const_cast<char*>("root");
+    // no node: only the license, which no job asks for
+    r.flags = RESERVE_FLAG_ANY_NODES;
+    // the holder's id: Features is kept as given where no node is chosen
+    // (every Slurm 22.05-26.05; Comment exists from 23.02 only)
+    r.features = const_cast<char*>(id.c_str());
+    r.start_time = time(nullptr);
+    r.end_time = time_t(end);
+    char* created = slurm_create_reservation(&r);
+    if (created) return true; // (libslurm's string, not ours to free: as in set_reservation)
+    const int e = slurm_get_errno();
+    if (e == ESLURM_RESERVATION_NAME_DUP) return false; // another helper's, made first
+    if (e == ESLURM_INVALID_LICENSES && load_lease(name)) return false;
+    fail(fmt::format("creating the lease reservation {} (it holds the license {}; slurm.conf needs "
+                     "\"Licenses={}:1\", and no other reservation may hold it)",
+                     name, license, license));
+}
+
+void SlurmClusterImpl::renew_lease(const std::string& name, int64_t end) {
+    resv_desc_msg_t r;
+    slurm_init_resv_desc_msg(&r);
+    r.name = const_cast<char*>(name.c_str());
+    r.end_time = time_t(end);
+    if (slurm_update_reservation(&r) != SLURM_SUCCESS) fail(fmt::format("renewing the lease reservation {}", name));
 }
 
 void SlurmClusterImpl::ensure_gate(const std::string& reservation, const std::string& license, int64_t end_at) {

@@ -3,6 +3,7 @@
 
 #include "cluster_api.hpp"
 #include "eligibility.hpp"
+#include "lease.hpp"
 
 #include <memory>
 
@@ -32,6 +33,18 @@ class SlurmCluster : public ClusterApi {
     // The partitions and licenses (SlurmGates; its reservations come with
     // load_reservations' `all`): two requests.
     virtual SlurmGates load_gates() = 0;
+
+    // The lease (lease.hpp): the reservation `name`, nullopt when there is
+    // none. One request.
+    virtual std::optional<LeaseView> load_lease(const std::string& name) = 0;
+    // Creates it: holding `license`:1, no node (ANY_NODES), root's, from
+    // now until `end`, `id` in its Features. false when a lease exists
+    // already (slurmctld refused the name, or the license is held by
+    // another reservation); throws on any other refusal, with the fix.
+    virtual bool take_lease(const std::string& name, const std::string& license, const std::string& id,
+                            int64_t end) = 0;
+    // Moves its end; throws when slurmctld refuses (it is gone).
+    virtual void renew_lease(const std::string& name, int64_t end) = 0;
 };
 
 } // namespace nvl
