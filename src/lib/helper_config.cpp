@@ -104,6 +104,15 @@ const Key kKeys[] = {
              d.fail(v, fmt::format("\"log\": \"{}\": expected auto, stderr or syslog", s.log));
      }},
     {"reservation", [](D& d, K k, N v, S& s) { s.reconcile.reservation = d.scalar(v, k); }},
+    {"lease_reservation", [](D& d, K k, N v, S& s) { s.lease_reservation = d.scalar(v, k); }},
+    {"lease_license",
+     [](D& d, K k, N v, S& s) {
+         s.lease_license = d.scalar(v, k);
+         if (s.lease_license.empty())
+             d.fail(v, "\"lease_license\" is empty: give the license the lease reservation holds (default "
+                       "nvlslice_lease; slurm.conf: Licenses=nvlslice_lease:1)");
+     }},
+    {"lease_length", [](D& d, K k, N v, S& s) { s.lease_s = int(d.integer(v, k, 10, 600)); }},
     {"repair_drain_reasons", [](D& d, K k, N v, S& s) { s.reconcile.repair_drain_reasons = reason_pattern(d, k, v); }},
     {"rack_failure_reasons", [](D& d, K k, N v, S& s) { s.reconcile.rack_failure_reasons = reason_pattern(d, k, v); }},
     {"silent_after", [](D& d, K k, N v, S& s) { s.reconcile.silent_after_s = int(d.integer(v, k, 0, 3600)); }},

@@ -33,6 +33,14 @@ struct HelperSettings {
     // standard error is journald's stream, else standard error; stderr;
     // syslog (daemon facility, with levels).
     std::string log = "auto";
+    // The lease that lets one helper act at a time (lease.hpp): the
+    // reservation's name ("" = no lease: a helper acts wherever it runs,
+    // with a backup controller the one beside the slurmctld in control),
+    // the license it holds (slurm.conf: Licenses=<license>:1) and its
+    // length in seconds.
+    std::string lease_reservation = "nvlslice_lease";
+    std::string lease_license = "nvlslice_lease";
+    int lease_s = 30;
     HelperConfig reconcile;
     // Keys accepted but no longer in effect, each with file:line and what
     // replaced it: nvlsliced logs them as warnings.

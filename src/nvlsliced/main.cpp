@@ -4,6 +4,7 @@
 #include "controller.hpp"
 #include "eligibility.hpp"
 #include "helper_config.hpp"
+#include "lease.hpp"
 #include "map_io.hpp"
 #include "metrics.hpp"
 #include "probe.hpp"
@@ -232,6 +233,10 @@ Loaded load_all(const std::string& config) {
 }
 
 // Seconds of CLOCK_MONOTONIC, for the durations the helper measures.
+double mono_now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 int64_t mono_seconds() {
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
@@ -239,6 +244,13 @@ int64_t mono_seconds() {
 
 bool stop_requested() {
     return g_stop != 0;
+}
+
+// The lease this helper holds, when it runs with one: apply() stops
+// between two actions once it runs short (another helper may act soon).
+const Lease* g_lease = nullptr;
+bool stop_or_lease_short() {
+    return g_stop != 0 || (g_lease && !g_lease->may_act(mono_now()));
 }
 
 // Sleeps up to `secs`, waking at once for SIGTERM.
@@ -418,6 +430,15 @@ int main(int argc, char** argv) {
             if (gethostname(host, sizeof host - 1) == 0) my_names.emplace_back(host);
         }
         std::optional<bool> was_active;
+        // One helper acts at a time, by the lease (lease.hpp); without one
+        // (lease_reservation ""), with a backup controller, the one beside
+        // the slurmctld in control (controller.hpp).
+        std::optional<Lease> lease;
+        if (!s.lease_reservation.empty())
+            lease.emplace(lease_id(my_names.empty() ? std::string() : my_names[0], long(getpid()),
+                                   int64_t(std::time(nullptr))),
+                          s.lease_s);
+        g_lease = lease ? &*lease : nullptr;
         bool limits_failed = false; // loading the accounting limits failed last time (said once)
         bool gates_failed = false;  // loading the partitions and licenses failed last time (said once)
         // slurmctld away: said once when it goes, once when it is back.
@@ -470,7 +491,56 @@ int main(int argc, char** argv) {
                 }
             }
             auto t0 = std::chrono::steady_clock::now();
-            if (features.controllers.size() > 1) {
+            if (lease) {
+                std::string why;
+                try {
+                    const double sent = mono_now();
+                    const auto view = slurm.load_lease(s.lease_reservation);
+                    const LeaseDecision d = lease->decide(view, std::time(nullptr), sent);
+                    why = d.why;
+                    switch (d.step) {
+                    case LeaseStep::Take:
+                        lease->taken(slurm.take_lease(s.lease_reservation, s.lease_license, lease->me(),
+                                                      lease->end_for(std::time(nullptr))),
+                                     sent);
+                        if (!lease->may_act(mono_now())) why = "another helper took the lease first: standing by";
+                        break;
+                    case LeaseStep::Renew: {
+                        slurm.renew_lease(s.lease_reservation, lease->end_for(std::time(nullptr)));
+                        // read back: slurmctld's update is not conditional
+                        const auto back = slurm.load_lease(s.lease_reservation);
+                        if (back && back->holder == lease->me()) {
+                            lease->renewed(true, sent);
+                        } else {
+                            lease->lost();
+                            why = back ? fmt::format("the lease is held by {} now: standing by", back->holder)
+                                       : std::string("the lease is gone: taken again at the next cycle");
+                        }
+                        break;
+                    }
+                    case LeaseStep::Keep: break;
+                    case LeaseStep::StandBy: lease->lost(); break;
+                    }
+                } catch (const Unreachable& e) {
+                    lease->lost();
+                    outage.begin(e.what());
+                    why = "slurmctld does not answer: the lease is not renewed, this helper does not act";
+                } catch (const std::exception& e) {
+                    lease->lost();
+                    why = fmt::format("the lease reservation {}: {}; this helper does not act", s.lease_reservation,
+                                      e.what());
+                }
+                const bool acting = lease->may_act(mono_now());
+                if (!was_active || *was_active != acting)
+                    say(acting ? LOG_INFO : LOG_WARNING,
+                        fmt::format("{}: {} (lease {}, {})", acting ? "active" : "standby", why,
+                                    s.lease_reservation, lease->me()));
+                was_active = acting;
+                if (!acting) {
+                    pause_for(s.cycle_ms / 1000.0);
+                    continue;
+                }
+            } else if (features.controllers.size() > 1) {
                 const ControllerRole role =
                     controller_role(features.controllers, ping_controllers(features.controllers.size()), my_names);
                 if (!was_active || *was_active != role.active)
@@ -536,8 +606,16 @@ int main(int argc, char** argv) {
                 for (const auto& line : out.log) say_core(line);
                 auto t2 = std::chrono::steady_clock::now();
                 phases.actions = out.actions.size();
+                if (!dry && lease && !lease->may_act(mono_now())) {
+                    // the cycle outlasted half the lease: another helper may
+                    // act soon; nothing of it is applied
+                    say(LOG_WARNING, fmt::format("the cycle took past the lease's safe half ({} s): its {} action(s) "
+                                                 "are dropped, the next cycle decides again",
+                                                 s.lease_s / 2, out.actions.size()));
+                    out.actions.clear();
+                }
                 if (!dry) {
-                    auto failures = apply(slurm, s.reconcile, out.actions, maybe_die, stop_requested);
+                    auto failures = apply(slurm, s.reconcile, out.actions, maybe_die, stop_or_lease_short);
                     note_applied(mem, out.actions, failures, mono_seconds(), std::time(nullptr));
                     for (const auto& f : failures) {
                         if (f.unreachable) {
@@ -572,6 +650,15 @@ int main(int argc, char** argv) {
             pause_for(
                 std::chrono::duration<double>(t0 + std::chrono::milliseconds(period) - std::chrono::steady_clock::now())
                     .count());
+        }
+        if (lease && lease->may_act(mono_now())) {
+            try {
+                slurm.release_lease(s.lease_reservation, lease->me());
+            } catch (const std::exception& e) {
+                say(LOG_WARNING, fmt::format("stopping: the lease was not given back ({}): another helper takes it "
+                                             "once it ends",
+                                             e.what()));
+            }
         }
         say("stopped");
         return 0;

@@ -151,6 +151,7 @@ class SlurmClusterImpl final : public SlurmCluster {
                                                               std::vector<Reservation>* all) override;
     AcctLimits load_limits() override;
     SlurmGates load_gates() override;
+    void release_lease(const std::string& name, const std::string& id) override;
     std::optional<LeaseView> load_lease(const std::string& name) override;
     bool take_lease(const std::string& name, const std::string& license, const std::string& id, int64_t end) override;
     void renew_lease(const std::string& name, int64_t end) override;
@@ -657,7 +658,7 @@ bool SlurmClusterImpl::take_lease(const std::string& name, const std::string& li
     r.end_time = time_t(end);
     char* created = slurm_create_reservation(&r);
     if (created) return true; // (libslurm's string, not ours to free: as in set_reservation)
-    const int e = slurm_get_errno();
+    const int e = slurm_calls::last_error();
     if (e == ESLURM_RESERVATION_NAME_DUP) return false; // another helper's, made first
     if (e == ESLURM_INVALID_LICENSES && load_lease(name)) return false;
     fail(fmt::format("creating the lease reservation {} (it holds the license {}; slurm.conf needs "
@@ -671,6 +672,17 @@ void SlurmClusterImpl::renew_lease(const std::string& name, int64_t end) {
     r.name = const_cast<char*>(name.c_str());
     r.end_time = time_t(end);
     if (slurm_update_reservation(&r) != SLURM_SUCCESS) fail(fmt::format("renewing the lease reservation {}", name));
+}
+
+void SlurmClusterImpl::release_lease(const std::string& name, const std::string& id) {
+    // only its own, still held (a stop while it renews: nobody else can
+    // have taken it since)
+    auto cur = load_lease(name);
+    if (!cur || cur->holder != id) return;
+    reservation_name_msg_t m;
+    m.name = const_cast<char*>(name.c_str());
+    if (slurm_delete_reservation(&m) != SLURM_SUCCESS && slurm_calls::last_error() != ESLURM_RESERVATION_INVALID)
+        fail(fmt::format("deleting the lease reservation {}", name));
 }
 
 void SlurmClusterImpl::ensure_gate(const std::string& reservation, const std::string& license, int64_t end_at) {

@@ -45,6 +45,9 @@ class SlurmCluster : public ClusterApi {
                             int64_t end) = 0;
     // Moves its end; throws when slurmctld refuses (it is gone).
     virtual void renew_lease(const std::string& name, int64_t end) = 0;
+    // At a clean stop: deletes it if it is still `id`'s (a standby takes
+    // over at its next cycle instead of after the lease's end).
+    virtual void release_lease(const std::string& name, const std::string& id) = 0;
 };
 
 } // namespace nvl
