@@ -55,15 +55,19 @@ bool Lease::may_act(double mono) const {
     return valid_from_ && mono - *valid_from_ < double(length_s_) / 2;
 }
 
-std::string lease_id(std::string_view host, long pid, int64_t start) {
-    std::string h;
-    for (char c : host)
-        h += (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
-                     c == '_'
-                 ? c
-                 : '_';
+std::string lease_id(std::string_view host, std::string_view lock_file) {
+    auto clean = [](std::string_view s) {
+        std::string out;
+        for (char c : s)
+            out += (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                           c == '-' || c == '_' || c == '/'
+                       ? c
+                       : '_';
+        return out;
+    };
+    std::string h = clean(host);
     if (h.empty()) h = "unknown";
-    return fmt::format("{}:{}:{}", h, pid, start);
+    return h + ":" + clean(lock_file);
 }
 
 } // namespace nvl

@@ -8,8 +8,10 @@
 // both see through slurmctld (`nvlslice_lease` by default) that holds
 // nothing but a license of its own (slurm.conf: Licenses=nvlslice_lease:1,
 // flags ANY_NODES: no node, no job asks for that license), with the
-// holder's id (host, pid and start) in its Features (Slurm 22.05) or
-// Comment (23.02+), and an end time the holder moves on.
+// holder's id in its Features, and an end time the holder moves on. The
+// id is the host and the lock file: the lock lets one helper per host
+// (and lock file) run, so a helper restarted there takes its predecessor's
+// lease at once (that one is gone: the lock was free).
 //
 // The rules, each from Slurm's own guarantees:
 //  * taking it is creating it: slurmctld refuses a second reservation of
@@ -88,8 +90,8 @@ class Lease {
     std::optional<double> valid_from_; // when the last successful take or renewal was sent
 };
 
-// A helper's id: "host:pid:start" (what the reservation carries), with
-// anything but [A-Za-z0-9._-] in the host name replaced.
-std::string lease_id(std::string_view host, long pid, int64_t start);
+// A helper's id: "host:lock_file" (what the reservation carries), with
+// anything but [A-Za-z0-9._/-] replaced.
+std::string lease_id(std::string_view host, std::string_view lock_file);
 
 } // namespace nvl

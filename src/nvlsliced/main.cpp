@@ -435,9 +435,7 @@ int main(int argc, char** argv) {
         // the slurmctld in control (controller.hpp).
         std::optional<Lease> lease;
         if (!s.lease_reservation.empty())
-            lease.emplace(lease_id(my_names.empty() ? std::string() : my_names[0], long(getpid()),
-                                   int64_t(std::time(nullptr))),
-                          s.lease_s);
+            lease.emplace(lease_id(my_names.empty() ? std::string() : my_names[0], s.lock_file), s.lease_s);
         g_lease = lease ? &*lease : nullptr;
         bool limits_failed = false; // loading the accounting limits failed last time (said once)
         bool gates_failed = false;  // loading the partitions and licenses failed last time (said once)

@@ -246,7 +246,7 @@ PriorityWeightJobSize=100
 PriorityWeightPartition=10000
 PriorityMaxAge=1-0
 # The gate slice jobs wait behind until nvlsliced places them (nvlslice(8)).
-Licenses=nvlslice_gate:1,lic_a:4
+Licenses=nvlslice_gate:1,lic_a:4,nvlslice_lease:1
 MailProg=/bin/true
 PlugStackConfig=$DIR/etc/plugstack.conf
 $TOPOLOGY_LINES

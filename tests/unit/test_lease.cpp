@@ -55,12 +55,12 @@ bool cycle(Lease& l, Slurmctld& s, double mono) {
 TEST_CASE("the lease: one helper acts; the other takes over only once the first is gone and its lease purged",
           "[lease][quick]") {
     Slurmctld s;
-    Lease a(lease_id("ctl1", 100, 5), 30), b(lease_id("ctl2", 200, 6), 30);
+    Lease a(lease_id("ctl1", "/run/a.lock"), 30), b(lease_id("ctl2", "/run/a.lock"), 30);
     double mono = 0;
     CHECK(cycle(a, s, mono));
     CHECK_FALSE(cycle(b, s, mono));
     REQUIRE(s.resv);
-    CHECK(s.resv->holder == "ctl1:100:5");
+    CHECK(s.resv->holder == "ctl1:/run/a.lock");
     // a keeps it, cycle after cycle; b never acts meanwhile
     for (int i = 0; i < 120; ++i) {
         mono += 1;
@@ -79,15 +79,19 @@ TEST_CASE("the lease: one helper acts; the other takes over only once the first 
         REQUIRE(++waited < 120);
     }
     CHECK(waited >= 20); // never before a's lease ran out
-    CHECK(s.resv->holder == "ctl2:200:6");
-    // a comes back (a new process): it stands by
-    Lease a2(lease_id("ctl1", 101, 7), 30);
+    CHECK(s.resv->holder == "ctl2:/run/a.lock");
+    // a comes back (a new process on ctl1, its lock free again): b holds
+    // the lease, a stands by
+    Lease a2(lease_id("ctl1", "/run/a.lock"), 30);
     CHECK_FALSE(cycle(a2, s, mono));
+    // b restarted on its host (the same lock): its own lease, at once
+    Lease b2(lease_id("ctl2", "/run/a.lock"), 30);
+    CHECK(cycle(b2, s, mono));
 }
 
 TEST_CASE("the lease: a stalled holder stops acting before anyone else may take over", "[lease][quick]") {
     Slurmctld s;
-    Lease a(lease_id("ctl1", 100, 5), 30), b(lease_id("ctl2", 200, 6), 30);
+    Lease a(lease_id("ctl1", "/run/a.lock"), 30), b(lease_id("ctl2", "/run/a.lock"), 30);
     double mono = 0;
     REQUIRE(cycle(a, s, mono));
     // a stalls 20 s (a paused VM): by its own clock it may no longer act,
@@ -99,13 +103,13 @@ TEST_CASE("the lease: a stalled holder stops acting before anyone else may take 
     CHECK_FALSE(cycle(b, s, mono));
     // a's next cycle renews it (Slurm still has it: nobody could create one)
     CHECK(cycle(a, s, mono));
-    CHECK(s.resv->holder == "ctl1:100:5");
+    CHECK(s.resv->holder == "ctl1:/run/a.lock");
 }
 
 TEST_CASE("the lease: of two helpers that take it at once, one wins; a renewal that reads back another's loses it",
           "[lease][quick]") {
     Slurmctld s;
-    Lease a(lease_id("ctl1", 100, 5), 30), b(lease_id("ctl2", 200, 6), 30);
+    Lease a(lease_id("ctl1", "/run/a.lock"), 30), b(lease_id("ctl2", "/run/a.lock"), 30);
     // both saw none
     const auto da = a.decide(s.resv, s.now, 0), db = b.decide(s.resv, s.now, 0);
     REQUIRE(da.step == LeaseStep::Take);
@@ -131,13 +135,13 @@ TEST_CASE("the lease: of two helpers that take it at once, one wins; a renewal t
     else
         a.lost();
     CHECK_FALSE(a.may_act(125));
-    CHECK(s.resv->holder == "ctl2:200:6");
+    CHECK(s.resv->holder == "ctl2:/run/a.lock");
     CHECK(cycle(b, s, 126));
     CHECK_FALSE(cycle(a, s, 126));
 }
 
-TEST_CASE("the lease id: host, pid, start; odd characters in the host replaced", "[lease][quick]") {
-    CHECK(lease_id("ctl1.example", 42, 1700000000) == "ctl1.example:42:1700000000");
-    CHECK(lease_id("a b,c=d", 1, 2) == "a_b_c_d:1:2");
-    CHECK(lease_id("", 1, 2) == "unknown:1:2");
+TEST_CASE("the lease id: host and lock file; odd characters replaced", "[lease][quick]") {
+    CHECK(lease_id("ctl1.example", "/run/nvlsliced/nvlsliced.lock") == "ctl1.example:/run/nvlsliced/nvlsliced.lock");
+    CHECK(lease_id("a b,c=d", "/x y") == "a_b_c_d:/x_y");
+    CHECK(lease_id("", "/l") == "unknown:/l");
 }
