@@ -202,6 +202,8 @@ wait_for 10 bash -c '[ -n "$(sed -n "s/.*started: .*, mode \([a-z]*\) (.*/\1/p" 
 echo "# the helper tests run in $(nvl_mode) mode"
 [ "$(nvl_mode)" = native ] && run_test "$HERE/test_native.sh"
 run_test "$HERE/test_helper.sh"
+# two helpers, one lease: one acts, the other takes over
+run_test "$HERE/test_lease.sh"
 run_test "$HERE/test_rules.sh"
 run_test "$HERE/test_load.sh"
 # a borrower behind 600 waiting jobs starts on its lent spare, and no job
