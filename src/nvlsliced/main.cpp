@@ -434,7 +434,9 @@ int main(int argc, char** argv) {
         // (lease_reservation ""), with a backup controller, the one beside
         // the slurmctld in control (controller.hpp).
         std::optional<Lease> lease;
-        if (!s.lease_reservation.empty())
+        // (a dry run acts on nothing: it never takes the lease from the
+        // helper that acts)
+        if (!s.lease_reservation.empty() && !dry)
             lease.emplace(lease_id(my_names.empty() ? std::string() : my_names[0], s.lock_file), s.lease_s);
         g_lease = lease ? &*lease : nullptr;
         bool limits_failed = false; // loading the accounting limits failed last time (said once)
@@ -641,7 +643,14 @@ int main(int argc, char** argv) {
             if (!failed) outage.end();
             double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             metrics.add_cycle(stats, secs, failed, phases);
-            if (once) return failed ? 1 : 0;
+            if (once) {
+                if (lease && lease->may_act(mono_now())) {
+                    try {
+                        slurm.release_lease(s.lease_reservation, lease->me());
+                    } catch (const std::exception&) {} // it ends by itself
+                }
+                return failed ? 1 : 0;
+            }
             // A repair under way is followed closely: each of its steps
             // waits on what Slurm did with the last one.
             const int period = follow_up ? std::min(s.cycle_ms, kFollowUpMs) : s.cycle_ms;
