@@ -537,6 +537,7 @@ int main(int argc, char** argv) {
                                     s.lease_reservation, lease->me()));
                 was_active = acting;
                 if (!acting) {
+                    if (once) return 0; // standing by is this cycle's whole work
                     pause_for(s.cycle_ms / 1000.0);
                     continue;
                 }
@@ -548,6 +549,7 @@ int main(int argc, char** argv) {
                         fmt::format("{}: {}", role.active ? "active" : "standby", role.why));
                 was_active = role.active;
                 if (!role.active) {
+                    if (once) return 0;
                     pause_for(s.cycle_ms / 1000.0);
                     continue;
                 }
