@@ -25,8 +25,8 @@ LeaseDecision Lease::decide(const std::optional<LeaseView>& view, int64_t now, d
     }
     // ours: renewed once a third of it is gone (by slurmctld's end, and by
     // this host's clock since the last renewal went out)
-    const bool due = view->end_time - now <= length_s_ * 2 / 3 || !valid_from_ ||
-                     mono - *valid_from_ >= double(length_s_) / 3;
+    const bool due =
+        view->end_time - now <= length_s_ * 2 / 3 || !valid_from_ || mono - *valid_from_ >= double(length_s_) / 3;
     d.step = due ? LeaseStep::Renew : LeaseStep::Keep;
     d.active = due || may_act(mono);
     d.why = "this helper holds the lease";
@@ -59,8 +59,8 @@ std::string lease_id(std::string_view host, std::string_view lock_file) {
     auto clean = [](std::string_view s) {
         std::string out;
         for (char c : s)
-            out += (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                           c == '-' || c == '_' || c == '/'
+            out += (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+                           c == '_' || c == '/'
                        ? c
                        : '_';
         return out;

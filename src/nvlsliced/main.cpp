@@ -250,7 +250,7 @@ bool stop_requested() {
 // between two actions once it runs short (another helper may act soon).
 const Lease* g_lease = nullptr;
 bool stop_or_lease_short() {
-    return g_stop != 0 || (g_lease && !g_lease->may_act(mono_now()));
+    return stop_requested() || (g_lease && !g_lease->may_act(mono_now()));
 }
 
 // Sleeps up to `secs`, waking at once for SIGTERM.
@@ -533,8 +533,8 @@ int main(int argc, char** argv) {
                 const bool acting = lease->may_act(mono_now());
                 if (!was_active || *was_active != acting)
                     say(acting ? LOG_INFO : LOG_WARNING,
-                        fmt::format("{}: {} (lease {}, {})", acting ? "active" : "standby", why,
-                                    s.lease_reservation, lease->me()));
+                        fmt::format("{}: {} (lease {}, {})", acting ? "active" : "standby", why, s.lease_reservation,
+                                    lease->me()));
                 was_active = acting;
                 if (!acting) {
                     if (once) return 0; // standing by is this cycle's whole work
