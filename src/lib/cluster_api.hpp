@@ -22,6 +22,10 @@ struct SlurmNode {
     std::string features;                 // available features (AvailableFeatures), comma-separated
     uint32_t weight = 0;                  // Slurm's scheduling weight; 0 = not reported
     bool not_responding = false;          // NOT_RESPONDING: slurmctld's pings go unanswered
+    // Slurm's UNKNOWN: slurmctld started (a restart, a backup taking
+    // control back from it) and has not heard from this node's slurmd since;
+    // it registers within seconds, or turns DOWN after SlurmdTimeout.
+    bool unregistered = false;
     // Where its slurmd listens (NodeAddr, its port), for the helper's own
     // probe; and for how long that probe has gone unanswered (seconds;
     // 0: it answers, or it is not probed).

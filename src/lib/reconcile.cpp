@@ -1,6 +1,7 @@
 #include "reconcile.hpp"
 
 #include "cycle.hpp"
+#include "hostlist.hpp"
 
 #include <fmt/format.h>
 
@@ -24,7 +25,35 @@ JobId HelperConfig::lend_job(const std::string& resv) const {
 
 CycleOutput reconcile(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now,
                       HelperMemory& mem, int64_t mono) {
-    return detail::Cycle(map, view, cfg, now, mono < 0 ? now : mono, mem).run();
+    if (mono < 0) mono = now;
+    // slurmctld just started (restarted, or a controller took over from a
+    // state where nodes are UNKNOWN): its nodes read unknown until their
+    // slurmd registers again, a few seconds. Read as failed, they would
+    // degrade whole racks and move slice jobs off them; the cycle waits.
+    std::vector<std::string> unregistered;
+    for (const SlurmNode& n : view.nodes)
+        if (n.unregistered && map.find_node(n.name)) unregistered.push_back(n.name);
+    std::vector<LogEntry> said;
+    if (!unregistered.empty()) {
+        if (!mem.unregistered_since) {
+            mem.unregistered_since = mono;
+            CycleOutput out;
+            out.log.push_back({Severity::Warning, 0,
+                               fmt::format("{} node(s) not registered with slurmctld yet ({}): it has just started; "
+                                           "nothing is decided until they register (or {} s)",
+                                           unregistered.size(), hostlist_compress(unregistered), kUnregisteredWaitS)});
+            return out;
+        }
+        if (mono - *mem.unregistered_since < kUnregisteredWaitS) return {};
+    } else if (mem.unregistered_since) {
+        said.push_back(
+            {Severity::Info, 0,
+             fmt::format("every node registered with slurmctld again ({} s)", mono - *mem.unregistered_since)});
+        mem.unregistered_since.reset();
+    }
+    CycleOutput out = detail::Cycle(map, view, cfg, now, mono, mem).run();
+    out.log.insert(out.log.begin(), said.begin(), said.end());
+    return out;
 }
 
 std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const std::vector<Action>& actions,

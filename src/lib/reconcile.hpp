@@ -279,7 +279,14 @@ struct HelperMemory {
         std::optional<std::regex> drain, rack;
     };
     Patterns patterns;
+    // Since when nodes of the map are unregistered (SlurmNode::unregistered):
+    // the cycles decide nothing meanwhile (kUnregisteredWaitS at most).
+    std::optional<int64_t> unregistered_since;
 };
+// How long the helper waits for the nodes to register after slurmctld
+// starts: Slurm's own verdict (DOWN) comes after SlurmdTimeout; a
+// SlurmdTimeout of 0 (none) leaves a dead node UNKNOWN for ever.
+inline constexpr int64_t kUnregisteredWaitS = 120;
 
 // Which cluster-wide actions back off together: Action::backoff_key().
 inline std::string backoff_key(const Action& a) {

@@ -224,6 +224,7 @@ std::vector<SlurmNode> SlurmClusterImpl::load_nodes() {
         SlurmNode r;
         r.name = n.name;
         r.state = decode_node(n.node_state, r.failed, r.completing, r.not_responding);
+        r.unregistered = (n.node_state & NODE_STATE_BASE) == NODE_STATE_UNKNOWN;
         r.reason = str(n.reason);
         r.features = str(n.features);
         r.weight = n.weight;

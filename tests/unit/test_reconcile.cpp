@@ -71,6 +71,56 @@ TEST_CASE("a gated slice job is placed, recorded, pinned, its gate taken off; sp
     CHECK(w.cycle().actions.empty());
 }
 
+TEST_CASE("slurmctld just started: its nodes unregistered (UNKNOWN) degrade no rack and move no job",
+          "[reconcile][quick]") {
+    World w(3);
+    w.add_slice_job(7, 16, 1);
+    w.apply(w.cycle());
+    w.start(w.jobs[0]);
+    auto settled = w.cycle();
+    w.apply(settled);
+    REQUIRE(w.cycle().actions.empty());
+    const std::string placed = w.jobs[0].admin_comment;
+    // a restart: every node reads unknown until its slurmd registers again
+    for (auto& n : w.nodes) {
+        n.state = NodeState::Unknown;
+        n.unregistered = true;
+    }
+    w.mono = 5000;
+    auto first = w.cycle();
+    CHECK(first.actions.empty());
+    REQUIRE(first.log.size() == 1);
+    CHECK(first.log[0].severity == Severity::Warning);
+    CHECK(first.log[0].text.find("54 node(s) not registered with slurmctld yet") != std::string::npos);
+    w.mono = 5002;
+    auto second = w.cycle();
+    CHECK(second.actions.empty());
+    CHECK(second.log.empty()); // said once
+    // registered again: nothing to do, and said so
+    for (auto& n : w.nodes) {
+        n.unregistered = false;
+        n.state = NodeState::Idle;
+    }
+    for (auto& n : w.nodes)
+        if (n.name <= "n016") n.state = NodeState::Allocated;
+    w.mono = 5004;
+    auto back = w.cycle();
+    CAPTURE(back.log);
+    CHECK(back.actions.empty());
+    REQUIRE_FALSE(back.log.empty());
+    CHECK(back.log[0].text == "every node registered with slurmctld again (4 s)");
+    CHECK(w.jobs[0].admin_comment == placed);
+    CHECK_FALSE(w.mem.unregistered_since);
+    // one node that never registers: the cycles decide again after the wait
+    w.node("n030").state = NodeState::Unknown;
+    w.node("n030").unregistered = true;
+    w.mono = 6000;
+    CHECK(w.cycle().log.size() == 1);
+    w.mono = 6000 + kUnregisteredWaitS;
+    w.cycle(); // decides (nothing to do here: one node short of a rack's spares)
+    CHECK(w.mem.unregistered_since == 6000);
+}
+
 TEST_CASE("a placed job whose pinned node failed, with no room and nothing to free, says so once",
           "[reconcile][quick]") {
     World w(2);
