@@ -33,9 +33,26 @@
 #                      rack001.., each with the domain its GPUs report) and
 #                      it is copied to DIR/fabric.txt for the plugin's
 #                      fabric_report= (none: contrib/gen-map.sh writes the map)
+#   NVL_BACKUP_CTLD    1: a backup slurmctld: slurm.conf lists two
+#                      SlurmctldHost (nvlctl, nvlctl2), each slurmctld runs in
+#                      a network and host-name namespace of its own (the
+#                      controller hosts, 10.x.y.2 and .3; the bridge's .1 is
+#                      the clients'), both share StateSaveLocation,
+#                      SlurmctldTimeout is short; the backup logs to
+#                      DIR/log/slurmctld-nvlctl2.log. The helper runs beside
+#                      the primary (in its namespaces, host name nvlctl),
+#                      helper-b beside the backup.
 # Must run as root (network namespaces). Nodes are nvl0001.. with Slurm
 # feature rack001.. naming their rack; the rack map is DIR/etc/nvlslice-map.yaml.
 #   tests/cluster/cluster.sh helper   (re)start nvlsliced if it is not running
+#   tests/cluster/cluster.sh helper-b | kill-helper-b
+#                                     a second nvlsliced (DIR/etc/nvlslice-b.yaml,
+#                                     its own lock file, log nvlsliced-b.log),
+#                                     beside the backup with NVL_BACKUP_CTLD=1;
+#                                     NVLSLICED_TEST_* reach both helpers
+#   tests/cluster/cluster.sh stop-ctld [2] | kill-ctld [2] | start-ctld [2]
+#                                     a slurmctld stopped, killed (-9), started
+#                                     (2: the backup)
 #   tests/cluster/cluster.sh kill-node N | silence-node N | revive-node N
 #                                     node N's slurmd killed; the node silent
 #                                     (its processes killed, its link down);
@@ -56,11 +73,17 @@ PLUGIN_ARGS=${NVL_PLUGIN_ARGS:-}
 HELPER=${NVL_HELPER:-}
 HELPER_CONF=${NVL_HELPER_CONF:-}
 ACCOUNTING=${NVL_ACCOUNTING:-0}
+BACKUP=${NVL_BACKUP_CTLD:-0}
 DB_PORT=3317     # MariaDB, on 127.0.0.1 only
 DBD_PORT=16819   # slurmdbd
 BRIDGE=nvlbr0
+BRIDGE_IP=$SUBNET.1
 CTL_NAME=nvlctl
 CTL_IP=$SUBNET.1
+# With a backup: each controller host in namespaces of its own
+CTL2_NAME=nvlctl2
+CTL2_IP=$SUBNET.3
+[ "$BACKUP" = 1 ] && CTL_IP=$SUBNET.2
 FIRST_IP=11
 NODES=$((RACKS * PER))
 CONF=$DIR/etc/slurm.conf
@@ -72,6 +95,14 @@ log() { echo "cluster: $*"; }
 node_name() { printf 'nvl%04d' "$1"; }
 node_ns() { printf 'nvlns%04d' "$1"; }
 node_veth() { printf 'nvlv%04d' "$1"; }
+# controller N's (1: primary, 2: backup) namespace, name and address
+ctl_ns() { echo "nvlnsc$1"; }
+ctl_name() { if [ "$1" = 2 ]; then echo "$CTL2_NAME"; else echo "$CTL_NAME"; fi; }
+ctl_ip() { if [ "$1" = 2 ]; then echo "$CTL2_IP"; else echo "$CTL_IP"; fi; }
+# its pid file: the backup's in DIR/run/ctl2 (its mount namespace has that
+# directory over DIR/run: both read SlurmctldPidFile, and a slurmctld
+# starting kills the process its pid file names)
+ctl_pidfile() { if [ "$1" = 2 ]; then echo "$DIR/run/ctl2/slurmctld.pid"; else echo "$DIR/run/slurmctld.pid"; fi; }
 
 [ "$NODES" -ge 1 ] && [ "$NODES" -le 200 ] || die "NVL_RACKS x NVL_NODES_PER_RACK must be 1..200 (one /24), got $NODES"
 
@@ -171,12 +202,13 @@ write_hosts() {
     {
         echo "127.0.0.1 localhost"
         echo "$CTL_IP $CTL_NAME"
+        [ "$BACKUP" = 1 ] && echo "$CTL2_IP $CTL2_NAME"
         for ((i = 1; i <= NODES; i++)); do echo "$SUBNET.$((FIRST_IP + i - 1)) $(node_name "$i")"; done
     } > "$DIR/etc/hosts"
 }
 
 write_conf() {
-    local nodes_line="" r lo hi feat ACCOUNTING_LINES
+    local nodes_line="" r lo hi feat ACCOUNTING_LINES CTL_LINES
     write_hosts
     if [ "$ACCOUNTING" = 1 ]; then
         # slurmdbd over munge: with a munged of its own, the connection
@@ -194,6 +226,12 @@ PriorityCalcPeriod=1"
     else
         ACCOUNTING_LINES="AccountingStorageType=accounting_storage/none"
     fi
+    CTL_LINES="SlurmctldHost=$CTL_NAME($CTL_IP)"
+    if [ "$BACKUP" = 1 ]; then
+        # the backup takes over 5 s after the primary stopped answering
+        # (Slurm's default: 120 s)
+        CTL_LINES+=$'\n'"SlurmctldHost=$CTL2_NAME($CTL2_IP)"$'\n'"SlurmctldTimeout=5"
+    fi
     for ((r = 1; r <= RACKS; r++)); do
         lo=$(( (r - 1) * PER + 1 )); hi=$(( r * PER ))
         # its rack
@@ -203,7 +241,7 @@ PriorityCalcPeriod=1"
     cat > "$CONF" <<CONF
 # Written by tests/cluster/cluster.sh: nvlslice's local test cluster.
 ClusterName=nvltest
-SlurmctldHost=$CTL_NAME($CTL_IP)
+$CTL_LINES
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -260,37 +298,52 @@ CONF
     else
         : > "$DIR/etc/plugstack.conf"
     fi
-    echo "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10}" > "$DIR/etc/geometry"
+    echo "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP" > "$DIR/etc/geometry"
     write_helper_conf
 }
 
-write_helper_conf() {
-    cat > "$DIR/etc/nvlslice.yaml" <<HCONF
+# The helper's files: nvlsliced.* for the first, nvlsliced-b.* for the second
+helper_base() { if [ "${1:-}" = b ]; then echo nvlsliced-b; else echo nvlsliced; fi; }
+helper_yaml() { if [ "${1:-}" = b ]; then echo "$DIR/etc/nvlslice-b.yaml"; else echo "$DIR/etc/nvlslice.yaml"; fi; }
+
+write_helper_conf() { # [b]
+    local base port=9817
+    base=$(helper_base "${1:-}")
+    # beside the backup (its own network namespace) the same port is free
+    [ "${1:-}" = b ] && [ "$BACKUP" != 1 ] && port=9818
+    cat > "$(helper_yaml "${1:-}")" <<HCONF
 # nvlsliced configuration for the test cluster (see etc/nvlslice.yaml)
 map: $DIR/etc/nvlslice-map.yaml
 cycle_ms: 500
-lock_file: $DIR/run/nvlsliced.lock
-metrics_listen: 127.0.0.1:9817
+lock_file: $DIR/run/$base.lock
+metrics_listen: 127.0.0.1:$port
 reservation: nvlslice_spares
 $HELPER_CONF
 HCONF
 }
 
-start_helper() {
+start_helper() { # [b]: the second helper (beside the backup slurmctld)
     [ -n "$HELPER" ] || return 0
-    alive "$DIR/run/nvlsliced.pid" && return 0
-    write_helper_conf
-    local before=0
-    [ -f "$DIR/log/nvlsliced.log" ] && before=$(wc -l < "$DIR/log/nvlsliced.log")
-    (cd / && exec setsid "$HELPER" --config "$DIR/etc/nvlslice.yaml") >>"$DIR/log/nvlsliced.log" 2>&1 < /dev/null &
-    echo $! > "$DIR/run/nvlsliced.pid"
+    local base log pid before=0 wrap=() which=${1:-}
+    base=$(helper_base "$which"); log=$DIR/log/$base.log; pid=$DIR/run/$base.pid
+    alive "$pid" && return 0
+    write_helper_conf "$which"
+    [ -f "$log" ] && before=$(wc -l < "$log")
+    if [ "$BACKUP" = 1 ]; then
+        # on its controller's host: that network namespace and host name
+        local n=1
+        [ "$which" = b ] && n=2
+        wrap=(nsenter --net="/run/netns/$(ctl_ns $n)" unshare --uts sh -c "hostname $(ctl_name $n) && exec \"\$0\" \"\$@\"")
+    fi
+    (cd / && exec setsid "${wrap[@]}" "$HELPER" --config "$(helper_yaml "$which")") >>"$log" 2>&1 < /dev/null &
+    echo $! > "$pid"
     for _ in $(seq 1 50); do
-        tail -n +"$((before + 1))" "$DIR/log/nvlsliced.log" 2>/dev/null | grep -q "nvlsliced: started" && return 0
-        alive "$DIR/run/nvlsliced.pid" || break
+        tail -n +"$((before + 1))" "$log" 2>/dev/null | grep -q "nvlsliced: started" && return 0
+        alive "$pid" || break
         sleep 0.1
     done
-    tail -5 "$DIR/log/nvlsliced.log" >&2
-    die "nvlsliced did not start"
+    tail -5 "$log" >&2
+    die "nvlsliced${which:+ ($which)} did not start"
 }
 
 start_mariadb() {
@@ -365,10 +418,23 @@ start_munge() {
 setup_network() {
     if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
         ip link add "$BRIDGE" type bridge
-        ip addr add "$CTL_IP/24" dev "$BRIDGE"
+        ip addr add "$BRIDGE_IP/24" dev "$BRIDGE"
     fi
     ip link set "$BRIDGE" up
     local i ns veth
+    if [ "$BACKUP" = 1 ]; then
+        for i in 1 2; do
+            ns=$(ctl_ns $i); veth=nvlvc$i
+            [ -e "/run/netns/$ns" ] || ip netns add "$ns"
+            if ! ip link show "$veth" >/dev/null 2>&1; then
+                ip link add "$veth" type veth peer name eth0 netns "$ns"
+                ip -n "$ns" addr add "$(ctl_ip $i)/24" dev eth0
+                ip -n "$ns" link set lo up
+                ip -n "$ns" link set eth0 up
+                ip link set "$veth" master "$BRIDGE" up
+            fi
+        done
+    fi
     for ((i = 1; i <= NODES; i++)); do
         ns=$(node_ns "$i"); veth=$(node_veth "$i")
         [ -e "/run/netns/$ns" ] || ip netns add "$ns"
@@ -382,15 +448,41 @@ setup_network() {
     done
 }
 
-start_slurmctld() {
-    alive "$DIR/run/slurmctld.pid" && return 0
+start_slurmctld() { # [2]: the backup
+    local n=${1:-1}
+    alive "$(ctl_pidfile "$n")" && return 0
     # slurmctld checks its own hostname against SlurmctldHost
     # Daemons start from / so that no test's working directory (which may be
     # removed later) becomes theirs or their job steps'.
-    (cd / && exec setsid unshare --uts --mount --propagation private \
-        sh -c "mount --bind $DIR/etc/hosts /etc/hosts && hostname $CTL_NAME && exec $SLURMCTLD -D -i -f $CONF") \
-        >"$DIR/log/slurmctld.stdout" 2>&1 < /dev/null &
-    echo $! > "$DIR/run/slurmctld.wrapper.pid"
+    if [ "$BACKUP" != 1 ]; then
+        (cd / && exec setsid unshare --uts --mount --propagation private \
+            sh -c "mount --bind $DIR/etc/hosts /etc/hosts && hostname $CTL_NAME && exec $SLURMCTLD -D -i -f $CONF") \
+            >"$DIR/log/slurmctld.stdout" 2>&1 < /dev/null &
+        echo $! > "$DIR/run/slurmctld.wrapper.pid"
+        return 0
+    fi
+    local name binds="mount --bind $DIR/etc/hosts /etc/hosts" logopt=""
+    name=$(ctl_name "$n")
+    if [ "$n" = 2 ]; then
+        mkdir -p "$DIR/run/ctl2"
+        binds+=" && mount --bind $DIR/run/ctl2 $DIR/run"
+        logopt="-L $DIR/log/slurmctld-$name.log"
+    fi
+    (cd / && exec setsid nsenter --net="/run/netns/$(ctl_ns "$n")" unshare --uts --mount --propagation private \
+        sh -c "$binds && hostname $name && exec $SLURMCTLD -D -i -f $CONF $logopt") \
+        >"$DIR/log/slurmctld-$name.stdout" 2>&1 < /dev/null &
+    echo $! > "$DIR/run/slurmctld-$n.wrapper.pid"
+}
+
+# Until `scontrol ping` says controller N (1, 2) is UP (60 s)
+wait_ctld() {
+    local role=primary
+    [ "${1:-1}" = 2 ] && role=backup
+    for _ in $(seq 1 300); do
+        scontrol ping 2>/dev/null | grep -q "($role) at .* is UP" && return 0
+        sleep 0.2
+    done
+    return 1
 }
 
 start_slurmd() {
@@ -411,7 +503,9 @@ wait_ready() {
         # exact per-node states: "idle" alone, not idle+drain or idle*
         idle=$(sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2 == "idle"' | sort -u | wc -l)
         if [ "$idle" -eq "$NODES" ]; then
-            log "ready: $NODES nodes idle ($RACKS racks x $PER), SLURM_CONF=$CONF"
+            local extra=""
+            if [ "$BACKUP" = 1 ]; then wait_ctld 2 || break; extra=", a backup slurmctld"; fi
+            log "ready: $NODES nodes idle ($RACKS racks x $PER)$extra, SLURM_CONF=$CONF"
             return 0
         fi
         sleep 0.5
@@ -423,8 +517,9 @@ wait_ready() {
 
 healthy() {
     [ -f "$DIR/etc/geometry" ] || return 1
-    [ "$(cat "$DIR/etc/geometry")" = "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10}" ] || return 1
+    [ "$(cat "$DIR/etc/geometry")" = "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP" ] || return 1
     alive "$DIR/run/slurmctld.pid" && alive "$DIR/run/munged.pid" || return 1
+    if [ "$BACKUP" = 1 ]; then alive "$(ctl_pidfile 2)" || return 1; fi
     if [ "$ACCOUNTING" = 1 ]; then alive "$DIR/run/slurmdbd.pid" && alive "$DIR/run/mariadbd.pid" || return 1; fi
     local i
     for ((i = 1; i <= NODES; i++)); do alive "$DIR/run/slurmd-$(node_name "$i").pid" || return 1; done
@@ -463,17 +558,17 @@ kill_ns_procs() {
 down() {
     local ns veth
     # the helper writes its pid into its lock file too: that one is never stale
-    stop_pidfiles "$DIR"/run/nvlsliced*.pid "$DIR/run/nvlsliced.lock"
+    stop_pidfiles "$DIR"/run/nvlsliced*.pid "$DIR/run/nvlsliced.lock" "$DIR/run/nvlsliced-b.lock"
     stop_pidfiles "$DIR"/run/slurmd-*.pid "$DIR"/run/slurmd-*.wrapper.pid
-    stop_pidfiles "$DIR/run/slurmctld.pid" "$DIR/run/slurmctld.wrapper.pid"
+    stop_pidfiles "$DIR/run/slurmctld.pid" "$DIR"/run/slurmctld*.wrapper.pid "$DIR/run/ctl2/slurmctld.pid"
     stop_pidfiles "$DIR/run/slurmdbd.pid"
     stop_pidfiles "$DIR/run/mariadbd.pid"
     stop_pidfiles "$DIR/run/munged.pid"
-    for ns in $(ip netns list 2>/dev/null | awk '/^nvlns[0-9]+/ {print $1}'); do
+    for ns in $(ip netns list 2>/dev/null | awk '/^nvlns(c)?[0-9]+/ {print $1}'); do
         kill_ns_procs "$ns"
         ip netns del "$ns" 2>/dev/null || true
     done
-    for veth in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E '^nvlv[0-9]+$' || true); do
+    for veth in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E '^nvlvc?[0-9]+$' || true); do
         ip link del "$veth" 2>/dev/null || true
     done
     if ip link show "$BRIDGE" >/dev/null 2>&1; then ip link del "$BRIDGE" || true; fi
@@ -503,6 +598,11 @@ up() {
         add_associations
     fi
     start_slurmctld
+    if [ "$BACKUP" = 1 ]; then
+        # the backup once the primary answers: it would take over otherwise
+        wait_ctld 1 || die "the primary slurmctld did not answer within 60 s"
+        start_slurmctld 2
+    fi
     for ((i = 1; i <= NODES; i++)); do start_slurmd "$i"; done
     wait_ready 90
     start_helper
@@ -515,12 +615,20 @@ case "${1:-}" in
     env) echo "export SLURM_CONF=$CONF" ;;
     helper) start_helper ;;
     kill-helper) stop_pidfiles "$DIR/run/nvlsliced.pid" "$DIR/run/nvlsliced.lock" ;;
+    helper-b) start_helper b ;;
+    kill-helper-b) stop_pidfiles "$DIR/run/nvlsliced-b.pid" "$DIR/run/nvlsliced-b.lock" ;;
     start-node) i=${2:?node number}; start_slurmd "$((10#$i))" ;;
     # slurmctld alone, its state kept: an outage, as an admin's maintenance
-    stop-ctld) stop_pidfiles "$DIR/run/slurmctld.pid" ;;
+    stop-ctld) stop_pidfiles "$(ctl_pidfile "${2:-1}")" ;;
+    # a crash: kill -9 (the state it saved is what the other controller reads)
+    kill-ctld)
+        f=$(ctl_pidfile "${2:-1}")
+        [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; rm -f "$f" ;;
     start-ctld)
-        start_slurmctld
-        for _ in $(seq 1 300); do scontrol ping 2>/dev/null | grep -q 'is UP' && exit 0; sleep 0.2; done
+        start_slurmctld "${2:-1}"
+        if [ "$BACKUP" = 1 ]; then wait_ctld "${2:-1}" && exit 0; else
+            for _ in $(seq 1 300); do scontrol ping 2>/dev/null | grep -q 'is UP' && exit 0; sleep 0.2; done
+        fi
         die "slurmctld did not answer within 60 s" ;;
     kill-node) # kill -9 a node's slurmd, as a crash would
         f="$DIR/run/slurmd-$(node_name "$((10#${2:?node number}))").pid"
@@ -541,5 +649,5 @@ case "${1:-}" in
         i=$((10#${2:?node number}))
         ip link set "$(node_veth "$i")" up
         start_slurmd "$i" ;;
-    *) echo "usage: $0 up|down|status|env|helper|kill-helper|start-node N|kill-node N|silence-node N|revive-node N|stop-ctld|start-ctld" >&2; exit 2 ;;
+    *) echo "usage: $0 up|down|status|env|helper|kill-helper|start-node N|kill-node N|silence-node N|revive-node N|stop-ctld [2]|kill-ctld [2]|start-ctld [2]|helper-b|kill-helper-b" >&2; exit 2 ;;
 esac

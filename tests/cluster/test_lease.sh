@@ -11,8 +11,7 @@ CL="$HERE/cluster.sh"
 [ -n "${NVL_HELPER:-}" ] || { echo "test_lease.sh: NVL_HELPER (the nvlsliced binary) must be set" >&2; exit 1; }
 LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
 LOG2=$NVL_CLUSTER_DIR/log/nvlsliced-b.log
-CONF2=$NVL_CLUSTER_DIR/etc/nvlslice-b.yaml
-PID2=$NVL_CLUSTER_DIR/run/nvlsliced-b.pid
+CTLD=$NVL_CLUSTER_DIR/log/slurmctld.log
 LEASE_S=30
 
 running_on_spare() { # running_on_spare JOB NODE: running, NODE not among its nodes
@@ -21,7 +20,7 @@ running_on_spare() { # running_on_spare JOB NODE: running, NODE not among its no
     [[ "$s" == "RUNNING "?* ]] && ! grep -qx "$2" <<< "$(scontrol show hostnames "${s#RUNNING }")"
 }
 lease_line() { scontrol show reservation nvlslice_lease -o 2>/dev/null; }
-stop_b() { [ -f "$PID2" ] && kill "$(cat "$PID2")" 2>/dev/null; rm -f "$PID2"; }
+stop_b() { "$CL" kill-helper-b >/dev/null 2>&1; }
 trap stop_b EXIT
 
 cleanup; resume_all
@@ -33,12 +32,10 @@ expect_match "the lease reservation names the running helper (host and lock file
     "Features=[^ ]*:$NVL_CLUSTER_DIR/run/nvlsliced.lock" "$(lease_line)"
 expect_match "it holds its license and no node" "Nodes= .*Licenses=nvlslice_lease:1|Licenses=nvlslice_lease:1.*Nodes= " \
     "$(lease_line | sed 's/Nodes=(null)/Nodes= /')"
-sed -e "s|^lock_file: .*|lock_file: $NVL_CLUSTER_DIR/run/nvlsliced-b.lock|" \
-    -e "s|^metrics_listen: .*|metrics_listen: 127.0.0.1:9818|" "$NVL_CLUSTER_DIR/etc/nvlslice.yaml" > "$CONF2"
-: > "$LOG2"
-# the second one dies right after its first requeue-hold (below)
-(cd / && NVLSLICED_TEST_KILL_AFTER=requeue-hold exec setsid "$NVL_HELPER" --config "$CONF2") >>"$LOG2" 2>&1 < /dev/null &
-echo $! > "$PID2"
+stop_b; : > "$LOG2"
+# the second one (its own lock file) dies right after its first
+# requeue-hold (below)
+NVLSLICED_TEST_KILL_AFTER=requeue-hold "$CL" helper-b || not_ok "a second helper starts"
 if wait_for 15 grep -q "standby: the lease is held by" "$LOG2"; then
     ok "a second helper stands by ($(grep -o 'standby: .*' "$LOG2" | head -1))"
 else
@@ -66,11 +63,12 @@ expect_match "the lease names it now" "Features=[^ ]*:$NVL_CLUSTER_DIR/run/nvlsl
 
 echo "# lease: the active helper killed in the middle of a repair; the other takes over once the lease ends"
 n2=$(scontrol show hostnames "$(nodes_of "$J")" | sed -n 9p)
+c0=$(wc -l < "$CTLD")
 t0=$(now)
 scontrol update nodename="$n2" state=drain reason="gpu xid 48"
 wait_for 15 grep -q "test hook: killed after requeue-hold of job $J" "$LOG2" ||
     not_ok "the second helper died after the requeue-hold: $(tail -3 "$LOG2")"
-rm -f "$PID2"
+rm -f "$NVL_CLUSTER_DIR/run/nvlsliced-b.pid"
 wait_for 60 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = PENDING ]"
 expect_match "the job is left held mid-repair" "^PENDING" "$(squeue -h -j "$J" -o %T)"
 mark=$(wc -l < "$LOG")
@@ -90,6 +88,14 @@ else
 fi
 expect_match "repairs counted once each" "repairs=2 " "$(record "$J")"
 expect_eq "no job left held" "" "$(squeue -h -t PD -o '%i %r' | grep -i held)"
+# each step once, in slurmctld's own log: the requeue by the helper that
+# died, the pin and the release by the one that took over
+steps() { tail -n +"$((c0 + 1))" "$CTLD" | grep -cE -- "$1"; }
+expect_eq "requeued once" "1" "$(steps "Requeuing JobId=$J\$")"
+expect_eq "pinned once after the requeue" "1" "$(steps "setting begin to .* for JobId=$J\$")"
+expect_eq "released once" "1" "$(steps "release hold on JobId=$J ")"
+expect_eq "the repair decided once, by the helper that died" "1" \
+    "$(( $(grep -c "job $J: repair:" "$LOG2") + $(tail -n +"$((mark + 1))" "$LOG" | grep -c "job $J: repair:") ))"
 active_at=$(tail -n +"$((mark + 1))" "$LOG" | grep -n "active: " | head -1 | cut -d: -f1)
 expect_eq "the first helper took no action on the job before it held the lease" "0" \
     "$(tail -n +"$((mark + 1))" "$LOG" | head -n "$((${active_at:-1} - 1))" | grep -c "job $J")"
