@@ -4,8 +4,10 @@
 #   tests/cluster/run.sh BUILD_DIR
 # Stops the cluster afterwards unless NVL_KEEP_CLUSTER=1. NVL_TESTS="test_rules"
 # runs only the scripts named (test_plugin, test_native, test_helper,
-# test_rules, test_load, lend_depth, busy_repair, test_accounting; bench_failure,
-# bench_busy and replay run only when named). NVL_ACCOUNTING=1 runs every script
+# test_rules, test_load, lend_depth, busy_repair, test_accounting,
+# test_failover; bench_failure, bench_busy and replay run only when named).
+# test_failover runs last, on the cluster started again with a backup
+# slurmctld (NVL_BACKUP_CTLD=1, cluster.sh), about 2 minutes. NVL_ACCOUNTING=1 runs every script
 # with real accounting (cluster.sh); NVL_ACCOUNTING=after runs them without,
 # then starts the cluster again with accounting for test_accounting.
 #
@@ -167,6 +169,8 @@ else
     export NVL_PLUGIN_ARGS="check_gpus=fail hwloc_xml=$NVL_CLUSTER_DIR/hwloc/%n.xml mode=gate"
 fi
 start=$(date +%s)
+# test_failover alone: the cluster with a backup slurmctld from the start
+[ "${NVL_TESTS:-}" = test_failover ] && export NVL_BACKUP_CTLD=1
 "$HERE/cluster.sh" up || { "$HERE/cluster.sh" down >/dev/null 2>&1; exit 1; }
 total_pass=0 total_fail=0
 # NVL_TESTS="test_rules test_load": only these scripts (all by default)
@@ -249,7 +253,23 @@ case " ${NVL_TESTS:-} " in *" replay "*)
     [ "${NVL_ACCOUNTING:-0}" = 1 ] || { "$HERE/cluster.sh" helper >/dev/null 2>&1 || true; }
     run_test "$HERE/replay.sh" ;;
 esac
+# A backup slurmctld: the same cluster started again with a second
+# controller, a helper beside each; a planned switch and the primary's
+# host failing in the middle of a repair (about 2 minutes)
+case " ${NVL_TESTS:-test_failover} " in *" test_failover "*)
+    if [ "${NVL_BACKUP_CTLD:-0}" != 1 ]; then
+        echo "# the same cluster again, with a backup slurmctld"
+        "$HERE/cluster.sh" kill-helper
+        "$HERE/cluster.sh" down >/dev/null
+        export NVL_BACKUP_CTLD=1
+        "$HERE/cluster.sh" up || { "$HERE/cluster.sh" down >/dev/null 2>&1; exit 1; }
+        sed -i 's/ mode=gate$/ mode=auto/' "$NVL_CLUSTER_DIR/etc/plugstack.conf"
+    fi
+    "$HERE/cluster.sh" helper || exit 1
+    run_test "$HERE/test_failover.sh" ;;
+esac
 "$HERE/cluster.sh" kill-helper
+"$HERE/cluster.sh" kill-helper-b
 [ "${NVL_KEEP_CLUSTER:-0}" = 1 ] || "$HERE/cluster.sh" down >/dev/null
 echo "# cluster tests took $(( $(date +%s) - start )) s"
 echo "cluster: $total_pass passed, $total_fail failed"
