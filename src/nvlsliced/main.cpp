@@ -439,6 +439,10 @@ int main(int argc, char** argv) {
         if (!s.lease_reservation.empty() && !dry)
             lease.emplace(lease_id(my_names.empty() ? std::string() : my_names[0], s.lock_file), s.lease_s);
         g_lease = lease ? &*lease : nullptr;
+        // slurmctld has no lease license (a slurm.conf from before the
+        // lease): the controller pings choose, as before, until it has
+        // one; tried again each minute, said once an hour
+        int64_t unconfigured_until = 0, unconfigured_said = -1;
         bool limits_failed = false; // loading the accounting limits failed last time (said once)
         bool gates_failed = false;  // loading the partitions and licenses failed last time (said once)
         // slurmctld away: said once when it goes, once when it is back.
@@ -491,7 +495,8 @@ int main(int argc, char** argv) {
                 }
             }
             auto t0 = std::chrono::steady_clock::now();
-            if (lease) {
+            const bool unconfigured = lease && mono_seconds() < unconfigured_until;
+            if (lease && !unconfigured) {
                 std::string why;
                 try {
                     const double sent = mono_now();
@@ -520,6 +525,17 @@ int main(int argc, char** argv) {
                     }
                     case LeaseStep::Keep: break;
                     case LeaseStep::StandBy: lease->lost(); break;
+                    }
+                } catch (const LeaseUnconfigured& e) {
+                    lease->lost();
+                    unconfigured_until = mono_seconds() + 60;
+                    why = "slurmctld has no lease license: the controller pings choose from the next cycle";
+                    if (unconfigured_said < 0 || mono_seconds() - unconfigured_said >= 3600) {
+                        unconfigured_said = mono_seconds();
+                        say(LOG_ERR, fmt::format("{}; until then the helper beside the slurmctld in control acts, "
+                                                 "and two helpers on hosts that are not SlurmctldHost entries may "
+                                                 "both act",
+                                                 e.what()));
                     }
                 } catch (const Unreachable& e) {
                     lease->lost();

@@ -662,6 +662,22 @@ bool SlurmClusterImpl::take_lease(const std::string& name, const std::string& li
     const int e = slurm_calls::last_error();
     if (e == ESLURM_RESERVATION_NAME_DUP) return false; // another helper's, made first
     if (e == ESLURM_INVALID_LICENSES && load_lease(name)) return false;
+    if (e == ESLURM_INVALID_LICENSES) {
+        // no reservation of that name: the license is unknown to slurmctld
+        // (or another reservation holds it)
+        license_info_msg_t* l = nullptr;
+        bool known = false;
+        if (slurm_load_licenses(0, &l, 0) == SLURM_SUCCESS && l) {
+            for (uint32_t i = 0; i < l->num_lic; ++i)
+                known = known || (l->lic_array[i].name && license == l->lic_array[i].name);
+            slurm_free_license_info_msg(l);
+        }
+        if (!known)
+            throw LeaseUnconfigured(fmt::format("the lease reservation {} needs the license {}, which slurmctld does "
+                                                "not have: add \"Licenses={}:1\" to slurm.conf (with a comma to an "
+                                                "existing Licenses= line) and run scontrol reconfigure",
+                                                name, license, license));
+    }
     fail(fmt::format("creating the lease reservation {} (it holds the license {}; slurm.conf needs "
                      "\"Licenses={}:1\", and no other reservation may hold it)",
                      name, license, license));

@@ -9,6 +9,13 @@
 
 namespace nvl {
 
+// slurmctld knows no lease license (slurm.conf has no Licenses=...:1 for
+// it): the message names the line to add.
+class LeaseUnconfigured : public Error {
+  public:
+    explicit LeaseUnconfigured(const std::string& msg) : Error(msg) {}
+};
+
 // Slurm through libslurm: ClusterApi, and the reads only the helper and
 // the tools make. Its implementation, one class in slurm_cluster.cpp, is
 // the only place that says how each ClusterApi call becomes a libslurm
@@ -43,6 +50,8 @@ class SlurmCluster : public ClusterApi {
     // another reservation); throws on any other refusal, with the fix.
     virtual bool take_lease(const std::string& name, const std::string& license, const std::string& id,
                             int64_t end) = 0;
+    // Throws LeaseUnconfigured when slurmctld has no such license (its
+    // slurm.conf predates the lease).
     // Moves its end; throws when slurmctld refuses (it is gone).
     virtual void renew_lease(const std::string& name, int64_t end) = 0;
     // At a clean stop: deletes it if it is still `id`'s (a standby takes

@@ -101,4 +101,14 @@ expect_eq "the first helper took no action on the job before it held the lease" 
     "$(tail -n +"$((mark + 1))" "$LOG" | head -n "$((${active_at:-1} - 1))" | grep -c "job $J")"
 cleanup
 scontrol update nodename="$n1,$n2" state=resume 2>/dev/null
+
+echo "# lease: a slurm.conf without the lease's license (a site upgrading) is named with its fix"
+conf=$NVL_CLUSTER_DIR/etc/nvlslice.yaml
+sed -e 's/^metrics_listen:.*//' -e 's/^lease_license:.*//' -e 's/^lease_reservation:.*//' -e 's/^lock_file:.*//' "$conf" > "$NVL_CLUSTER_DIR/etc/nolicense.yaml"
+printf 'metrics_listen: ""\nlease_license: nvlslice_nosuch\nlease_reservation: nvlslice_lease_nosuch\nlock_file: %s\n' \
+    "$NVL_CLUSTER_DIR/run/nolicense.lock" >> "$NVL_CLUSTER_DIR/etc/nolicense.yaml"
+out=$("$NVL_HELPER" --once --config "$NVL_CLUSTER_DIR/etc/nolicense.yaml" 2>&1)
+expect_match "the missing license is named with the slurm.conf line to add" \
+    'needs the license nvlslice_nosuch.*add "Licenses=nvlslice_nosuch:1" to slurm.conf' "$out"
+expect_eq "no lease reservation is left for it" "" "$(scontrol show reservation nvlslice_lease_nosuch -o 2>/dev/null | grep -o Name=)"
 summary lease
