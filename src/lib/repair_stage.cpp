@@ -295,6 +295,26 @@ PlacedDecision decide_placed(const RackMap& map, const Observation& obs, const S
             d.repin = true;
         }
     }
+    // Native mode: its pin in Slurm (a node pool, or an exclusion of every
+    // other node) is an earlier placement's where it contradicts the
+    // record (a helper that died between the record and the pin; another
+    // took over): asked for again.
+    if (native(sj) && placed && sj.rec->state != RecordState::Placed && !d.pinned.empty()) {
+        bool differs = false;
+        if (!j.req_nodes.empty()) {
+            std::vector<NodeId> have;
+            for (const auto& n : hostlist_expand(j.req_nodes))
+                if (auto id = map.find_node(n)) have.push_back(*id);
+            std::sort(have.begin(), have.end());
+            differs = have != d.pinned;
+        }
+        if (!j.exc_nodes.empty())
+            for (const auto& n : hostlist_expand(j.exc_nodes)) {
+                const auto id = map.find_node(n);
+                differs = differs || (id && std::binary_search(d.pinned.begin(), d.pinned.end(), *id));
+            }
+        d.repin = differs;
+    }
     if (!placed || d.pinned.empty()) {
         d.kind = PlacedCase::NoPlacement;
         return d;

@@ -208,7 +208,7 @@ write_hosts() {
 }
 
 write_conf() {
-    local nodes_line="" r lo hi feat ACCOUNTING_LINES CTL_LINES
+    local nodes_line="" r lo hi feat ACCOUNTING_LINES CTL_LINES GRES_ATTR="" i
     write_hosts
     if [ "$ACCOUNTING" = 1 ]; then
         # slurmdbd over munge: with a munged of its own, the connection
@@ -222,8 +222,21 @@ AccountingStorageEnforce=associations,limits,qos
 PriorityWeightFairshare=100000
 PriorityWeightQOS=10000
 PriorityDecayHalfLife=0-0:10:00
-PriorityCalcPeriod=1"
+PriorityCalcPeriod=1
+GresTypes=gpu
+AccountingStorageTRES=gres/gpu"
+        # 4 GPUs a node, so that GrpTRES=gres/gpu limits apply to jobs that
+        # ask for them (--gres=gpu:4). slurmd counts a GPU only by its
+        # device file, and takes only character or block devices: stand-ins
+        # of /dev/null's kind, in the cluster's own directory
+        mkdir -p "$DIR/dev"
+        for i in 0 1 2 3; do
+            [ -e "$DIR/dev/nvidia$i" ] || mknod "$DIR/dev/nvidia$i" c 1 3 2>/dev/null || : > "$DIR/dev/nvidia$i"
+        done
+        echo "Name=gpu File=$DIR/dev/nvidia[0-3]" > "$DIR/etc/gres.conf"
+        GRES_ATTR=" Gres=gpu:4"
     else
+        rm -f "$DIR/etc/gres.conf"
         ACCOUNTING_LINES="AccountingStorageType=accounting_storage/none"
     fi
     CTL_LINES="SlurmctldHost=$CTL_NAME($CTL_IP)"
@@ -236,7 +249,7 @@ PriorityCalcPeriod=1"
         lo=$(( (r - 1) * PER + 1 )); hi=$(( r * PER ))
         # its rack
         feat=$(printf 'rack%03d' "$r")
-        nodes_line+="NodeName=$(printf 'nvl[%04d-%04d]' "$lo" "$hi") NodeAddr=$SUBNET.[$((FIRST_IP + lo - 1))-$((FIRST_IP + hi - 1))] CPUs=1 RealMemory=500 Features=$feat State=UNKNOWN"$'\n'
+        nodes_line+="NodeName=$(printf 'nvl[%04d-%04d]' "$lo" "$hi") NodeAddr=$SUBNET.[$((FIRST_IP + lo - 1))-$((FIRST_IP + hi - 1))] CPUs=1 RealMemory=500 Features=$feat${GRES_ATTR} State=UNKNOWN"$'\n'
     done
     cat > "$CONF" <<CONF
 # Written by tests/cluster/cluster.sh: nvlslice's local test cluster.

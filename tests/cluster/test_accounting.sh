@@ -118,6 +118,12 @@ for kind in plain slice; do
     limit_case "GrpTRES=cpu=16" "modify account acct_a set GrpTRES=cpu=16" "modify account acct_a set GrpTRES=cpu=-1" \
         "-A acct_a" "-A acct_b" "AssocGrpCpuLimit" "$kind"
 done
+echo "# accounting: association GrpTRES=gres/gpu=64 reached (4 GPUs a node, the runner holds 64)"
+for kind in plain slice; do
+    limit_case "GrpTRES=gres/gpu=64" "modify account acct_a set GrpTRES=gres/gpu=64" \
+        "modify account acct_a set GrpTRES=gres/gpu=-1" "-A acct_a --gres=gpu:4" "-A acct_b --gres=gpu:4" \
+        "AssocGrpGRES" "$kind" "-A acct_a --gres=gpu:4"
+done
 echo "# accounting: a held account (GrpJobs=0)"
 for kind in plain slice; do
     limit_case "GrpJobs=0" "modify account acct_b set GrpJobs=0" "modify account acct_b set GrpJobs=-1" \

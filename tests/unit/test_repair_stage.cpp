@@ -381,6 +381,26 @@ TEST_CASE("repair stage: the second half of a repair, and a pinned node that fai
     CHECK(busy.kind == PlacedCase::TargetBusy);
     CHECK(busy.borrowers == std::vector<JobId>{9});
     CHECK_FALSE(busy.repin);
+    // native mode: the pin an earlier repair left (a node pool, or an
+    // exclusion) contradicts the record's target: asked for again
+    for (const bool pool : {true, false}) {
+        CAPTURE(pool);
+        SlurmJob native_held = pending(1, "", true);
+        if (pool)
+            native_held.req_nodes = "n[001-015,019]";
+        else
+            native_held.exc_nodes = "n[016-018,020-072]"; // n016 of the target excluded
+        auto nd = decide_placed(w.map, o, o.snap, slice_job_of(native_held, 16, target, true), false, true);
+        CHECK(nd.kind == PlacedCase::Start);
+        CHECK(nd.repin);
+        CHECK(names(w.map, nd.pinned) == "n[001-016]");
+        // pinned as its record says: nothing asked again
+        if (pool)
+            native_held.req_nodes = "n[001-016]";
+        else
+            native_held.exc_nodes = "n[017-072]";
+        CHECK_FALSE(decide_placed(w.map, o, o.snap, slice_job_of(native_held, 16, target, true), false, true).repin);
+    }
     // requeued by Slurm after its node n040 went down, open: gated first, then repaired
     const SlurmJob requeued = pending(2, "n[037-052]");
     auto r = decide_placed(w.map, o, o.snap, slice_job_of(requeued, 16, placed(2, {"n[037-052]"})), false, false);
