@@ -10,6 +10,7 @@
 #include "probe.hpp"
 #include "rack_health.hpp"
 #include "reconcile.hpp"
+#include "removal.hpp"
 #include "slurm_cluster.hpp"
 #include "slurm_features.hpp"
 #include "text.hpp"
@@ -285,13 +286,57 @@ void take_lock(int fd, const std::string& path) {
     }
 }
 
-const char* kUsage = R"(usage: nvlsliced [--config FILE] [--once] [--dry-run] [--check-config]
+// nvlsliced --remove: everything of nvlslice's taken out of Slurm
+// (removal.hpp), each step printed. Every nvlsliced must be stopped first:
+// this one holds the lock file, and it refuses while a lease is held.
+int remove_nvlslice(SlurmCluster& slurm, const HelperSettings& s, bool dry) {
+    if (!s.lease_reservation.empty()) {
+        const auto l = slurm.load_lease(s.lease_reservation);
+        if (l && l->end_time > std::time(nullptr)) {
+            std::fprintf(stderr,
+                         "nvlsliced: --remove: the lease %s is held by %s for %lld s more: stop every nvlsliced "
+                         "first (systemctl stop nvlsliced on each controller host), then run --remove again\n",
+                         s.lease_reservation.c_str(), l->holder.c_str(),
+                         static_cast<long long>(l->end_time - std::time(nullptr)));
+            return 1;
+        }
+    }
+    std::vector<Reservation> every;
+    slurm.load_reservations({}, "", nullptr, &every);
+    const std::vector<SlurmJob> jobs = slurm.load_jobs();
+    const Removal r = plan_removal(jobs, every, s.reconcile, s.lease_reservation);
+    std::string names;
+    for (const auto& n : r.reservations) names += (names.empty() ? "" : ", ") + n;
+    std::printf(
+        "nvlsliced: %sremoving nvlslice: %d job(s) with its gate, pin, hold or record; %zu reservation(s)%s%s%s\n",
+        dry ? "(dry run) " : "", r.jobs, r.reservations.size(), names.empty() ? "" : " (", names.c_str(),
+        names.empty() ? "" : ")");
+    for (const Action& a : r.actions)
+        std::printf("nvlsliced: %s%s %s%s\n", dry ? "would " : "", a.name(),
+                    a.job ? fmt::format("job {}", a.job).c_str() : "",
+                    a.nodes().empty() ? "" : (" " + a.nodes()).c_str());
+    if (dry) return 0;
+    const auto failures = apply(slurm, s.reconcile, r.actions);
+    for (const auto& f : failures)
+        std::fprintf(stderr, "nvlsliced: --remove: %s%s: %s\n", to_string(f.kind),
+                     f.job ? fmt::format(" job {}", f.job).c_str() : "", f.error.c_str());
+    std::printf("nvlsliced: %s; next: take the plugin line out of plugstack.conf, the nvlslice licenses out of "
+                "slurm.conf, then scontrol reconfigure (node weights go back to slurm.conf's)\n",
+                failures.empty() ? "removed: every job is Slurm's own again, no reservation of nvlslice's is left"
+                                 : "not all removed (above): run --remove again once the jobs named have ended");
+    return failures.empty() ? 0 : 1;
+}
+
+const char* kUsage = R"(usage: nvlsliced [--config FILE] [--once] [--dry-run] [--check-config] [--remove]
 
   --config FILE   configuration (default /etc/slurm/nvlslice.yaml)
   --once          run one reconcile cycle and exit
   --dry-run       decide and log, change nothing in Slurm
   --check-config  read and check the configuration and the rack map, then exit
                   (0: valid; 1: the error, with file:line)
+  --remove        take nvlslice out of Slurm: every job's gate, pin, hold and
+                  record, and every reservation it made (stop every nvlsliced
+                  first; with --dry-run: print what it would do)
 
 SIGHUP (systemctl reload nvlsliced) re-reads the configuration and the map;
 a bad new one is refused and the running one kept. SIGTERM stops it.
@@ -305,7 +350,7 @@ int main(int argc, char** argv) {
     // counts a SIGPIPE death as a clean exit and would not restart it.
     std::signal(SIGPIPE, SIG_IGN);
     std::string config = "/etc/slurm/nvlslice.yaml";
-    bool once = false, dry = false, check = false;
+    bool once = false, dry = false, check = false, remove = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--config" && i + 1 < argc)
@@ -318,6 +363,8 @@ int main(int argc, char** argv) {
             dry = true;
         else if (a == "--check-config")
             check = true;
+        else if (a == "--remove")
+            remove = true;
         else if (a == "--help" || a == "-h") {
             std::fputs(kUsage, stdout);
             return 0;
@@ -375,6 +422,7 @@ int main(int argc, char** argv) {
                                                      [](const std::string& m) { say(LOG_WARNING, m); });
         const auto cluster = SlurmCluster::open();
         SlurmCluster& slurm = *cluster;
+        if (remove) return remove_nvlslice(slurm, s, dry);
         // The mode: the configuration's, or for auto what slurmctld runs.
         // slurmctld may be away (a restart, an outage): wait for it rather
         // than exit, which under systemd would churn restarts.

@@ -4,10 +4,11 @@
 #   tests/cluster/run.sh BUILD_DIR
 # Stops the cluster afterwards unless NVL_KEEP_CLUSTER=1. NVL_TESTS="test_rules"
 # runs only the scripts named (test_plugin, test_native, test_helper,
-# test_rules, test_load, lend_depth, busy_repair, test_accounting,
-# test_failover; bench_failure, bench_busy and replay run only when named).
-# test_failover runs last, on the cluster started again with a backup
-# slurmctld (NVL_BACKUP_CTLD=1, cluster.sh), about 2 minutes. NVL_ACCOUNTING=1 runs every script
+# test_rules, test_load, lend_depth, busy_repair, test_remove,
+# test_accounting, test_failover; bench_failure, bench_busy and replay run
+# only when named). test_failover runs last, on the cluster started again
+# with a backup slurmctld (NVL_BACKUP_CTLD=1, cluster.sh), about 2 minutes,
+# by default on the host's Slurm only. NVL_ACCOUNTING=1 runs every script
 # with real accounting (cluster.sh); NVL_ACCOUNTING=after runs them without,
 # then starts the cluster again with accounting for test_accounting.
 #
@@ -216,6 +217,9 @@ run_test "$HERE/lend_depth.sh"
 # a repair on a busy cluster: the backlog takes none of the job's nodes
 # between its requeue and its restart (about a minute with Slurm alone's side)
 run_test "$HERE/busy_repair.sh"
+# nvlsliced --remove takes nvlslice out: nothing of it left, plain Slurm
+# starts the waiting jobs (then the helper is started again)
+run_test "$HERE/test_remove.sh"
 # with real accounting only (NVL_ACCOUNTING=1): it says so and passes otherwise
 if [ "${NVL_ACCOUNTING:-0}" = 1 ]; then run_test "$HERE/test_accounting.sh"; fi
 # NVL_ACCOUNTING=after: the tests above on a cluster without accounting, then
@@ -256,7 +260,11 @@ esac
 # A backup slurmctld: the same cluster started again with a second
 # controller, a helper beside each; a planned switch and the primary's
 # host failing in the middle of a repair (about 2 minutes)
-case " ${NVL_TESTS:-test_failover} " in *" test_failover "*)
+# (by default on the host's Slurm only: the lease itself is tested on every
+# tier by test_lease)
+failover_default=""
+[ -z "${NVL_SLURM:-}" ] && failover_default=test_failover
+case " ${NVL_TESTS:-$failover_default} " in *" test_failover "*)
     if [ "${NVL_BACKUP_CTLD:-0}" != 1 ]; then
         echo "# the same cluster again, with a backup slurmctld"
         "$HERE/cluster.sh" kill-helper

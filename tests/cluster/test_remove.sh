@@ -1,0 +1,71 @@
+#!/bin/bash
+# Removal (nvlsliced --remove, doc/admin-guide.txt REMOVAL): a queue of
+# waiting slice and plain jobs and a running slice job; the helper stopped,
+# --remove run, then scontrol reconfigure: nothing named nvlslice is left
+# in the reservations, the node weights or the jobs, and once the nodes
+# free, plain Slurm starts every waiting job, the slice jobs as the plain
+# one. Restarts the helper at its end.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+CL="$HERE/cluster.sh"
+[ -n "${NVL_HELPER:-}" ] || { echo "test_remove.sh: NVL_HELPER (the nvlsliced binary) must be set" >&2; exit 1; }
+CONF=$NVL_CLUSTER_DIR/etc/nvlslice.yaml
+restart_helper() { "$CL" helper >/dev/null 2>&1 || true; }
+trap restart_helper EXIT
+
+cleanup; resume_all
+wait_for 60 all_up; settle
+
+echo "# removal: a running slice job, a plain job on the rest, slice and plain jobs waiting"
+R=$(sbatch --parsable -N 16 --nvl-slice=16 -J running --wrap 'sleep 600')
+wait_for 30 bash -c "[ \"\$(squeue -h -j $R -o %T)\" = RUNNING ]" || not_ok "job $R runs: $(squeue -h -j "$R" -o '%T %r')"
+B=$(sbatch --parsable -N 16 -J blocker --wrap 'sleep 600')
+wait_for 30 bash -c "[ \"\$(squeue -h -j $B -o %T)\" = RUNNING ]" || not_ok "blocker $B runs: $(squeue -h -j "$B" -o '%T %r')"
+A1=$(sbatch --parsable -N 16 --nvl-slice=16 -J waiting1 --wrap 'sleep 60')
+A2=$(sbatch --parsable -N 16 --nvl-slice=16 --nice=100 -J waiting2 --wrap 'sleep 60')
+P=$(sbatch --parsable -N 4 --nice=200 -J plain --wrap 'sleep 60')
+# the helper has written its records on the waiting slice jobs
+wait_for 20 bash -c "scontrol show job $A1 | grep -q 'AdminComment=nvlslice' && scontrol show job $A2 | grep -q 'AdminComment=nvlslice'" ||
+    not_ok "records on the waiting jobs: $(record "$A1") / $(record "$A2")"
+ours_resv() { scontrol show reservation 2>/dev/null | grep -o 'ReservationName=nvlslice[^ ]*' | paste -sd' '; }
+echo "# before removal: reservations $(ours_resv); licenses $(squeue -h -o '%i:%W' | paste -sd' ')"
+expect_match "the helper keeps its spares before removal" "nvlslice_spares" "$(ours_resv)"
+
+echo "# removal: refused while a helper runs"
+out=$("$NVL_HELPER" --remove --config "$CONF" 2>&1); rc=$?
+if [ "$rc" -ne 0 ] && grep -qE "another nvlsliced is running|lease .* is held by" <<< "$out"; then
+    ok "--remove refuses while a helper runs"
+else
+    not_ok "--remove refuses while a helper runs: rc=$rc $out"
+fi
+"$CL" kill-helper
+out=$("$NVL_HELPER" --remove --dry-run --config "$CONF" 2>&1)
+expect_match "a dry run says what it would do" "would end-lend" "$out"
+expect_match "a dry run changes nothing" "nvlslice_spares" "$(ours_resv)"
+out=$("$NVL_HELPER" --remove --config "$CONF" 2>&1); rc=$?
+echo "$out" | sed 's/^/# /'
+expect_eq "--remove succeeds" "0" "$rc"
+expect_eq "no reservation named nvlslice is left" "" "$(ours_resv)"
+expect_eq "no job carries the gate license" "" "$(squeue -h -o '%i %W' | grep nvlslice_gate)"
+expect_eq "no job carries a record" "" "$(for j in $R $B $A1 $A2 $P; do scontrol show job "$j" | grep -o 'AdminComment=nvlslice[^ ]*'; done)"
+expect_eq "no job pinned to nodes" "" "$(for j in $A1 $A2 $P; do job_field "$j" ReqNodeList; job_field "$j" ExcNodeList; done | grep -v '^(null)$')"
+expect_eq "no job held" "" "$(squeue -h -t PD -o '%i %r' | grep -i held)"
+scontrol reconfigure
+wait_for 60 bash -c 'scontrol ping 2>/dev/null | grep -q UP' && wait_for 60 all_up
+expect_eq "node weights back to slurm.conf's (1)" "Weight=1" "$(scontrol show node -o | grep -o 'Weight=[0-9]*' | sort -u | paste -sd' ')"
+expect_match "the running slice job keeps running" "^RUNNING" "$(squeue -h -j "$R" -o %T)"
+
+echo "# removal: plain Slurm starts every waiting job once the nodes free"
+t0=$(now)
+scancel "$R" "$B"
+all_running() { for j in "$A1" "$A2" "$P"; do [ "$(squeue -h -j "$j" -o %T)" = RUNNING ] || return 1; done; }
+if wait_for 60 all_running; then
+    ok "every waiting job runs $(secs "$t0" "$(now)") s after the nodes were freed (slice and plain alike)"
+else
+    not_ok "every waiting job runs: $(squeue -h -o '%i %T %r' | paste -sd' ')"
+fi
+expect_eq "still no reservation named nvlslice" "" "$(ours_resv)"
+cleanup
+# the helper back (trap): it makes its reservations again
+summary remove
