@@ -3,7 +3,7 @@
 
 #include "slice_job.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 using namespace nvl;
 
