@@ -16,6 +16,7 @@
 #include "text.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -311,10 +312,23 @@ int remove_nvlslice(SlurmCluster& slurm, const HelperSettings& s, bool dry) {
         "nvlsliced: %sremoving nvlslice: %d job(s) with its gate, pin, hold or record; %zu reservation(s)%s%s%s\n",
         dry ? "(dry run) " : "", r.jobs, r.reservations.size(), names.empty() ? "" : " (", names.c_str(),
         names.empty() ? "" : ")");
-    for (const Action& a : r.actions)
-        std::printf("nvlsliced: %s%s %s%s\n", dry ? "would " : "", a.name(),
-                    a.job ? fmt::format("job {}", a.job).c_str() : "",
-                    a.nodes().empty() ? "" : (" " + a.nodes()).c_str());
+    for (const Action& a : r.actions) {
+        std::string what;
+        if (const auto* e = a.get<action::EndLend>())
+            what =
+                fmt::format("delete reservation {}{}", e->reservation,
+                            e->others.empty() ? "" : fmt::format(" (job(s) {} leave it)", fmt::join(e->others, ",")));
+        else if (const auto* l = a.get<action::SetLicenses>())
+            what = fmt::format("job {}: licenses \"{}\" (the gate taken off)", a.job, l->licenses);
+        else if (a.kind() == ActionKind::SetRecord)
+            what = fmt::format("job {}: record cleared", a.job);
+        else if (a.kind() == ActionKind::Release)
+            what = fmt::format("job {}: the helper's hold released", a.job);
+        else
+            what =
+                fmt::format("job {}: {} cleared", a.job, a.kind() == ActionKind::Exclude ? "exclusion" : "node list");
+        std::printf("nvlsliced: %s%s\n", dry ? "would: " : "", what.c_str());
+    }
     if (dry) return 0;
     const auto failures = apply(slurm, s.reconcile, r.actions);
     for (const auto& f : failures)

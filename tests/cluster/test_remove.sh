@@ -32,6 +32,9 @@ ours_resv() { scontrol show reservation 2>/dev/null | grep -o 'ReservationName=n
 echo "# before removal: reservations $(ours_resv); licenses $(squeue -h -o '%i:%W' | paste -sd' ')"
 expect_match "the helper keeps its spares before removal" "nvlslice_spares" "$(ours_resv)"
 
+weights=$(scontrol show node -o | grep -o 'Weight=[0-9]*' | sort -u | paste -sd' ')
+echo "# node weights before removal: $weights"
+[ "$(nvl_mode)" = gate ] && expect_match "gate mode: the helper steers node weights before removal" "Weight=([02-9]|1[0-9])" "$weights"
 echo "# removal: refused while a helper runs"
 out=$("$NVL_HELPER" --remove --config "$CONF" 2>&1); rc=$?
 if [ "$rc" -ne 0 ] && grep -qE "another nvlsliced is running|lease .* is held by" <<< "$out"; then
@@ -41,7 +44,7 @@ else
 fi
 "$CL" kill-helper
 out=$("$NVL_HELPER" --remove --dry-run --config "$CONF" 2>&1)
-expect_match "a dry run says what it would do" "would end-lend" "$out"
+expect_match "a dry run says what it would do" "would: delete reservation nvlslice_spares" "$out"
 expect_match "a dry run changes nothing" "nvlslice_spares" "$(ours_resv)"
 out=$("$NVL_HELPER" --remove --config "$CONF" 2>&1); rc=$?
 echo "$out" | sed 's/^/# /'
