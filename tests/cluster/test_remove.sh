@@ -24,7 +24,9 @@ B=$(sbatch --parsable -N 16 -J blocker --wrap 'sleep 600')
 wait_for 30 bash -c "[ \"\$(squeue -h -j $B -o %T)\" = RUNNING ]" || not_ok "blocker $B runs: $(squeue -h -j "$B" -o '%T %r')"
 A1=$(sbatch --parsable -N 16 --nvl-slice=16 -J waiting1 --wrap 'sleep 60')
 A2=$(sbatch --parsable -N 16 --nvl-slice=16 --nice=100 -J waiting2 --wrap 'sleep 60')
-P=$(sbatch --parsable -N 4 --nice=200 -J plain --wrap 'sleep 60')
+# (2 nodes: on topology/block a plain job fits inside one rack, which has 2
+# nodes left beside a 16-node slice)
+P=$(sbatch --parsable -N 2 --nice=200 -J plain --wrap 'sleep 60')
 # the helper has written its records on the waiting slice jobs
 wait_for 20 bash -c "scontrol show job $A1 | grep -q 'AdminComment=nvlslice' && scontrol show job $A2 | grep -q 'AdminComment=nvlslice'" ||
     not_ok "records on the waiting jobs: $(record "$A1") / $(record "$A2")"
