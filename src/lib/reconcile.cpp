@@ -30,10 +30,14 @@ CycleOutput reconcile(const RackMap& map, const ClusterView& view, const HelperC
     // state where nodes are UNKNOWN): its nodes read unknown until their
     // slurmd registers again, a few seconds. Read as failed, they would
     // degrade whole racks and move slice jobs off them; the cycle waits.
+    // A start shows a quarter of the map or more unregistered at once; a
+    // node or two alone (a node never booted, SlurmdTimeout=0) are failed
+    // nodes like any, and stop nothing.
     std::vector<std::string> unregistered;
     for (const SlurmNode& n : view.nodes)
         if (n.unregistered && map.find_node(n.name)) unregistered.push_back(n.name);
     std::vector<LogEntry> said;
+    if (!mem.unregistered_since && unregistered.size() * 4 < map.node_count()) unregistered.clear();
     if (!unregistered.empty()) {
         if (!mem.unregistered_since) {
             mem.unregistered_since = mono;

@@ -20,6 +20,9 @@ struct Removal {
     std::vector<Action> actions; // the jobs' first, then the reservations'
     int jobs = 0;                // jobs with anything of nvlslice's on them
     std::vector<std::string> reservations;
+    // jobs a repair requeued whose old run still completes: the helper's
+    // hold and pin land on them a moment later; --remove runs again then
+    std::vector<JobId> completing;
 };
 
 // `jobs`: every job Slurm reports; `reservations`: every reservation;

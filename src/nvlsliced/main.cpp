@@ -329,6 +329,9 @@ int remove_nvlslice(SlurmCluster& slurm, const HelperSettings& s, bool dry) {
                 fmt::format("job {}: {} cleared", a.job, a.kind() == ActionKind::Exclude ? "exclusion" : "node list");
         std::printf("nvlsliced: %s%s\n", dry ? "would: " : "", what.c_str());
     }
+    for (JobId id : r.completing)
+        std::printf("nvlsliced: job %llu: a repair's requeue still completes: run --remove again in a few seconds\n",
+                    static_cast<unsigned long long>(id));
     if (dry) return 0;
     const auto failures = apply(slurm, s.reconcile, r.actions);
     for (const auto& f : failures)
@@ -336,9 +339,10 @@ int remove_nvlslice(SlurmCluster& slurm, const HelperSettings& s, bool dry) {
                      f.job ? fmt::format(" job {}", f.job).c_str() : "", f.error.c_str());
     std::printf("nvlsliced: %s; next: take the plugin line out of plugstack.conf, the nvlslice licenses out of "
                 "slurm.conf, then scontrol reconfigure (node weights go back to slurm.conf's)\n",
-                failures.empty() ? "removed: every job is Slurm's own again, no reservation of nvlslice's is left"
-                                 : "not all removed (above): run --remove again once the jobs named have ended");
-    return failures.empty() ? 0 : 1;
+                failures.empty() && r.completing.empty()
+                    ? "removed: every job is Slurm's own again, no reservation of nvlslice's is left"
+                    : "not all removed (above): run --remove again once the jobs named have ended");
+    return failures.empty() && r.completing.empty() ? 0 : 1;
 }
 
 const char* kUsage = R"(usage: nvlsliced [--config FILE] [--once] [--dry-run] [--check-config] [--remove]
@@ -534,13 +538,21 @@ int main(int argc, char** argv) {
                         throw Error("mode: native, but this nvlsliced was built against a Slurm without --segment");
                     for (auto [key, old_v, new_v] :
                          {std::tuple{"lock_file", s.lock_file, next.s.lock_file},
-                          std::tuple{"metrics_listen", s.metrics_listen, next.s.metrics_listen}})
+                          std::tuple{"metrics_listen", s.metrics_listen, next.s.metrics_listen},
+                          std::tuple{"lease_reservation", s.lease_reservation, next.s.lease_reservation},
+                          std::tuple{"lease_license", s.lease_license, next.s.lease_license},
+                          std::tuple{"lease_length", std::to_string(s.lease_s), std::to_string(next.s.lease_s)}})
                         if (old_v != new_v)
                             say(LOG_WARNING, fmt::format("reload: {} changed ({} -> {}): takes effect at the next "
                                                          "start; {} kept",
                                                          key, old_v, new_v, old_v));
                     next.s.lock_file = s.lock_file;
                     next.s.metrics_listen = s.metrics_listen;
+                    // the lease was taken under these: another helper
+                    // reads them from its own configuration
+                    next.s.lease_reservation = s.lease_reservation;
+                    next.s.lease_license = s.lease_license;
+                    next.s.lease_s = s.lease_s;
                     next.s.reconcile.hand_off = mode;
                     next.s.reconcile.node_pools = has_node_pools(features.version);
                     for (const auto& n : next.s.notices) say(LOG_WARNING, n);
@@ -557,7 +569,17 @@ int main(int argc, char** argv) {
                 }
             }
             auto t0 = std::chrono::steady_clock::now();
-            const bool unconfigured = lease && mono_seconds() < unconfigured_until;
+            bool unconfigured = lease && mono_seconds() < unconfigured_until;
+            if (unconfigured) {
+                // a lease another helper took meanwhile (the license added):
+                // the lease decides again from this cycle on
+                try {
+                    if (slurm.load_lease(s.lease_reservation)) {
+                        unconfigured = false;
+                        unconfigured_until = 0;
+                    }
+                } catch (const std::exception&) {} // slurmctld away: the pings say
+            }
             if (lease && !unconfigured) {
                 std::string why;
                 try {

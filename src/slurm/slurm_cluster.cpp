@@ -667,11 +667,11 @@ bool SlurmClusterImpl::take_lease(const std::string& name, const std::string& li
         // (or another reservation holds it)
         license_info_msg_t* l = nullptr;
         bool known = false;
-        if (slurm_load_licenses(0, &l, 0) == SLURM_SUCCESS && l) {
-            for (uint32_t i = 0; i < l->num_lic; ++i)
-                known = known || (l->lic_array[i].name && license == l->lic_array[i].name);
-            slurm_free_license_info_msg(l);
-        }
+        if (slurm_load_licenses(0, &l, 0) != SLURM_SUCCESS || !l)
+            fail(fmt::format("creating the lease reservation {}: reading the licenses", name));
+        for (uint32_t i = 0; i < l->num_lic; ++i)
+            known = known || (l->lic_array[i].name && license == l->lic_array[i].name);
+        slurm_free_license_info_msg(l);
         if (!known)
             throw LeaseUnconfigured(fmt::format("the lease reservation {} needs the license {}, which slurmctld does "
                                                 "not have: add \"Licenses={}:1\" to slurm.conf (with a comma to an "

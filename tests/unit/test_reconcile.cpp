@@ -111,14 +111,27 @@ TEST_CASE("slurmctld just started: its nodes unregistered (UNKNOWN) degrade no r
     CHECK(back.log[0].text == "every node registered with slurmctld again (4 s)");
     CHECK(w.jobs[0].admin_comment == placed);
     CHECK_FALSE(w.mem.unregistered_since);
-    // one node that never registers: the cycles decide again after the wait
+    // one node that never registers (a node never booted): a failed node
+    // like any, nothing waits for it
     w.node("n030").state = NodeState::Unknown;
     w.node("n030").unregistered = true;
     w.mono = 6000;
+    auto one = w.cycle();
+    CAPTURE(one.log);
+    for (const auto& l : one.log) CHECK(l.text.find("not registered") == std::string::npos);
+    CHECK_FALSE(w.mem.unregistered_since);
+    // a start with that node among the rest: the wait ends after
+    // kUnregisteredWaitS however few are left
+    for (auto& n : w.nodes) n.unregistered = true;
+    w.mono = 7000;
     CHECK(w.cycle().log.size() == 1);
-    w.mono = 6000 + kUnregisteredWaitS;
+    for (auto& n : w.nodes) n.unregistered = n.name == "n030";
+    w.mono = 7002;
+    CHECK(w.cycle().actions.empty()); // still waiting: the others are registering
+    CHECK(w.mem.unregistered_since == 7000);
+    w.mono = 7000 + kUnregisteredWaitS;
     w.cycle(); // decides (nothing to do here: one node short of a rack's spares)
-    CHECK(w.mem.unregistered_since == 6000);
+    CHECK(w.mem.unregistered_since == 7000);
 }
 
 TEST_CASE("a placed job whose pinned node failed, with no room and nothing to free, says so once",
