@@ -269,12 +269,22 @@ case " ${NVL_TESTS:-$failover_default} " in *" test_failover "*)
         echo "# the same cluster again, with a backup slurmctld"
         "$HERE/cluster.sh" kill-helper
         "$HERE/cluster.sh" down >/dev/null
-        export NVL_BACKUP_CTLD=1
-        "$HERE/cluster.sh" up || { "$HERE/cluster.sh" down >/dev/null 2>&1; exit 1; }
-        sed -i 's/ mode=gate$/ mode=auto/' "$NVL_CLUSTER_DIR/etc/plugstack.conf"
+        # (without accounting: each controller is in a network namespace of
+        # its own, where the test's slurmdbd on localhost is not reached)
+        export NVL_BACKUP_CTLD=1 NVL_ACCOUNTING=0
+        if "$HERE/cluster.sh" up; then
+            sed -i 's/ mode=gate$/ mode=auto/' "$NVL_CLUSTER_DIR/etc/plugstack.conf"
+        else
+            echo "not ok - the cluster with a backup slurmctld did not start"
+            total_fail=$((total_fail + 1))
+        fi
     fi
-    "$HERE/cluster.sh" helper || exit 1
-    run_test "$HERE/test_failover.sh" ;;
+    if [ "$(scontrol ping 2>/dev/null | grep -c UP)" -gt 0 ] && "$HERE/cluster.sh" helper; then
+        run_test "$HERE/test_failover.sh"
+    else
+        echo "not ok - test_failover.sh: no cluster or helper to run it on"
+        total_fail=$((total_fail + 1))
+    fi ;;
 esac
 "$HERE/cluster.sh" kill-helper
 "$HERE/cluster.sh" kill-helper-b
