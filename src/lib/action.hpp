@@ -67,11 +67,12 @@ struct Requeue {
     static constexpr const char* name = "requeue";
     void run(ClusterApi& api, JobId job, const Names&) const { api.requeue(job); }
 };
-// The helper's record (the job's admin_comment).
+// The helper's record (its part of the job's admin_comment; "" takes it
+// out, the site's text kept).
 struct SetRecord {
     static constexpr const char* name = "record";
     std::string text;
-    void run(ClusterApi& api, JobId job, const Names&) const { api.set_admin_comment(job, text); }
+    void run(ClusterApi& api, JobId job, const Names&) const { api.set_record(job, text); }
 };
 // The spare reservation's nodes, until end_at (its lease).
 struct SetReservation {

@@ -126,7 +126,10 @@ class ClusterApi {
     // 24.05-25.05 refuse a ReqNodeList on a job of several segments.
     virtual void exclude_nodes(JobId id, const std::string& nodes, int64_t start_at) = 0;
     virtual void set_licenses(JobId id, const std::string& licenses) = 0;
-    virtual void set_admin_comment(JobId id, const std::string& text) = 0;
+    // The helper's record into the job's AdminComment, in place of the one
+    // there, the site's text around it kept as it stands (with_record);
+    // "" takes the record out.
+    virtual void set_record(JobId id, const std::string& record) = 0;
     virtual void hold(JobId id) = 0; // admin hold (priority 0)
     virtual void release(JobId id) = 0;
     // Requeue a running batch job, held / not held. Slurm refuses

@@ -1,6 +1,8 @@
 // The cycle's driver: snapshot, slice jobs and their order, backoff, records.
 #include "cycle.hpp"
 
+#include "text.hpp"
+
 #include <algorithm>
 #include <ctime>
 
@@ -99,9 +101,28 @@ void Cycle::not_responding() {
 }
 
 void Cycle::collect_slice_jobs() {
+    for (JobId id : obs_.restored) {
+        const SlurmJob* j = nullptr;
+        for (const auto& p : obs_.jobs)
+            if (p.job->id == id) j = p.job;
+        const std::string& rec = mem_.records[id];
+        act({id, action::SetRecord{rec}});
+        warn(id, fmt::format("its AdminComment was written over (now \"{}\"): the helper's record is written back "
+                             "after it; a site's text goes before or after the record, separated by \" | \" "
+                             "(nvlsliced(8), AdminComment)",
+                             escape_control(j ? j->admin_comment : std::string())));
+    }
     for (const auto& p : obs_.jobs) {
         JobVerdict v = judge_job(p);
         const JobId id = p.job->id;
+        if (p.rec && p.rec_error.empty() && p.rec->belongs_to(id)) {
+            // the record as Slurm holds it now (a restored one as it was)
+            const std::string_view now = split_admin_comment(p.job->admin_comment).record;
+            if (!now.empty()) {
+                std::string& seen = mem_.records[id];
+                if (seen != now) seen.assign(now);
+            }
+        }
         if (!v.bad_record.empty())
             log(id, fmt::format("admin_comment is not an nvlslice record ({}); placing afresh", v.bad_record));
         if (v.copied_record_of)
@@ -238,7 +259,7 @@ void Cycle::record(const SliceJob& sj, const PlacementRecord& r, bool always) {
     PlacementRecord mine = r;
     mine.job = sj.job->id;
     std::string text = mine.str();
-    if (always || text != sj.job->admin_comment) act({sj.job->id, action::SetRecord{text}});
+    if (always || text != split_admin_comment(sj.job->admin_comment).record) act({sj.job->id, action::SetRecord{text}});
 }
 
 bool Cycle::backing_off(const SliceJob& sj) {
@@ -267,7 +288,7 @@ CycleOutput Cycle::run() {
     // forget the failures and log lines of jobs that are gone
     if (!mem_.backoff.empty() || !mem_.said.empty() || !mem_.said_defrag.empty() || !mem_.blocked_since.empty() ||
         !mem_.placed_since.empty() || !mem_.retry_at.empty() || !mem_.requeued_at.empty() ||
-        !mem_.schedule_at.empty()) {
+        !mem_.schedule_at.empty() || !mem_.records.empty()) {
         // (a job running again is past its requeue: a later one, Slurm's or
         // a user's, has a second of its own)
         std::unordered_set<JobId> present;
@@ -291,6 +312,7 @@ CycleOutput Cycle::run() {
         prune(mem_.requeued_at);
         prune(mem_.schedule_at);
         prune(mem_.tag_changed);
+        prune(mem_.records);
     }
     // a reason a later Slurm gives: held back (eligibility.hpp), said once
     for (const auto& sj : slice_jobs_)

@@ -56,7 +56,8 @@ class Cycle {
           protection_(view.protection), limits_(view.limits), lends_(view.lends), gates_(view.gates),
           array_running_(view.gates ? count_array_tasks(view.jobs) : std::unordered_map<JobId, int>{}), cfg_(cfg),
           now_(now), mono_(mono), mem_(mem),
-          obs_(observe(map, view, cfg.lend, compiled(mem, cfg).drain, mem.patterns.rack)), snap_(obs_.snap) {}
+          obs_(observe(map, view, cfg.lend, compiled(mem, cfg).drain, mem.patterns.rack, &mem.records)),
+          snap_(obs_.snap) {}
 
     CycleOutput run();
 

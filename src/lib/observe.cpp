@@ -10,9 +10,23 @@
 namespace nvl {
 
 Observation observe(const RackMap& map, const ClusterView& view, LendScope lend, const std::optional<std::regex>& drain,
-                    const std::optional<std::regex>& rack) {
-    Observation o{Snapshot(map), NodeSet(map.node_count()), NodeSet(map.node_count()), NodeSet(), {}, {}};
+                    const std::optional<std::regex>& rack, const std::unordered_map<JobId, std::string>* records) {
+    Observation o{Snapshot(map), NodeSet(map.node_count()), NodeSet(map.node_count()), NodeSet(), {}, {}, {}};
     o.jobs = parse_jobs(view.jobs);
+    if (records && !records->empty())
+        for (ParsedJob& p : o.jobs) {
+            const JobState st = p.job->state;
+            if (p.rec || !p.rec_error.empty() || !p.tag || (st != JobState::Pending && st != JobState::Running))
+                continue;
+            const auto it = records->find(p.job->id);
+            if (it == records->end()) continue;
+            try {
+                p.rec = PlacementRecord::parse(it->second);
+            } catch (const Error&) {
+                continue; // (it was read once: not expected)
+            }
+            if (p.rec) o.restored.push_back(p.job->id);
+        }
     if (view.spares) o.reserved = NodeSet::of(map, view.spares->nodes);
     o.snap = snapshot_of(map, view.nodes, o.jobs, o.reserved, lend);
     if (view.protection && !view.protection->nodes.empty()) {

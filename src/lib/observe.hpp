@@ -3,7 +3,8 @@
 // the nodes as a snapshot (the jobs on them, degraded racks marked), the
 // node sets the stages test against (failed, reserved, unprotected) and
 // every unfinished job with its tag and record parsed. Nothing in it
-// depends on the helper's memory or on what this cycle decides; the stages
+// depends on the helper's memory (but for a record a site overwrote, read
+// from the record the helper last saw) or on what this cycle decides; the stages
 // that follow (rack health here, then repairs and moves, placement and
 // protection, defragmentation and lending, upkeep) take it by const
 // reference, and their decisions are kept apart from it.
@@ -17,6 +18,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace nvl {
@@ -28,6 +30,9 @@ struct Observation {
     NodeSet unprotected;              // outside the protection (unsized: no protection)
     std::vector<ParsedJob> jobs;      // every unfinished job, in Slurm's order, its tag and record parsed once
     std::vector<std::string> reasons; // each map node's Slurm reason, by NodeId
+    // Slice jobs whose AdminComment lost the helper's record (a site wrote
+    // the whole field): their record is the one last seen (`records`).
+    std::vector<JobId> restored;
 };
 
 // One slice job of this cycle, its tag and record read once (a ParsedJob,
@@ -79,7 +84,11 @@ void sort_by_priority(std::vector<SliceJob>& jobs);
 // `drain`: repair_drain_reasons compiled (none: every drain is a failure);
 // `rack`: rack_failure_reasons compiled (none: only failures beyond the
 // spares degrade a rack).
+// `records`: each job's record as the helper last saw it in Slurm
+// (HelperMemory::records), read for a pending or running slice job whose
+// AdminComment has none now.
 Observation observe(const RackMap& map, const ClusterView& view, LendScope lend, const std::optional<std::regex>& drain,
-                    const std::optional<std::regex>& rack);
+                    const std::optional<std::regex>& rack,
+                    const std::unordered_map<JobId, std::string>* records = nullptr);
 
 } // namespace nvl

@@ -144,6 +144,15 @@ void note_applied(HelperMemory& mem, const std::vector<Action>& actions, const s
         if (wall > 0 && all_tried && (a.kind() == ActionKind::RequeueHold || a.kind() == ActionKind::Requeue) &&
             !failed.count(a.job))
             mem.requeued_at[a.job] = wall;
+        // the record written is the one to write back over a site's
+        // overwrite (HelperMemory::records); one that may not have been
+        // written is not kept: the next cycle reads what Slurm has
+        if (const auto* r = a.get<action::SetRecord>()) {
+            if (all_tried && !failed.count(a.job) && !r->text.empty())
+                mem.records[a.job] = r->text;
+            else
+                mem.records.erase(a.job);
+        }
     }
 }
 

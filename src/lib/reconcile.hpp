@@ -252,6 +252,9 @@ struct HelperMemory {
         int count = 0;
     };
     std::unordered_map<JobId, TagChanges> tag_changed;
+    // Each job's own record as last seen in its AdminComment: written back
+    // when a site writes the whole field over it (observe()'s `records`).
+    std::unordered_map<JobId, std::string> records;
     // Pending reasons Slurm gave that this nvlslice does not know
     // (ReasonKind::Unknown): each named in the log once.
     std::unordered_set<std::string> unknown_reasons;

@@ -310,12 +310,56 @@ std::string PlacementRecord::str() const {
     if (repair_wait) s += " repairwait=1";
     if (job) s += fmt::format(" job={}", job);
     if (why != Why::None && why != Why::Other && !reason.empty()) s += fmt::format(" why={}", to_string(why));
-    if (!reason.empty()) s += " reason=" + escape_control(reason); // free text, one line, always last
+    if (!reason.empty()) {
+        // free text, one line, always last; no '|', so that the record
+        // never holds the " | " that ends it (split_admin_comment)
+        s += " reason=";
+        const size_t at = s.size();
+        s += escape_control(reason);
+        std::replace(s.begin() + long(at), s.end(), '|', '/');
+    }
     return s;
 }
 
+AdminCommentParts split_admin_comment(std::string_view ac) {
+    constexpr std::string_view kBar = " | ";
+    AdminCommentParts parts;
+    size_t start = ac.find_first_not_of(' ');
+    if (start == std::string_view::npos || ac.substr(start, 9) != "nvlslice/") {
+        start = ac.find(" | nvlslice/");
+        if (start == std::string_view::npos) {
+            parts.before = ac;
+            return parts;
+        }
+        parts.before = ac.substr(0, start);
+        start += kBar.size();
+    }
+    const size_t end = ac.find(kBar, start);
+    parts.record = ac.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    if (end != std::string_view::npos) parts.after = ac.substr(end + kBar.size());
+    return parts;
+}
+
+std::string with_record(std::string_view ac, std::string_view record) {
+    const AdminCommentParts p = split_admin_comment(ac);
+    std::string out;
+    out.reserve(ac.size() + record.size() + 6);
+    auto add = [&](std::string_view part) {
+        if (part.empty()) return;
+        if (!out.empty()) out += " | ";
+        out += part;
+    };
+    add(p.before);
+    if (!p.record.empty()) add(record);
+    add(p.after);
+    if (p.record.empty()) add(record);
+    return out;
+}
+
 std::optional<PlacementRecord> PlacementRecord::parse(std::string_view ac) {
-    std::string text(ac);
+    const std::string_view part = split_admin_comment(ac).record;
+    if (part.empty()) return std::nullopt;
+    std::string text(part);
     std::string reason;
     if (auto at = text.find(" reason="); at != std::string::npos) {
         reason = text.substr(at + 8);

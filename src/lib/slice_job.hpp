@@ -192,8 +192,26 @@ struct PlacementRecord {
     bool belongs_to(JobId id) const { return job == 0 || job == id; }
 
     std::string str() const;
+    // The record part of `admin_comment` (split_admin_comment), the site's
+    // text around it skipped.
     static std::optional<PlacementRecord> parse(std::string_view admin_comment);
 };
+
+// AdminComment is shared with the site (health checks, accounting tags):
+// the helper's record is one part of it, the site's text the rest, parts
+// separated by " | ". The record starts with "nvlslice/" at the start of
+// the text or after a " | ", and ends at the next " | " (a record holds
+// none: str() writes a reason's "|" as "/") or at the end.
+struct AdminCommentParts {
+    std::string_view before; // the site's text before the record
+    std::string_view record; // "" when there is none
+    std::string_view after;  // the site's text after it
+};
+AdminCommentParts split_admin_comment(std::string_view admin_comment);
+// `admin_comment` with its record replaced by `record` ("" takes it out),
+// the site's text kept as it stands: a record where there was none goes
+// after the site's text.
+std::string with_record(std::string_view admin_comment, std::string_view record);
 
 // The option values as the user typed them.
 struct SliceOptions {

@@ -624,7 +624,8 @@ int main(int argc, char** argv) {
                 } catch (const Unreachable& e) {
                     lease->lost();
                     outage.begin(e.what());
-                    why = "slurmctld does not answer: the lease is not renewed, this helper does not act";
+                    // (the outage itself was said once, just above)
+                    why = "slurmctld is away: the lease cannot be renewed, this helper does not act";
                 } catch (const std::exception& e) {
                     lease->lost();
                     why = fmt::format("the lease reservation {}: {}; this helper does not act", s.lease_reservation,

@@ -56,8 +56,15 @@ std::string error_text() {
 std::optional<std::string> load_admin_comment(uint32_t job_id) {
     job_info_msg_t* msg = nullptr;
     if (load_job(&msg, job_id) != 0 || !msg) return std::nullopt;
+    // (an array's id brings its tasks too: the job's own record)
+    const slurm_job_info_t* j = msg->record_count > 0 ? &msg->job_array[0] : nullptr;
+    for (uint32_t i = 0; i < msg->record_count; ++i)
+        if (msg->job_array[i].job_id == job_id) {
+            j = &msg->job_array[i];
+            break;
+        }
     std::string text;
-    if (msg->record_count > 0 && msg->job_array[0].admin_comment) text = msg->job_array[0].admin_comment;
+    if (j && j->admin_comment) text = j->admin_comment;
     slurm_free_job_info_msg(msg);
     return text;
 }

@@ -5,6 +5,7 @@
 #include "error.hpp"
 #include "hostlist.hpp"
 #include "job_calls.hpp"
+#include "slice_job.hpp"
 
 #include <fmt/format.h>
 
@@ -156,7 +157,7 @@ class SlurmClusterImpl final : public SlurmCluster {
     bool take_lease(const std::string& name, const std::string& license, const std::string& id, int64_t end) override;
     void renew_lease(const std::string& name, int64_t end) override;
     void pin_job(JobId id, const std::string& nodes, int64_t start_at) override;
-    void set_admin_comment(JobId id, const std::string& text) override;
+    void set_record(JobId id, const std::string& record) override;
     void hold(JobId id) override;
     void release(JobId id) override;
     void requeue_hold(JobId id) override;
@@ -474,7 +475,14 @@ void SlurmClusterImpl::allow_requeue(JobId id) {
     update(d, id, "setting Requeue=1");
 }
 
-void SlurmClusterImpl::set_admin_comment(JobId id, const std::string& text) {
+void SlurmClusterImpl::set_record(JobId id, const std::string& record) {
+    // AdminComment as it is now, not as the cycle's snapshot had it: a
+    // site's text written since is kept too (Slurm has no compare-and-set:
+    // a site's write in the same millisecond may still be lost, theirs or
+    // ours)
+    const std::optional<std::string> now = slurm_calls::load_admin_comment(id);
+    const std::string text = with_record(now.value_or(std::string()), record);
+    if (now && text == *now) return;
     JobUpdate u(id);
     job_desc_msg_t& d = u.d;
     d.admin_comment = const_cast<char*>(text.c_str());

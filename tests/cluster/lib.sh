@@ -81,7 +81,10 @@ state() { squeue -h -j "$1" -o %T 2>/dev/null; }
 nodes_of() { squeue -h -j "$1" -o %N 2>/dev/null; }
 
 # A slice job's placement record (admin_comment) and the spare reservation.
-record() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p' | sed 's/ *$//'; }
+# admin_comment JOB: the whole field; record JOB: the helper's part of it
+# (a site's text before or after it, " | " between, left out)
+admin_comment() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p' | sed 's/ *$//'; }
+record() { admin_comment "$1" | sed -nE 's/^(.* \| )?(nvlslice\/.*)$/\2/p' | sed 's/ | .*//'; }
 resv_nodes() { scontrol show reservation nvlslice_spares 2>/dev/null | sed -n 's/^ *Nodes=\([^ ]*\).*/\1/p'; }
 # outside_spares HOSTLIST [COUNT]: the nodes of HOSTLIST that are not in the
 # spare reservation, comma-separated (the first COUNT of them). An earlier

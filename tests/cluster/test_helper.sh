@@ -112,6 +112,16 @@ wait_for 15 bash -c "[ \"\$(wc -l < '$OUT/frag-$J.out' 2>/dev/null)\" -ge 32 ]" 
 expect_eq "tasks see slice 0 on rack001 and slice 1 on rack002" "16 0 rack001,16 1 rack002" \
     "$(awk '{print $2, $3}' "$OUT/frag-$J.out" | sort | uniq -c | awk '{print $1, $2, $3}' | paste -sd,)"
 
+echo "# helper: a site's AdminComment: written over by a health check, appended to by a tagger"
+scontrol update jobid="$J" AdminComment="nhc: nvl0005 gpu xid 79 seen"
+if wait_for 10 bash -c "scontrol show job $J | grep -q 'AdminComment=nhc: nvl0005 gpu xid 79 seen | nvlslice/1 placed slice=16 '"; then
+    ok "the record written over comes back after the site's text"
+else
+    not_ok "the record written over: $(admin_comment "$J")"
+fi
+expect_eq "said once in the log" 1 "$(grep -c "job $J: its AdminComment was written over (now \"nhc: nvl0005 gpu xid 79 seen\")" "$LOG")"
+scontrol update jobid="$J" AdminComment="$(admin_comment "$J") | acct: proj-a"
+
 echo "# helper: drain a node of the running job -> same rack's spare"
 t0=$(now)
 scontrol update nodename=nvl0005 state=drain reason="gpu xid 79"
@@ -125,6 +135,7 @@ else
     not_ok "repair from the spare: $(squeue -h -j "$J" -o '%T %N %r') $(record "$J")"
 fi
 expect_match "the record counts the repair" 'repairs=1 moves=0' "$(record "$J")"
+expect_match "the site's text kept around it, as it was" '^nhc: nvl0005 gpu xid 79 seen \| nvlslice/1 placed slice=16 .*repairs=1 .* \| acct: proj-a$' "$(admin_comment "$J")"
 expect_eq "the used spare left the reservation" "nvl[0018,0035-0036]" "$(resv_nodes)"
 expect_match "the helper logged job, nodes and reason" "job $J: repair: slice 0: 1 failed node\(s\) replaced inside rack001: removed nvl0005 added nvl0017" "$(cat "$LOG")"
 wait_for 15 grep -q 'nvl0017 0 rack001' "$OUT/frag-$J.out" # the restarted job's tasks print again

@@ -30,6 +30,8 @@ P=$(sbatch --parsable -N 2 --nice=200 -J plain --wrap 'sleep 60')
 # the helper has written its records on the waiting slice jobs
 wait_for 20 bash -c "scontrol show job $A1 | grep -q 'AdminComment=nvlslice' && scontrol show job $A2 | grep -q 'AdminComment=nvlslice'" ||
     not_ok "records on the waiting jobs: $(record "$A1") / $(record "$A2")"
+# a site's accounting tag beside the record of the running job
+scontrol update jobid="$R" AdminComment="$(admin_comment "$R") | acct: proj-a"
 ours_resv() { scontrol show reservation 2>/dev/null | grep -o 'ReservationName=nvlslice[^ ]*' | paste -sd' '; }
 echo "# before removal: reservations $(ours_resv); licenses $(squeue -h -o '%i:%W' | paste -sd' ')"
 expect_match "the helper keeps its spares before removal" "nvlslice_spares" "$(ours_resv)"
@@ -53,7 +55,8 @@ echo "$out" | sed 's/^/# /'
 expect_eq "--remove succeeds" "0" "$rc"
 expect_eq "no reservation named nvlslice is left" "" "$(ours_resv)"
 expect_eq "no job carries the gate license" "" "$(squeue -h -o '%i %W' | grep nvlslice_gate)"
-expect_eq "no job carries a record" "" "$(for j in $R $B $A1 $A2 $P; do scontrol show job "$j" | grep -o 'AdminComment=nvlslice[^ ]*'; done)"
+expect_eq "no job carries a record" "" "$(for j in $R $B $A1 $A2 $P; do admin_comment "$j" | grep -o 'nvlslice/[^ ]*'; done)"
+expect_eq "the site's text is left as it was" "acct: proj-a" "$(admin_comment "$R")"
 expect_eq "no job pinned to nodes" "" "$(for j in $A1 $A2 $P; do job_field "$j" ReqNodeList; job_field "$j" ExcNodeList; done | grep -v '^(null)$')"
 expect_eq "no job held" "" "$(squeue -h -t PD -o '%i %r' | grep -i held)"
 scontrol reconfigure

@@ -63,9 +63,9 @@ class FakeCluster : public ClusterApi {
         job(id).exc_nodes = n;
         if (start_at > 0) job(id).begin_time = start_at;
     }
-    void set_admin_comment(JobId id, const std::string& text) override {
+    void set_record(JobId id, const std::string& record) override {
         call(fmt::format("record {}", id));
-        job(id).admin_comment = text;
+        job(id).admin_comment = with_record(job(id).admin_comment, record);
     }
     void hold(JobId id) override {
         call(fmt::format("hold {}", id));

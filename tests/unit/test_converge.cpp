@@ -68,7 +68,9 @@ class SlurmModel final : public ClusterApi {
         if (start_at) j.begin_time = start_at;
     }
     void set_licenses(JobId id, const std::string& l) override { pending(id, "licenses").licenses = l; }
-    void set_admin_comment(JobId id, const std::string& text) override { job(id, "record").admin_comment = text; }
+    void set_record(JobId id, const std::string& record) override {
+        job(id, "record").admin_comment = with_record(job(id, "record").admin_comment, record);
+    }
     void hold(JobId id) override {
         SlurmJob& j = pending(id, "hold");
         j.held = j.admin_held = true;

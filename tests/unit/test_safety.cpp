@@ -98,6 +98,44 @@ TEST_CASE("a lent spare stays lent whatever its borrower's owner changes", "[saf
     CHECK(find<action::PinOnly>(rep, 7)->nodes == "n[001-004,006-017]");
 }
 
+TEST_CASE("a site's AdminComment text survives placement, repair and release, and a record written over comes back",
+          "[safety][quick]") {
+    World w(2);
+    SlurmJob& j = w.add(7, 16, 1);
+    // placed with the site's text already there (an accounting tag)
+    j.admin_comment = "acct: proj-a";
+    w.step();
+    CHECK_THAT(j.admin_comment, Catch::StartsWith("acct: proj-a | nvlslice/1 placed slice=16"));
+    w.start(j);
+    w.step();
+    // a health check appends its note after the record
+    j.admin_comment += " | nhc: xid 79 on n005";
+    CHECK(w.cycle().actions.empty());
+    // the node drains: the repair rewrites the record in place, both notes kept
+    w.node("n005").state = NodeState::Draining;
+    auto rep = w.step();
+    CAPTURE(rep.log);
+    REQUIRE(find(rep, ActionKind::PinOnly, 7));
+    CHECK_THAT(j.admin_comment, Catch::StartsWith("acct: proj-a | nvlslice/1 repairing") &&
+                                    Catch::EndsWith(" | nhc: xid 79 on n005"));
+    // a site writes the whole field over the record: the helper writes it
+    // back after the site's text, says so once, and the cycle goes on
+    const std::string before = std::string(split_admin_comment(j.admin_comment).record);
+    j.admin_comment = "nhc: rebooted n005";
+    auto back = w.step();
+    CAPTURE(back.log);
+    CHECK(j.admin_comment == "nhc: rebooted n005 | " + before);
+    CHECK(count(back.log, "its AdminComment was written over (now \"nhc: rebooted n005\")") == 1);
+    CHECK(count(w.step().log, "written over") == 0);
+    // a record the helper never saw is not made up
+    SlurmJob& other = w.add(9, 16, 1);
+    other.state = JobState::Running;
+    other.admin_comment = "nhc: ok";
+    w.mem.records.erase(9);
+    auto none = w.cycle();
+    CHECK(count(none.log, "written over") == 0);
+}
+
 TEST_CASE("a broken tag, restored, gives the job back to nvlslice: no refused transition, no warning per cycle",
           "[safety][quick]") {
     World w(2);
@@ -254,9 +292,9 @@ TEST_CASE("slurmctld away in the middle of a batch: apply stops there; a stop re
           "[safety][apply][quick]") {
     struct Away final : FakeCluster {
         int calls_left = 2;
-        void set_admin_comment(JobId id, const std::string& text) override {
+        void set_record(JobId id, const std::string& text) override {
             if (calls_left-- <= 0) throw Unreachable("Unable to contact slurm controller (connect failure)");
-            FakeCluster::set_admin_comment(id, text);
+            FakeCluster::set_record(id, text);
         }
     } fake;
     for (JobId id : {1u, 2u, 3u, 4u}) {

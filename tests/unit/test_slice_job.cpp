@@ -98,6 +98,54 @@ TEST_CASE("placement records round-trip", "[slicejob][quick]") {
                       Catch::Contains("\"sleeping\" is not a record state"));
 }
 
+TEST_CASE("the record shares AdminComment with the site's text", "[slicejob][quick]") {
+    const std::string rec = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0 job=7";
+    // the record alone; before the site's text; after it; between two parts
+    auto parts = split_admin_comment(rec);
+    CHECK(parts.before.empty());
+    CHECK(parts.record == rec);
+    CHECK(parts.after.empty());
+    const std::string site_first = "nhc: xid 79 on n003 | " + rec;
+    parts = split_admin_comment(site_first);
+    CHECK(parts.before == "nhc: xid 79 on n003");
+    CHECK(parts.record == rec);
+    const std::string site_after = rec + " | acct: proj-a";
+    parts = split_admin_comment(site_after);
+    CHECK(parts.record == rec);
+    CHECK(parts.after == "acct: proj-a");
+    const std::string between = "a | " + rec + " | b | c";
+    parts = split_admin_comment(between);
+    CHECK(parts.before == "a");
+    CHECK(parts.after == "b | c");
+    // no record: all of it is the site's; "nvlslice/" inside a word is not one
+    parts = split_admin_comment("see nvlslice/1 docs");
+    CHECK(parts.record.empty());
+    CHECK(parts.before == "see nvlslice/1 docs");
+    CHECK(split_admin_comment("").record.empty());
+    // replaced in place, the site's text as it stands; a new one goes last
+    CHECK(with_record("a | " + rec + " | b", "nvlslice/1 waiting") == "a | nvlslice/1 waiting | b");
+    CHECK(with_record("nhc: ok", rec) == "nhc: ok | " + rec);
+    CHECK(with_record("", rec) == rec);
+    CHECK(with_record(rec, "nvlslice/1 waiting") == "nvlslice/1 waiting");
+    // "" takes it out
+    CHECK(with_record("a | " + rec + " | b", "") == "a | b");
+    CHECK(with_record(rec + " | b", "") == "b");
+    CHECK(with_record(rec, "").empty());
+    CHECK(with_record("nhc: ok", "") == "nhc: ok");
+    // parse reads the record part, its reason ending where the site's text begins
+    auto r = PlacementRecord::parse("nhc: ok | nvlslice/1 waiting slice=16 repairs=0 moves=0 reason=busy racks | acct: x");
+    REQUIRE(r);
+    CHECK(r->state == RecordState::Waiting);
+    CHECK(r->reason == "busy racks");
+    CHECK_FALSE(PlacementRecord::parse("nhc: ok"));
+    // a reason's '|' never ends the record early
+    PlacementRecord w;
+    w.state = RecordState::Waiting;
+    w.reason = "licenses a|b short | now";
+    CHECK(w.str().find(" | ") == std::string::npos);
+    CHECK(PlacementRecord::parse("x | " + w.str() + " | y")->reason == "licenses a/b short / now");
+}
+
 TEST_CASE("record states move only along allowed transitions", "[slice_job][quick]") {
     using S = RecordState;
     for (S s : {S::Waiting, S::Placed, S::Repairing, S::Yielded, S::Restarting, S::Ignored}) {
