@@ -131,7 +131,8 @@ void settle(CycleScenario& sc, const CycleOutput& first) {
         }
         auto it = by_id.find(a.job);
         if (it == by_id.end()) continue;
-        if (auto r = a.get<action::SetRecord>()) it->second->admin_comment = with_record(it->second->admin_comment, r->text);
+        if (auto r = a.get<action::SetRecord>())
+            it->second->admin_comment = with_record(it->second->admin_comment, r->text);
         if (a.get<action::Hold>()) it->second->held = it->second->admin_held = true;
         if (auto l = a.get<action::SetLicenses>()) it->second->licenses = l->licenses;
     }

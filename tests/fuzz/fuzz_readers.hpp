@@ -424,11 +424,20 @@ inline int one_input(const uint8_t* data, size_t size, Tally* tally = nullptr) {
             break;
         }
         case kPlacementRecord: {
+            // AdminComment: the record amid a site's text; a record the
+            // helper writes in place of the one there (or after a text that
+            // has none) is the one read back
             if (auto r = PlacementRecord::parse(text)) {
-                auto again = PlacementRecord::parse(r->str());
-                if (!again || again->str() != r->str()) broken_invariant();
+                const std::string s = r->str();
+                auto again = PlacementRecord::parse(s);
+                if (!again || again->str() != s) broken_invariant();
+                auto in_place = PlacementRecord::parse(with_record(text, s));
+                if (!in_place || in_place->str() != s) broken_invariant();
             } else {
                 read = false;
+                const std::string s = "nvlslice/1 placed slice=1 slices=n1 repairs=0 moves=0 job=7";
+                auto added = PlacementRecord::parse(with_record(text, s));
+                if (!added || added->str() != s) broken_invariant();
             }
             break;
         }

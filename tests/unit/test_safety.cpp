@@ -116,8 +116,8 @@ TEST_CASE("a site's AdminComment text survives placement, repair and release, an
     auto rep = w.step();
     CAPTURE(rep.log);
     REQUIRE(find(rep, ActionKind::PinOnly, 7));
-    CHECK_THAT(j.admin_comment, Catch::StartsWith("acct: proj-a | nvlslice/1 repairing") &&
-                                    Catch::EndsWith(" | nhc: xid 79 on n005"));
+    CHECK_THAT(j.admin_comment,
+               Catch::StartsWith("acct: proj-a | nvlslice/1 repairing") && Catch::EndsWith(" | nhc: xid 79 on n005"));
     // a site writes the whole field over the record: the helper writes it
     // back after the site's text, says so once, and the cycle goes on
     const std::string before = std::string(split_admin_comment(j.admin_comment).record);

@@ -133,7 +133,8 @@ TEST_CASE("the record shares AdminComment with the site's text", "[slicejob][qui
     CHECK(with_record(rec, "").empty());
     CHECK(with_record("nhc: ok", "") == "nhc: ok");
     // parse reads the record part, its reason ending where the site's text begins
-    auto r = PlacementRecord::parse("nhc: ok | nvlslice/1 waiting slice=16 repairs=0 moves=0 reason=busy racks | acct: x");
+    auto r =
+        PlacementRecord::parse("nhc: ok | nvlslice/1 waiting slice=16 repairs=0 moves=0 reason=busy racks | acct: x");
     REQUIRE(r);
     CHECK(r->state == RecordState::Waiting);
     CHECK(r->reason == "busy racks");
