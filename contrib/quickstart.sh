@@ -188,6 +188,16 @@ test_suite() {
     else
         echo "not ok - hardening-check (Debian's devscripts) could not be downloaded"
     fi
+    echo "==> alert rules (contrib/prometheus) under promtool's rule tests, on recorded metrics"
+    local rules_tool
+    rules_tool=$(fetch_tool prometheus usr/bin/promtool)
+    if [ -n "$rules_tool" ] && "$SRC/tests/prometheus/alerts.sh" "$rules_tool" "$SRC/tests/prometheus/recorded"; then
+        echo "ok - every shipped alert fires where it should and nowhere else"
+        hp=$(( ${hp:-0} + 1 ))
+    else
+        echo "not ok - the shipped alert rules (promtool: ${rules_tool:-could not be downloaded})"
+        hf=$(( ${hf:-0} + 1 ))
+    fi
     # Real-cluster tiers, each on stock Debian daemons: Slurm 22.05 from
     # Debian 12 (gate mode), Slurm 26.05 from a Debian sid root and Slurm
     # 24.11 from a Debian 13 root, both with topology/block (native mode);

@@ -10,6 +10,20 @@ OUT=$(mktemp -d)
 [ -n "${NVL_HELPER:-}" ] || { echo "test_helper.sh: NVL_HELPER (the nvlsliced binary) must be set" >&2; exit 1; }
 cd "$OUT"
 LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
+# Scrapes of /metrics in three states of this run, for the shipped alert
+# rules (tests/prometheus/alerts.sh, at the end): two a few seconds apart,
+# so that a counter's rate is the helper's own
+SCRAPES=$NVL_CLUSTER_DIR/scrapes
+rm -rf "$SCRAPES"; mkdir -p "$SCRAPES"
+scrape_pair() { # scrape_pair NAME
+    local i
+    for i in 1 2; do
+        [ "$i" = 2 ] && sleep 2 # (the second point of a rate, not a wait for a state)
+        { echo "# at $(date +%s.%N)"
+          (exec 3<>/dev/tcp/127.0.0.1/9817; printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3; cat <&3) | tr -d '\r' | sed '1,/^$/d'
+        } > "$SCRAPES/$1.$i.prom"
+    done
+}
 
 running_on() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ] && [ "$(nodes_of "$1")" = "$2" ]; }
 # the rack of every node of a job: rack001, rack002, or "both"
@@ -41,6 +55,7 @@ echo "# helper: the spare reservation"
 wait_for 10 bash -c "[ \"\$(scontrol show reservation nvlslice_spares 2>/dev/null | sed -n 's/^ *Nodes=\([^ ]*\).*/\1/p')\" = 'nvl[0017-0018,0035-0036]' ]"
 expect_eq "two spares per rack reserved, visible in scontrol" "nvl[0017-0018,0035-0036]" "$(resv_nodes)"
 expect_match "and in sinfo -T" 'nvlslice_spares +ACTIVE' "$(sinfo -T)"
+scrape_pair healthy
 
 echo "# helper: the baseline: plain Slurm requeueing the same 32-node job with a running srun step"
 # How long Slurm itself takes from a requeue until the job is pending with
@@ -157,6 +172,8 @@ else
 fi
 expect_match "repairs counted once each" 'repairs=2 moves=0' "$(record "$J")"
 expect_eq "no job left held" "" "$(squeue -h -t PD -o '%i %r' | grep -i held)"
+expect_eq "rack001's spares are both used" "nvl[0035-0036]" "$(resv_nodes)"
+scrape_pair spares_used
 
 echo "# helper: spares are lent to checkpointable work (here a 2-node job); a repair takes them back first"
 # J runs on nvl[0001-0004,0007-0034]: rack001's spares are used; rack002's are nvl[0035-0036]
@@ -327,6 +344,7 @@ expect_match "the log names the degraded rack and why" "rack rack001 degraded: $
 expect_match "nvl-topo show names it" "Degraded: $BAD is out with a rack-level failure" \
     "$("$NVL_TOPO" show --map "$NVL_CLUSTER_DIR/etc/nvlslice-map.yaml" --rack-failure-reasons contained rack001)"
 expect_match "the metrics show it" 'nvlslice_rack_degraded\{rack="rack001"\} 1' "$(exec 3<>/dev/tcp/127.0.0.1/9817; printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3; cat <&3)"
+scrape_pair degraded
 scancel "$F"
 if wait_for 30 runs_in "$A" rack002; then ok "room on rack002: the other job moved too ($(nodes_of "$A"))"; else not_ok "A moved: $(squeue -h -j "$A" -o '%T %N') $(record "$A")"; fi
 expect_eq "rack001 is emptied of slice jobs" "rack002 rack002" "$(rack_of "$A") $(rack_of "$C")"
@@ -628,5 +646,13 @@ cleanup; resume_all
 "$CL" kill-helper
 "$CL" helper || not_ok "nvlsliced restarted with the tests' configuration"
 
+if [ -n "${NVL_PROMTOOL:-}" ]; then
+    echo "# helper: the shipped alert rules on this run's metrics (promtool test rules)"
+    out=$("$HERE/../prometheus/alerts.sh" "$NVL_PROMTOOL" "$SCRAPES" 2>&1); rc=$?
+    printf '%s\n' "$out" | sed 's/^/# /' | tail -20
+    expect_eq "every alert fires where it should and nowhere else" "0" "$rc"
+else
+    echo "# alert rules: not tested (NVL_PROMTOOL unset; contrib/quickstart.sh test sets it on Debian 12)"
+fi
 rm -rf "$OUT"
 summary "helper"
