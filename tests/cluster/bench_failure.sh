@@ -2,7 +2,7 @@
 # What a failed node costs a running 32-node job (two 16-node segments, one
 # per rack), side by side on the same cluster: nvlslice's repair against
 # Slurm alone, with its expedited requeue (25.11+) and with its plain
-# requeue. Not part of the test command (about 25 minutes); run it with
+# requeue. Not part of the test command (25-35 minutes); run it with
 #   NVL_SLURM=26.05 NVL_TESTS=bench_failure tests/cluster/run.sh
 # NVL_BENCH_TRIALS (5) trials of each. The cluster is full: the job holds
 # every node but the 4 nodes kept as spares (2 per rack), which Slurm alone

@@ -238,7 +238,7 @@ if [ "${NVL_ACCOUNTING:-0}" = after ]; then
     esac
 fi
 # Only when named (NVL_TESTS="bench_failure"): the side-by-side of
-# nvlslice's repair and Slurm's own requeues, about 25 minutes
+# nvlslice's repair and Slurm's own requeues, 25-35 minutes
 case " ${NVL_TESTS:-} " in *" bench_failure "*)
     [ "${NVL_ACCOUNTING:-0}" = 1 ] || { "$HERE/cluster.sh" helper >/dev/null 2>&1 || true; }
     run_test "$HERE/bench_failure.sh" ;;
