@@ -198,6 +198,14 @@ test_suite() {
         echo "not ok - the shipped alert rules (promtool: ${rules_tool:-could not be downloaded})"
         hf=$(( ${hf:-0} + 1 ))
     fi
+    echo "==> the README's bench figures, as tests/cluster/figures.sh makes them from bench_busy.out"
+    if "$SRC/tests/cluster/figures.sh" --check; then
+        echo "ok - README's bench figures are bench_busy.out's, not typed by hand"
+        hp=$(( ${hp:-0} + 1 ))
+    else
+        echo "not ok - README's bench figures differ from tests/cluster/bench_busy.out"
+        hf=$(( ${hf:-0} + 1 ))
+    fi
     # Real-cluster tiers, each on stock Debian daemons: Slurm 22.05 from
     # Debian 12 (gate mode), Slurm 26.05 from a Debian sid root and Slurm
     # 24.11 from a Debian 13 root, both with topology/block (native mode);
