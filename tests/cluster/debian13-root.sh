@@ -18,6 +18,9 @@
 #                       daemons, clients, slurmdbd and MariaDB, and what
 #                       building nvlslice and its Debian packages needs)
 #   NVL_ROOT_CGROUP     1: `shell` also binds the host's /sys/fs/cgroup tree
+#   NVL_ROOT_ARCHES     foreign architectures dpkg takes in the root (e.g.
+#                       arm64, for cross builds), before the packages'
+#                       install ("name:arm64" then names their builds)
 #   NVL_DEBIAN_MIRROR   Debian mirror for debootstrap (default: the host's own
 #                       apt sources, so the root uses whatever mirror the host can
 #                       reach)
@@ -211,6 +214,12 @@ build() {
             echo 'Acquire::Check-Valid-Until "false";' >"$ROOT/etc/apt/apt.conf.d/99nvlslice-valid-until" ;;
     esac
 
+    # foreign architectures for cross builds (NVL_ROOT_ARCHES="arm64":
+    # tests/arm64.sh), known to dpkg before apt reads the indexes
+    local arch
+    for arch in ${NVL_ROOT_ARCHES:-}; do
+        chroot "$ROOT" dpkg --add-architecture "$arch" || die "dpkg --add-architecture $arch failed in $ROOT"
+    done
     log "installing ${#PACKAGES[@]} packages inside the root"
     in_root nosrc env DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 \
         sh -c 'apt-get update -q && apt-get install -y -q --no-install-recommends "$@" && apt-get clean' \
