@@ -49,6 +49,9 @@ for f in "$X"/usr/sbin/nvlsliced "$X"/usr/bin/nvl-* "$X"/usr/lib/*/nvlslice/span
 done
 grep -q '^#required ' "$X/etc/slurm/plugstack.conf.d/nvlslice.conf" &&
     ok "the plugstack.conf.d snippet is commented out until map= is set" || not_ok "the plugstack.conf.d snippet is active"
+so=$(awk '$1 == "#required" { print $2 }' "$X/etc/slurm/plugstack.conf.d/nvlslice.conf")
+[ -n "$so" ] && [ -f "$X$so" ] && ok "the snippet names the plugin where the package installs it ($so)" ||
+    not_ok "the snippet names [$so], which the package does not install"
 dpkg-deb -f "$B"/deb/nvlsliced_*.deb Conffiles 2>/dev/null | grep -q . || true
 if dpkg-deb --ctrl-tarfile "$B"/deb/nvlsliced_*.deb | tar -xO ./conffiles 2>/dev/null | grep -qx /etc/slurm/nvlslice.yaml; then
     ok "nvlsliced: /etc/slurm/nvlslice.yaml is a conffile"
