@@ -39,8 +39,12 @@ TEST_CASE("snapshot files round-trip and name bad lines", "[report][quick]") {
 TEST_CASE("the live snapshot takes spares from the reservation and slices from the records", "[report][quick]") {
     RackMap m = make_map(2, 18);
     std::vector<SlurmNode> nodes;
-    for (NodeId i = 0; i < m.node_count(); ++i)
-        nodes.push_back({m.node_name(i), NodeState::Idle, false, false, "", ""});
+    for (NodeId i = 0; i < m.node_count(); ++i) {
+        SlurmNode n;
+        n.name = m.node_name(i);
+        n.state = NodeState::Idle;
+        nodes.push_back(n);
+    }
     nodes[4].state = NodeState::Drained;
     SlurmJob j;
     j.id = 9;
@@ -72,8 +76,12 @@ TEST_CASE("the live snapshot takes spares from the reservation and slices from t
 TEST_CASE("show and map name a degraded rack and why", "[report][rack][quick]") {
     RackMap m = make_map(2, 18);
     std::vector<SlurmNode> nodes;
-    for (NodeId i = 0; i < m.node_count(); ++i)
-        nodes.push_back({m.node_name(i), NodeState::Idle, false, false, "", ""});
+    for (NodeId i = 0; i < m.node_count(); ++i) {
+        SlurmNode n;
+        n.name = m.node_name(i);
+        n.state = NodeState::Idle;
+        nodes.push_back(n);
+    }
     nodes[20].state = NodeState::Drained;
     nodes[20].reason = "NVLink contained error";
     Snapshot s = snapshot_from_slurm(m, nodes, {}, std::nullopt);

@@ -955,9 +955,9 @@ TEST_CASE("accounting limits Slurm tests only when it places a job are read from
           "[safety][eligibility][quick]") {
     AcctLimits a;
     // root account (1) > acct_a (2) > root's association in acct_a (3)
-    a.assocs.push_back({1, 0, "root", "", -1, -1, -1, -1, 16, 1});
-    a.assocs.push_back({2, 1, "acct_a", "", 16, -1, -1, -1, 16, 1});
-    a.assocs.push_back({3, 2, "acct_a", "root", -1, -1, -1, -1, 16, 1});
+    a.assocs.push_back({1, 0, "root", "", -1, -1, -1, -1, 16, 1, -1, {}, {}, {}});
+    a.assocs.push_back({2, 1, "acct_a", "", 16, -1, -1, -1, 16, 1, -1, {}, {}, {}});
+    a.assocs.push_back({3, 2, "acct_a", "root", -1, -1, -1, -1, 16, 1, -1, {}, {}, {}});
     SlurmJob j;
     j.state = JobState::Pending;
     j.num_nodes = 16;
@@ -980,7 +980,7 @@ TEST_CASE("accounting limits Slurm tests only when it places a job are read from
     AcctLimits::Qos q;
     q.name = "capped";
     q.max_nodes_per_user = 16;
-    q.users.push_back({1000, 8, 1});
+    q.users.push_back({1000, 8, 1, {}});
     a.qos.push_back(q);
     j.qos = "capped";
     j.user_id = 1000;
@@ -1097,9 +1097,9 @@ TEST_CASE("a job an accounting limit holds back is not placed; another account's
           "[safety][eligibility][quick]") {
     World w(2);
     AcctLimits limits;
-    limits.assocs.push_back({2, 0, "acct_a", "", 16, -1, -1, -1, 16, 1});
-    limits.assocs.push_back({3, 2, "acct_a", "root", -1, -1, -1, -1, 16, 1});
-    limits.assocs.push_back({4, 0, "acct_b", "root", -1, -1, -1, -1, 0, 0});
+    limits.assocs.push_back({2, 0, "acct_a", "", 16, -1, -1, -1, 16, 1, -1, {}, {}, {}});
+    limits.assocs.push_back({3, 2, "acct_a", "root", -1, -1, -1, -1, 16, 1, -1, {}, {}, {}});
+    limits.assocs.push_back({4, 0, "acct_b", "root", -1, -1, -1, -1, 0, 0, -1, {}, {}, {}});
     SlurmJob& runner = w.add(6, 16, 1);
     w.run_on(runner, "n[019-034]");
     runner.admin_comment = "nvlslice/1 placed slice=16 slices=n[019-034] repairs=0 moves=0 job=6";
@@ -1129,8 +1129,8 @@ TEST_CASE("native mode: a slice job an accounting limit holds back is left untou
     w.cfg.hand_off = HandOff::Native;
     w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
     AcctLimits limits;
-    limits.assocs.push_back({2, 0, "acct_a", "", 16, -1, -1, -1, 16, 1});
-    limits.assocs.push_back({3, 2, "acct_a", "root", -1, -1, -1, -1, 16, 1});
+    limits.assocs.push_back({2, 0, "acct_a", "", 16, -1, -1, -1, 16, 1, -1, {}, {}, {}});
+    limits.assocs.push_back({3, 2, "acct_a", "root", -1, -1, -1, -1, 16, 1, -1, {}, {}, {}});
     SlurmJob& runner = w.add(6, 16, 1);
     w.run_on(runner, "n[019-034]");
     SlurmJob& x = w.add(7, 16, 1);
