@@ -198,12 +198,12 @@ test_suite() {
         echo "not ok - the shipped alert rules (promtool: ${rules_tool:-could not be downloaded})"
         hf=$(( ${hf:-0} + 1 ))
     fi
-    echo "==> the README's bench figures, as tests/cluster/figures.sh makes them from bench_busy.out"
+    echo "==> the figures in README and doc/figures.txt, as tests/cluster/figures.sh makes them from the kept outputs"
     if "$SRC/tests/cluster/figures.sh" --check; then
-        echo "ok - README's bench figures are bench_busy.out's, not typed by hand"
+        echo "ok - README's bench figures and doc/figures.txt's measured lines are the kept outputs', not typed by hand"
         hp=$(( ${hp:-0} + 1 ))
     else
-        echo "not ok - README's bench figures differ from tests/cluster/bench_busy.out"
+        echo "not ok - README or doc/figures.txt differ from tests/cluster/bench_busy.out or measured.out"
         hf=$(( ${hf:-0} + 1 ))
     fi
     # Real-cluster tiers, each on stock Debian daemons: Slurm 22.05 from

@@ -1,21 +1,33 @@
 #!/bin/bash
-# The README's figures, made from the busy bench's kept output, never typed:
-#   tests/cluster/figures.sh              print the block
-#   tests/cluster/figures.sh --update     write it into README
-#   tests/cluster/figures.sh --check      exit 1 when README's block differs
-# For each kind of failure and each side (nvlslice; Slurm alone with its
-# expedited requeue; Slurm alone with its plain requeue) the block takes the
+# The figures in README and doc/figures.txt that the tests measure, made from
+# the outputs kept in the tree, never typed:
+#   tests/cluster/figures.sh                  print both blocks
+#   tests/cluster/figures.sh --update         write them into README and
+#                                             doc/figures.txt
+#   tests/cluster/figures.sh --check          exit 1 when either differs
+#   tests/cluster/figures.sh --record LOG COMMIT [NOTE]
+#                                             keep the "# measured:" lines
+#                                             of a test command's log (LOG,
+#                                             run on COMMIT) in
+#                                             tests/cluster/measured.out
+# README's block: for each kind of failure and each side (nvlslice; Slurm
+# alone with its expedited requeue; Slurm alone with its plain requeue) the
 # summary line of the newest run in tests/cluster/bench_busy.out with the
-# most trials of that kind and side, and names that run (its number, the
-# commit of the binaries or "Slurm alone", its date). A kind or side never
-# measured reads "not run".
+# most trials of that kind and side, and that run named (its number, the
+# commit of the binaries or "Slurm alone", its date); a kind or side never
+# measured reads "not run". doc/figures.txt's block: the test command's
+# measured lines, tier by tier, with the commit and date of that run.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 OUT=${NVL_BENCH_OUT:-$HERE/bench_busy.out}
+MEASURED=${NVL_MEASURED_OUT:-$HERE/measured.out}
 README=${NVL_README:-$TOP/README}
+FIGURES=${NVL_FIGURES:-$TOP/doc/figures.txt}
 BEGIN='  (made by tests/cluster/figures.sh from tests/cluster/bench_busy.out)'
 END='  (end of the bench'"'"'s figures)'
+MBEGIN='  (made by tests/cluster/figures.sh from tests/cluster/measured.out)'
+MEND='  (end of the measured lines)'
 
 block() {
     awk -v begin="$BEGIN" -v end="$END" '
@@ -71,23 +83,66 @@ block() {
         }' "$OUT"
 }
 
-case "${1:-}" in
-"") block ;;
---update | --check)
-    new=$(mktemp)
-    trap 'rm -f "$new"' EXIT
-    awk -v begin="$BEGIN" -v end="$END" -v blockfile=<(block) '
+measured_block() {
+    echo "$MBEGIN"
+    awk '
+        # wrap(TEXT, FIRST, REST): words to 78 columns, FIRST indents the
+        # first line, REST the others
+        function wrap(t, first, rest,   n, w, i, line) {
+            n = split(t, w, " "); line = first
+            for (i = 1; i <= n; i++) {
+                if (line != first && length(line) + 1 + length(w[i]) > 78) { print line; line = rest }
+                line = line (line == first || line == rest ? "" : " ") w[i]
+            }
+            print line
+        }
+        /^# run: / { sub(/^# run: /, ""); wrap("measured by the test command on " $0, "  ", "    "); next }
+        /^## / { sub(/^## /, ""); printf "\n  %s\n", $0; next }
+        /^# measured: / { sub(/^# measured: /, ""); wrap($0, "    ", "      ") }' "$MEASURED"
+    echo "$MEND"
+}
+
+# replace FILE BEGIN END BLOCKFILE: FILE with the lines from BEGIN to END
+# replaced by BLOCKFILE (to stdout); exit 3 when FILE has no BEGIN line
+replace() {
+    awk -v begin="$2" -v end="$3" -v blockfile="$4" '
         $0 == begin { while ((getline l < blockfile) > 0) print l; skip = 1; found = 1; next }
         skip && $0 == end { skip = 0; next }
         !skip { print }
-        END { if (!found) exit 3 }' "$README" > "$new" || { echo "figures.sh: README has no line \"$BEGIN\"" >&2; exit 1; }
-    if [ "$1" = --check ]; then
-        if cmp -s "$new" "$README"; then echo "figures: README's bench figures are bench_busy.out's"; exit 0; fi
-        echo "figures.sh: README's bench figures differ from tests/cluster/bench_busy.out (run tests/cluster/figures.sh --update):" >&2
-        diff "$README" "$new" >&2 || true
-        exit 1
-    fi
-    cp "$new" "$README"
+        END { if (!found) exit 3 }' "$1"
+}
+
+case "${1:-}" in
+"") block; echo; measured_block ;;
+--record)
+    log=${2:?usage: figures.sh --record LOG COMMIT}
+    commit=${3:?usage: figures.sh --record LOG COMMIT}
+    {
+        echo "# The test command's \"# measured:\" lines, kept as printed (doc/figures.txt is made from them)."
+        echo "# run: $commit, $(date -u +%Y-%m-%d), contrib/quickstart.sh test on 2 cores${4:+; $4}"
+        awk '/^==> cluster tests on Slurm / { sub(/^==> cluster tests on /, ""); sub(/ \(.*/, ""); print "## " $0 " tier"; next }
+             /^# measured: / { print }' "$log"
+    } > "$MEASURED"
+    echo "figures: $(grep -c '^# measured: ' "$MEASURED") measured lines kept in $MEASURED"
     ;;
-*) echo "usage: figures.sh [--update|--check]" >&2; exit 2 ;;
+--update | --check)
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    block > "$work/bench"
+    measured_block > "$work/measured"
+    replace "$README" "$BEGIN" "$END" "$work/bench" > "$work/README" ||
+        { echo "figures.sh: README has no line \"$BEGIN\"" >&2; exit 1; }
+    replace "$FIGURES" "$MBEGIN" "$MEND" "$work/measured" > "$work/figures" ||
+        { echo "figures.sh: doc/figures.txt has no line \"$MBEGIN\"" >&2; exit 1; }
+    if [ "$1" = --check ]; then
+        rc=0
+        cmp -s "$work/README" "$README" || { echo "figures.sh: README's bench figures differ from tests/cluster/bench_busy.out (tests/cluster/figures.sh --update):" >&2; diff "$README" "$work/README" >&2; rc=1; }
+        cmp -s "$work/figures" "$FIGURES" || { echo "figures.sh: doc/figures.txt's measured lines differ from tests/cluster/measured.out (tests/cluster/figures.sh --update):" >&2; diff "$FIGURES" "$work/figures" >&2; rc=1; }
+        [ "$rc" = 0 ] && echo "figures: README's bench figures are bench_busy.out's, doc/figures.txt's measured lines measured.out's"
+        exit "$rc"
+    fi
+    cp "$work/README" "$README"
+    cp "$work/figures" "$FIGURES"
+    ;;
+*) echo "usage: figures.sh [--update|--check|--record LOG COMMIT]" >&2; exit 2 ;;
 esac
