@@ -4,7 +4,7 @@
 #   tests/cluster/run.sh BUILD_DIR
 # Stops the cluster afterwards unless NVL_KEEP_CLUSTER=1. NVL_TESTS="test_rules"
 # runs only the scripts named (test_plugin, test_native, test_helper,
-# test_rules, test_load, lend_depth, busy_repair, test_remove,
+# test_rules, test_load, lend_depth, busy_repair, test_remove, test_away,
 # test_accounting, test_failover; bench_failure, bench_busy and replay run
 # only when named). test_failover runs last, on the cluster started again
 # with a backup slurmctld (NVL_BACKUP_CTLD=1, cluster.sh), about 2 minutes,
@@ -220,6 +220,7 @@ run_test "$HERE/busy_repair.sh"
 # nvlsliced --remove takes nvlslice out: nothing of it left, plain Slurm
 # starts the waiting jobs (then the helper is started again)
 run_test "$HERE/test_remove.sh"
+run_test "$HERE/test_away.sh"
 # with real accounting only (NVL_ACCOUNTING=1): it says so and passes otherwise
 if [ "${NVL_ACCOUNTING:-0}" = 1 ]; then run_test "$HERE/test_accounting.sh"; fi
 # NVL_ACCOUNTING=after: the tests above on a cluster without accounting, then
