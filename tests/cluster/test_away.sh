@@ -20,7 +20,6 @@ trap restart_helper EXIT
 WORK=$(mktemp -d)
 cd "$WORK" || exit 1
 MODE=$(nvl_mode)
-running() { [ "$(state "$1")" = RUNNING ]; }
 reason_of() { squeue -h -j "$1" -o %r 2>/dev/null; }
 
 cleanup; resume_all
@@ -28,7 +27,7 @@ wait_for 60 all_up; settle
 
 echo "# away ($MODE mode): a running slice job, then the helper stops"
 R=$(sbatch --parsable -N 16 --nvl-slice=16 -J running --wrap 'sleep 600')
-wait_for 30 running "$R" || not_ok "job $R runs: $(squeue -h -j "$R" -o '%T %r')"
+wait_state "$R" RUNNING 30 || not_ok "job $R runs: $(squeue -h -j "$R" -o '%T %r')"
 wait_for 10 bash -c "scontrol show job $R | grep -q 'nvlslice/1 placed'"
 R_NODES=$(nodes_of "$R")
 "$CL" kill-helper
@@ -43,7 +42,7 @@ if [ "$MODE" = gate ]; then
     sleep 5
     expect_eq "gate mode: it waits behind its gate" "PENDING Licenses" "$(state "$W") $(reason_of "$W")"
 else
-    if wait_for 30 running "$W"; then
+    if wait_state "$W" RUNNING 30; then
         expect_eq "native mode: Slurm places it itself, inside one rack" "1" "$(racks_of "$(nodes_of "$W")" | wc -w)"
     else
         not_ok "native mode: Slurm places it itself: $(squeue -h -j "$W" -o '%T %r')"
@@ -62,11 +61,10 @@ if [ "$MODE" = gate ]; then
     # outside R's, so Slurm's placement of W is across racks
     other=$(comm -23 <(scontrol show hostnames 'nvl[0019-0034]') <(scontrol show hostnames "$R_NODES") | head -4 | paste -sd,)
     P=$(sbatch --parsable -w "$other" -J plain --wrap 'sleep 600')
-    wait_for 30 running "$P" || not_ok "plain job $P runs: $(squeue -h -j "$P" -o '%T %r')"
+    wait_state "$P" RUNNING 30 || not_ok "plain job $P runs: $(squeue -h -j "$P" -o '%T %r')"
     for r in nvlslice_spares nvlslice_gate nvlslice_protect; do scontrol delete reservationname=$r 2>/dev/null; done
     # started across racks, the plugin fails it at its first task
-    if wait_for 30 bash -c "scontrol show job $W 2>/dev/null | grep -qE 'JobState=(FAILED|RUNNING)'" &&
-        wait_for 30 bash -c "scontrol show job $W | grep -q 'JobState=FAILED'"; then
+    if wait_state "$W" FAILED 60; then
         ok "Slurm started the waiting job without a placement, on $(job_field "$W" NodeList), and it failed at its first task"
     else
         not_ok "the gate opened: $(scontrol show job "$W" | grep -o 'JobState=[A-Z]*') $(squeue -h -j "$W" -o '%T %N %r')"
