@@ -206,6 +206,14 @@ test_suite() {
         echo "not ok - README or doc/figures.txt differ from tests/cluster/bench_busy.out or measured.out"
         hf=$(( ${hf:-0} + 1 ))
     fi
+    echo "==> the simulator against the busy bench: nvl-sim on the bench's cluster and load (tests/cluster/sim_check.sh)"
+    if "$SRC/tests/cluster/sim_check.sh" "$BUILD/src/tools/nvl-sim" --check; then
+        echo "ok - nvl-sim's per-failure times agree with the bench's, as tests/cluster/sim_check.out keeps them"
+        hp=$(( ${hp:-0} + 1 ))
+    else
+        echo "not ok - nvl-sim's per-failure times and tests/cluster/sim_check.out (or the bench's)"
+        hf=$(( ${hf:-0} + 1 ))
+    fi
     # Real-cluster tiers, each on stock Debian daemons: Slurm 22.05 from
     # Debian 12 (gate mode), Slurm 26.05 from a Debian sid root and Slurm
     # 24.11 from a Debian 13 root, both with topology/block (native mode);

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <optional>
 #include <queue>
 #include <random>
 
@@ -79,6 +80,9 @@ Trace make_trace(const SimParams& p) {
 
 namespace {
 
+// The backfill's reservation holds nodes as if this job had them.
+constexpr JobId kReservedFor = JobId(-1);
+
 enum EvKind { Arrive, Finish, Fail, FailJob, NodeBack, Eligible, Requeued };
 struct Event {
     double time;
@@ -86,7 +90,10 @@ struct Event {
     int job;      // trace index (Arrive, Finish, Requeued); Fail, FailJob: the failure's index
     uint32_t gen; // Finish, Requeued: the run it belongs to
     NodeId node;  // Fail, NodeBack
-    bool operator>(const Event& o) const { return time > o.time || (time == o.time && kind > o.kind); }
+    // ties: by kind, then by job (arrivals at one time queue in trace order)
+    bool operator>(const Event& o) const {
+        return time > o.time || (time == o.time && (kind > o.kind || (kind == o.kind && job > o.job)));
+    }
 };
 
 struct RunJob {
@@ -126,8 +133,44 @@ class Sim {
         return pol_ == Policy::FirstFit || pol_ == Policy::WholeRacks || pol_ == Policy::Block;
     }
     void note_resume(int j, double now, double work_start);
-    // `spares_only`: start it only on idle kept spares (the spare pass).
-    bool try_start(int j, double now, Reason* why = nullptr, bool spares_only = false);
+    // Where a job would start: its nodes, and for the engine's policies its
+    // placement and whether it borrows spares.
+    struct Choice {
+        std::vector<NodeId> nodes;
+        Placement placement;
+        int split = 0;
+        bool lent = false, engine = false;
+    };
+    bool choose(const Snapshot& s, int j, Choice& c, Reason* why, bool spares_only) const;
+    // `spares_only`: start it only on idle kept spares (the spare pass);
+    // `on`: choose its nodes on this snapshot (the backfill's, with the
+    // reserved nodes taken) instead of the cluster's.
+    bool try_start(int j, double now, Reason* why = nullptr, bool spares_only = false, const Snapshot* on = nullptr);
+    // Slurm's backfill for the first waiting job that cannot start: when
+    // the running jobs' time limits free room for it, and on which nodes.
+    struct Reservation {
+        bool ok = false;
+        double at = 0;             // hours
+        std::vector<NodeId> nodes; // its placement then
+    };
+    Reservation reserve(int j, double now) const;
+    double limit_hours(int j) const;  // a waiting job's time limit, as the backfill sees it
+    double expected_end(int j) const; // a running job's end by its limit (never before its real end)
+    int priority(int j) const { return j < p_.top_jobs ? 1 : 0; }
+    void enqueue(int j); // behind every waiting job of its priority or higher
+    int idle_beyond_spares() const {
+        int n = 0;
+        for (DomainId d = 0; d < map_.domains().size(); ++d)
+            n += snap_.counts(d).free - idle_kept_spares(map_.domain(d), snap_.counts(d));
+        return n;
+    }
+    void not_running(int j) {
+        auto at = std::find(running_.begin(), running_.end(), j);
+        if (at != running_.end()) {
+            *at = running_.back();
+            running_.pop_back();
+        }
+    }
     void lend_spares(double now);
     bool maybe_defrag(int j, double now, int repair_slice = 0);
     double stop(int j, double now, bool keep_nodes); // the GPU-hours of work lost
@@ -146,6 +189,7 @@ class Sim {
     Snapshot snap_;
     std::vector<RunJob> jobs_;
     std::deque<int> queue_;
+    std::vector<int> running_; // the jobs running now (the backfill's end times)
     std::priority_queue<Event, std::vector<Event>, std::greater<Event>> ev_;
     PolicyResult res_;
     double useful_ = 0, useful_slice_ = 0, alloc_ = 0, wait_sum_ = 0;
@@ -175,6 +219,7 @@ void Sim::run_on(int j, const std::vector<NodeId>& nodes, double now) {
     const bool pre = preemptible(j);
     for (NodeId id : nodes) snap_.set(id, {NodeState::Allocated, JobId(j + 1), -1, pre, pre && r.lent});
     r.running = true;
+    running_.push_back(j);
     r.nodes = nodes;
     r.run_start = now;
     r.work_start = now + p_.restart_hours; // every start pays it: loading, initialisation
@@ -203,7 +248,8 @@ void Sim::note_resume(int j, double now, double work_start) {
         resume_big_.push_back(resume_.back());
         resume_big_work_.push_back(resume_work_.back());
     }
-    if (t_.jobs[size_t(j)].nodes >= p_.slice)
+    // slice jobs: of a slice or more (with sliced_top_only: the top jobs)
+    if (t_.jobs[size_t(j)].nodes >= p_.slice && (!p_.sliced_top_only || j < p_.top_jobs))
         (r.dead ? resume_slice_dead_ : resume_slice_drain_).push_back(resume_.back());
 }
 
@@ -225,55 +271,71 @@ void Sim::account_run(int j, double now) {
     alloc_ += double(r.nodes.size()) * (now - r.run_start);
 }
 
-bool Sim::try_start(int j, double now, Reason* why, bool spares_only) {
+// Where job j would start on `s`, by this policy (nothing changes).
+bool Sim::choose(const Snapshot& s, int j, Choice& c, Reason* why, bool spares_only) const {
     const TraceJob& tj = t_.jobs[size_t(j)];
-    RunJob& r = jobs_[size_t(j)];
-    if (snap_.total_free() < tj.nodes) return false;
-    std::vector<NodeId> nodes;
-    double speed = 1;
-    int split = 0;
+    if (s.total_free() < tj.nodes) return false;
+    c = Choice{};
     if (pol_ == Policy::FirstFit) {
-        for (NodeId id = 0; id < map_.node_count() && int(nodes.size()) < tj.nodes; ++id)
-            if (snap_.node(id).state == NodeState::Idle) nodes.push_back(id);
-        if (int(nodes.size()) < tj.nodes) return false;
+        for (NodeId id = 0; id < map_.node_count() && int(c.nodes.size()) < tj.nodes; ++id)
+            if (s.node(id).state == NodeState::Idle) c.nodes.push_back(id);
+        if (int(c.nodes.size()) < tj.nodes) return false;
         const int k = std::min(tj.nodes, p_.slice);
-        for (size_t s = 0; s < nodes.size(); s += size_t(k))
-            if (map_.domain_of(nodes[s]) != map_.domain_of(nodes[std::min(nodes.size(), s + size_t(k)) - 1])) ++split;
+        for (size_t i = 0; i < c.nodes.size(); i += size_t(k))
+            if (map_.domain_of(c.nodes[i]) != map_.domain_of(c.nodes[std::min(c.nodes.size(), i + size_t(k)) - 1]))
+                ++c.split;
     } else if (pol_ == Policy::WholeRacks && tj.nodes >= p_.slice) {
         const int want = (tj.nodes + p_.nodes_per_rack - 1) / p_.nodes_per_rack;
         std::vector<DomainId> racks;
         for (DomainId d = 0; d < map_.domains().size() && int(racks.size()) < want; ++d)
-            if (snap_.counts(d).free == map_.domain(d).size()) racks.push_back(d);
+            if (s.counts(d).free == map_.domain(d).size()) racks.push_back(d);
         if (int(racks.size()) < want) return false;
-        for (DomainId d : racks) nodes.insert(nodes.end(), map_.domain(d).nodes.begin(), map_.domain(d).nodes.end());
+        for (DomainId d : racks)
+            c.nodes.insert(c.nodes.end(), map_.domain(d).nodes.begin(), map_.domain(d).nodes.end());
     } else if (pol_ == Policy::WholeRacks) {
         // below one slice: packed best fit into racks already in use
         SliceRequest req;
         req.sliced = false;
         req.total_nodes = tj.nodes;
-        PlacementResult pr = place(snap_, req);
+        PlacementResult pr = place(s, req);
         if (!pr.ok) return false;
-        nodes = pr.placement.nodes();
-        split = pr.placement.domain_count(map_) > 1;
+        c.nodes = pr.placement.nodes();
+        c.split = pr.placement.domain_count(map_) > 1;
     } else {
         SliceRequest req;
         req.slice_size = std::min(tj.nodes, p_.slice);
         req.total_nodes = tj.nodes;
         if (tj.nodes % req.slice_size) req.slice_size = 0; // auto
+        const bool lendable = pol_ == Policy::Nvlslice && may_borrow_spares(traits(j), p_.lend);
+        if (p_.sliced_top_only && j >= p_.top_jobs && !lendable) req.sliced = false;
         // spares are lent to preemptible work until a repair needs them
         // (the helper's rule: place_or_borrow)
-        bool lent = false, on_spares = false;
-        PlacementResult pr = place_or_borrow(
-            snap_, req, pol_ == Policy::Nvlslice && may_borrow_spares(traits(j), p_.lend), lent, &on_spares);
+        bool on_spares = false;
+        PlacementResult pr = place_or_borrow(s, req, lendable, c.lent, &on_spares);
         if (!pr.ok) {
             if (why) *why = pr.reason;
             return false;
         }
         if (spares_only && !on_spares) return false;
-        r.lent = lent;
-        nodes = pr.placement.nodes();
-        r.placement = pr.placement;
+        c.nodes = pr.placement.nodes();
+        c.placement = pr.placement;
+        c.engine = true;
     }
+    return true;
+}
+
+bool Sim::try_start(int j, double now, Reason* why, bool spares_only, const Snapshot* on) {
+    Choice c;
+    if (!choose(on ? *on : snap_, j, c, why, spares_only)) return false;
+    const TraceJob& tj = t_.jobs[size_t(j)];
+    RunJob& r = jobs_[size_t(j)];
+    if (c.engine) {
+        r.lent = c.lent;
+        r.placement = c.placement;
+    }
+    const std::vector<NodeId>& nodes = c.nodes;
+    const int split = c.split;
+    double speed = 1;
     if (split) speed = p_.split_speed;
     res_.split_slices += split;
     r.used = tj.nodes;
@@ -304,6 +366,7 @@ double Sim::stop(int j, double now, bool keep_nodes) {
     if (tj.nodes >= p_.slice) useful_slice_ += kept * r.used;
     r.remaining = std::max(0.0, r.remaining - kept);
     r.running = false;
+    not_running(j);
     ++r.gen;
     if (!keep_nodes) let_go(j);
     return lost;
@@ -316,9 +379,55 @@ void Sim::let_go(int j) {
             snap_.set(id, {NodeState::Idle, 0, -1, false});
 }
 
+void Sim::enqueue(int j) {
+    auto at = queue_.end();
+    while (at != queue_.begin() && priority(*(at - 1)) < priority(j)) --at;
+    queue_.insert(at, j);
+}
+
+double Sim::limit_hours(int j) const {
+    const RunJob& r = jobs_[size_t(j)];
+    const double run = p_.restart_hours + (r.started_once ? r.remaining : t_.jobs[size_t(j)].hours);
+    return std::max(run, p_.time_limit_s / 3600);
+}
+
+double Sim::expected_end(int j) const {
+    const RunJob& r = jobs_[size_t(j)];
+    return std::max(r.work_start + r.remaining / r.speed, r.run_start + p_.time_limit_s / 3600);
+}
+
+// Slurm's backfill (backfill.c, EASY for the first job): the running jobs
+// end by their time limits, in order, on a copy of the cluster, until the
+// job fits there, by this policy's own placement.
+Sim::Reservation Sim::reserve(int j, double now) const {
+    Reservation res;
+    std::vector<std::pair<double, int>> ends;
+    ends.reserve(running_.size());
+    for (int k : running_) ends.emplace_back(expected_end(k), k);
+    std::sort(ends.begin(), ends.end());
+    Snapshot later = snap_;
+    Choice c;
+    for (const auto& [at, k] : ends) {
+        for (NodeId id : jobs_[size_t(k)].nodes)
+            if (later.node(id).state == NodeState::Allocated && later.node(id).job_id == JobId(k + 1))
+                later.set(id, {NodeState::Idle, 0, -1, false});
+        if (later.total_free() < t_.jobs[size_t(j)].nodes || !choose(later, j, c, nullptr, false)) continue;
+        res.ok = true;
+        res.at = std::max(at, now);
+        res.nodes = std::move(c.nodes);
+        return res;
+    }
+    return res;
+}
+
 void Sim::schedule(double now) {
-    // FIFO with a short look-ahead (the same for every policy).
+    // FIFO with a short look-ahead (the same for every policy), and
+    // Slurm's backfill: the first job that cannot start holds the nodes
+    // it will get when running jobs end by their time limits; a later job
+    // starts on them only if its own limit ends before then.
     int looked = 0;
+    Reservation held;
+    std::optional<Snapshot> without; // the cluster with the reserved nodes taken
     for (auto it = queue_.begin(); it != queue_.end() && looked < p_.lookahead;) {
         if (jobs_[size_t(*it)].eligible_at > now) { // Slurm's begin time: not considered yet
             ++it;
@@ -326,7 +435,11 @@ void Sim::schedule(double now) {
         }
         ++looked;
         Reason why = Reason::None;
-        if (try_start(*it, now, &why)) {
+        const int j = *it;
+        const bool before_it = held.ok && now + limit_hours(j) <= held.at;
+        if (try_start(j, now, &why, false, held.ok && !before_it ? &*without : nullptr)) {
+            if (without)
+                for (NodeId id : jobs_[size_t(j)].nodes) without->set(id, snap_.node(id));
             it = queue_.erase(it);
             continue;
         }
@@ -337,6 +450,15 @@ void Sim::schedule(double now) {
             if (try_start(head, now)) {
                 it = queue_.erase(it);
                 continue;
+            }
+        }
+        if (p_.backfill && !held.ok) {
+            held = reserve(j, now);
+            if (held.ok) {
+                without.emplace(snap_);
+                for (NodeId id : held.nodes)
+                    if (without->node(id).state == NodeState::Idle)
+                        without->set(id, {NodeState::Allocated, kReservedFor, -1, false});
             }
         }
         ++it;
@@ -499,7 +621,7 @@ void Sim::requeued(int j, double now) {
         // back of the queue (its submit time is reset), eligible
         // after the begin-time delay
         r.eligible_at = now + p_.requeue_delay_s / 3600;
-        queue_.push_back(j);
+        enqueue(j);
         ev_.push({r.eligible_at, Eligible, j, 0, 0});
     } else {
         // expedited (sorted first, its old nodes its first pick) or
@@ -522,7 +644,7 @@ PolicyResult Sim::run() {
         healthy_hours_ += double(snap_.total_healthy()) * (now - last_event_);
         last_event_ = now;
         if (e.kind == Arrive) {
-            queue_.push_back(e.job);
+            enqueue(e.job);
         } else if (e.kind == Finish) {
             RunJob& r = jobs_[size_t(e.job)];
             if (!r.running || r.gen != e.gen) continue;
@@ -532,6 +654,7 @@ PolicyResult Sim::run() {
             if (tj.nodes >= p_.slice) useful_slice_ += r.remaining * r.used;
             r.remaining = 0;
             r.running = false;
+            not_running(e.job);
             r.done = true;
             ++res_.jobs_done;
             for (NodeId id : r.nodes)
@@ -541,9 +664,20 @@ PolicyResult Sim::run() {
         } else if (e.kind == FailJob) {
             const TraceJobFailure& f = t_.job_failures[size_t(e.job)];
             const RunJob& r = jobs_[size_t(f.job)];
-            if (!r.running || r.nodes.empty()) continue; // not running then: nothing fails
+            if (!r.running || r.nodes.empty()) continue;                      // not running then: nothing fails
+            if (e.gen < p_.failjob_busy_wait_s && idle_beyond_spares() > 0) { // not saturated yet: a second later
+                ev_.push({now + 1.0 / 3600, FailJob, e.job, e.gen + 1, 0});
+                continue;
+            }
             const int of = r.used > 0 ? std::min(r.used, int(r.nodes.size())) : int(r.nodes.size());
-            if (!fail(r.nodes[size_t(f.k % of)], now, f.dead)) continue;
+            const NodeId hit = r.nodes[size_t(f.k % of)];
+            if (!p_.failjob_rack) {
+                if (!fail(hit, now, f.dead)) continue;
+            } else {
+                bool any = false;
+                for (NodeId id : map_.domain(map_.domain_of(hit)).nodes) any = fail(id, now, f.dead) || any;
+                if (!any) continue;
+            }
         } else if (e.kind == Requeued) {
             RunJob& r = jobs_[size_t(e.job)];
             if (!r.requeueing || r.gen != e.gen) continue;

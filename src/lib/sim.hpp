@@ -110,6 +110,33 @@ struct SimParams {
     // Slurm's queue: FIFO by submit time, the first `lookahead` eligible
     // jobs tried at every event (every policy alike).
     int lookahead = 8;
+    // Slurm's backfill (every policy alike): the first eligible job that
+    // cannot start holds the nodes it will get, by its policy's placement,
+    // when running jobs end by their time limits; a later job may take
+    // them only if its own limit ends before then (EASY backfill, one
+    // reservation). Off: later jobs take any free node (pure look-ahead).
+    bool backfill = true;
+    // Jobs' time limits as the backfill reads them, seconds: each job's
+    // own run (restart included) or this, whichever is longer (0: the run
+    // exactly, as if every job gave its run time as its limit).
+    double time_limit_s = 0;
+    // The first `top_jobs` jobs of the trace sort before every other
+    // waiting job (a higher priority: the busy bench's measured job);
+    // each priority is FIFO by submit time.
+    int top_jobs = 0;
+    // Only the top jobs ask for slices; every other job asks for nodes
+    // alone and is packed best fit, across racks where no rack has room
+    // (as topology/block places a job without --segment; the busy bench's
+    // backlog), except nvlslice's lendable work, which asks for a slice
+    // of its size (the bench's --nvl-slice=SIZE --nvl-checkpointable).
+    bool sliced_top_only = false;
+    // A `failjob` fails every node of the rack of the job's node at once
+    // (one NVLink switch fault takes a whole rack), each as the line says.
+    bool failjob_rack = false;
+    // A `failjob` waits until no node is idle but the kept spares, at most
+    // this many seconds (the busy bench's protocol: it fails the node of a
+    // saturated cluster; 0: at its time).
+    double failjob_busy_wait_s = 0;
     // nvlslice: after them, every other of the first `lend_depth` eligible
     // waiting jobs that may borrow spares and fits whole in one rack's idle
     // kept spares starts there (0: none; kAnyDepth: the whole queue). The
@@ -155,7 +182,8 @@ struct PolicyResult {
     // (included); all jobs, and jobs of 64 nodes and more. A job still
     // waiting at the end counts with its wait so far (a lower bound).
     Percentiles resume_s, resume_work_s, resume_big_s, resume_big_work_s;
-    // The same for jobs of at least one slice, per failure kind.
+    // The same for slice jobs (of at least one slice; with sliced_top_only,
+    // the top jobs), per failure kind.
     Percentiles resume_slice_drain_s, resume_slice_dead_s;
     int failures_hit = 0; // failures that stopped a running job
     int unresumed = 0;    // of them, still not running at the end

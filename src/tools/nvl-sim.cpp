@@ -48,6 +48,26 @@ Slurm's policies bring a failed job back by its plain requeue
                        counts the work since their last checkpoint (on)
   --lookahead N        Slurm's queue: the first N waiting jobs are tried at
                        every event, by every policy (8)
+  --backfill on|off    Slurm's backfill: the first waiting job that cannot
+                       start holds the nodes it gets when running jobs end
+                       by their time limits; later jobs take them only if
+                       they end before then (on; off: any free node)
+  --time-limit S       jobs' time limits as the backfill reads them: each
+                       job's run or S seconds, whichever is longer (0: the
+                       run exactly)
+  --top-jobs N         the first N jobs of the trace sort before every
+                       other (a higher priority; the busy bench's measured
+                       job) (0)
+  --sliced top|all     which jobs ask for slices (all); top: only the
+                       --top-jobs, the rest ask for nodes alone and are
+                       packed across racks where no rack has room (as
+                       topology/block places a job without --segment),
+                       but nvlslice's lendable work asks for a slice
+  --failjob-rack       a trace's failjob line fails every node of that
+                       node's rack at once (one NVLink switch fault)
+  --failjob-busy-wait S  a failjob line waits until no node is idle but
+                       the kept spares, at most S seconds (the busy
+                       bench's protocol) (0: at its time)
   --lend-depth N|all   nvlslice: after the look-ahead, any of the first N
                        waiting jobs that may borrow spares starts on idle
                        kept spares it fits in (all: the helper tries every
@@ -178,6 +198,12 @@ static int trace_main(int argc, char** argv) {
                     {"defrag-repairs", true},
                     {"checkpoint-every", true},
                     {"lookahead", true},
+                    {"backfill", true},
+                    {"time-limit", true},
+                    {"top-jobs", true},
+                    {"failjob-rack", false},
+                    {"sliced", true},
+                    {"failjob-busy-wait", true},
                     {"lend-depth", true},
                     {"seed", true},
                     {"seeds", true},
@@ -217,6 +243,16 @@ static int trace_main(int argc, char** argv) {
     on_off("defrag", p.defrag);
     on_off("defrag-repairs", p.defrag_repairs);
     on_off("checkpoint-every", p.checkpoint_known);
+    on_off("backfill", p.backfill);
+    p.time_limit_s = o.real("time-limit", 0, 0, 1e8);
+    p.top_jobs = int(o.integer("top-jobs", 0, 0, 100000000));
+    p.failjob_rack = o.has("failjob-rack");
+    if (o.has("sliced")) {
+        const std::string v = o.str("sliced");
+        if (v != "top" && v != "all") throw Error(fmt::format("--sliced={}: expected top or all", v));
+        p.sliced_top_only = v == "top";
+    }
+    p.failjob_busy_wait_s = o.real("failjob-busy-wait", 0, 0, 1e6);
     if (o.has("lend-depth") && o.str("lend-depth") != "all") {
         try {
             p.lend_depth = int(o.integer("lend-depth", 0, 0, 100000000));
@@ -434,10 +470,19 @@ static int trace_main(int argc, char** argv) {
                "under Slurm alone, slurmstepd's wait); the held repair is not modelled (a repair with no room goes to "
                "the head of the queue).\n",
                p.dead_share, p.slurmd_timeout_s, p.probe_s, p.complete_s, p.complete_dead_s, p.complete_dead_slurm_s);
-    fmt::print("Assumed, not simulated: Slurm's queue is FIFO by submit time with a look-ahead of {} jobs "
-               "for every policy, no backfill by time limits (a plain requeue resets the submit time: the job queues "
+    fmt::print("Assumed, not simulated: Slurm's queue is FIFO by submit time{} with a look-ahead of {} jobs "
+               "for every policy, {} (a plain requeue resets the submit time: the job queues "
                "behind those waiting){}.\n",
+               p.top_jobs > 0 ? fmt::format(" (the first {} job(s) of the trace before every other)", p.top_jobs)
+                              : std::string(),
                p.lookahead,
+               p.backfill
+                   ? fmt::format("and Slurm's backfill for the first job that cannot start (EASY: one "
+                                 "reservation, on its policy's placement, from time limits that are {})",
+                                 p.time_limit_s > 0
+                                     ? fmt::format("each job's run or {:.0f} s, whichever is longer", p.time_limit_s)
+                                     : std::string("each job's run exactly"))
+                   : std::string("no backfill by time limits"),
                p.lend_depth > 0 && p.lend != LendScope::None
                    ? "; a borrower behind the look-ahead starts on its lent spare at once (in its lend reservation it "
                      "sorts first in Slurm's queue: Slurm's next scheduling pass, a second or so)"

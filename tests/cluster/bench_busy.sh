@@ -80,8 +80,7 @@ echo "# bench_busy: $(sinfo -V), $RACKS racks x 18, SlurmdTimeout $(scontrol sho
 # cancelled (SIGTERM; the node time of a run stopped is counted up to the
 # stop, not done work: a job requeued and not started again before a
 # window ends was counted as running to its end before).
-awk -v seed="$SEED" -v ck="$CKPT" 'BEGIN { srand(seed); split("1 1 2 2 4 8 16", s, " ");
-    for (i = 0; i < 5000; i++) { z = s[int(rand() * 7) + 1]; t = 20 + int(rand() * 71); printf "%d %d %d\n", z, t, rand() < ck } }' > "$OUT/draws"
+bench_draws "$SEED" "$CKPT" 5000 > "$OUT/draws"
 echo "# bench_busy: backlog sizes $(head -1000 "$OUT/draws" | awk '{ n[$1]++ } END { for (k in n) printf "%s:%d ", k, n[k] }')(first 1000), mean run $(head -1000 "$OUT/draws" | awk '{ t += $2 } END { printf "%.0f", t / NR }') s, checkpointable $(head -1000 "$OUT/draws" | awk '{ c += $3 } END { printf "%.0f", 100 * c / NR }') %"
 
 # feeder SIDE: keeps DEPTH backlog jobs waiting, in the drawn order

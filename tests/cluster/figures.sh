@@ -5,6 +5,9 @@
 #   tests/cluster/figures.sh --update         write them into README and
 #                                             doc/figures.txt
 #   tests/cluster/figures.sh --check          exit 1 when either differs
+#   tests/cluster/figures.sh --cells          the bench's chosen summary
+#                                             lines, "SIDE KIND TRIALS P50
+#                                             P90 MAX", one a line
 #   tests/cluster/figures.sh --record LOG COMMIT [NOTE]
 #                                             keep the "# measured:" lines
 #                                             of a test command's log (LOG,
@@ -30,7 +33,7 @@ MBEGIN='  (made by tests/cluster/figures.sh from tests/cluster/measured.out)'
 MEND='  (end of the measured lines)'
 
 block() {
-    awk -v begin="$BEGIN" -v end="$END" '
+    awk -v begin="$BEGIN" -v end="$END" -v cells="${CELLS:-0}" '
         /^# [0-9]+\. / {
             run = $2; sub(/\.$/, "", run)
             what = "Slurm alone"
@@ -51,6 +54,10 @@ block() {
             return sprintf("%6.1f / %5.1f s (%2d)  ", p50[key], p90[key], best[key])
         }
         END {
+            if (cells) {
+                for (key in best) { split(key, sk, "/"); print sk[1], sk[2], best[key], p50[key], p90[key], mx[key] }
+                exit
+            }
             print begin
             printf "  %-18s %-22s %-22s %s\n", "p50 / p90 (trials)", "nvlslice", "expedited requeue", "plain requeue"
             split("drain slurmd silent rack", kinds, " ")
@@ -114,6 +121,7 @@ replace() {
 
 case "${1:-}" in
 "") block; echo; measured_block ;;
+--cells) CELLS=1 block | sort ;;
 --record)
     log=${2:?usage: figures.sh --record LOG COMMIT}
     commit=${3:?usage: figures.sh --record LOG COMMIT}

@@ -312,3 +312,86 @@ TEST_CASE("the spare pass takes spares only, never a rack's slice room", "[sim][
     REQUIRE(started.count(10));
     CHECK(started.at(10).hours == Approx(0.2));
 }
+
+namespace {
+SimParams queue_only(int racks) { // the queue alone: no spares, lending, defragmentation or startup
+    SimParams p;
+    p.racks = racks;
+    p.spares = 0;
+    p.lend = LendScope::None;
+    p.defrag = false;
+    p.restart_hours = 0;
+    p.days = 0.5;
+    return p;
+}
+} // namespace
+
+TEST_CASE("Slurm's backfill keeps the first waiting job's nodes from smaller jobs that would delay it",
+          "[sim][quick]") {
+    // 36 nodes: a 30-node job runs 1 h; a 32-node job waits for it; then a
+    // stream of one-node jobs of 2 h, each of which would fit at once
+    std::string text = "job 0 30 1 0\njob 0.001 32 1 0\n";
+    for (int k = 1; k <= 20; ++k) text += fmt::format("job {:.3f} 1 2 0\n", 0.01 * k);
+    const Trace t = read_trace(text, "bf.txt");
+    SimParams p = queue_only(2);
+    p.days = 0.25;
+    const auto on = first_starts(p, t);
+    REQUIRE(on.count(2));
+    CHECK(on.at(2).hours == Approx(1.0)); // it starts when the 30-node job ends
+    int beside = 0;                       // small jobs still start before it, on free nodes it will not need
+    for (JobId id = 3; id <= 22; ++id) beside += on.count(id) && on.at(id).hours < 1.0;
+    CHECK(beside == 4);
+    p.backfill = false; // pure look-ahead: the small jobs take every node that frees
+    const auto off = first_starts(p, t);
+    CHECK((!off.count(2) || off.at(2).hours > 1.5));
+    // a time limit longer than the runs: the same reservation, read from the limits
+    p.backfill = true;
+    p.time_limit_s = 600;
+    CHECK(first_starts(p, t).at(2).hours == Approx(1.0));
+}
+
+TEST_CASE("the busy bench's queue: a top job first, a backlog that asks for nodes alone, a rack that fails whole, "
+          "failures on a saturated cluster",
+          "[sim][quick]") {
+    SECTION("top jobs sort before every other, and only they ask for slices") {
+        // two 10-node jobs hold 8 free nodes in each rack; a 16-node job
+        // that asks for nodes alone starts across the racks at once
+        const Trace t = read_trace("job 0 10 1 0\njob 0 10 1 0\njob 0.01 16 1 0\n", "top.txt");
+        SimParams p = queue_only(2);
+        p.days = 0.1;
+        CHECK(first_starts(p, t).at(3).hours == Approx(1.0)); // a slice of 16 in one rack: once the others end
+        p.sliced_top_only = true;
+        p.top_jobs = 2;
+        const auto s = first_starts(p, t);
+        REQUIRE(s.count(3));
+        CHECK(s.at(3).hours == Approx(0.01));
+        // and the first two (the top jobs) kept their slice each in one rack
+        CHECK(s.at(1).nodes.size() == 10);
+    }
+    SECTION("a job failure that takes its whole rack, struck only once the cluster is saturated") {
+        // 3 racks: the 32-node top job and 22 one-node jobs of 20 min keep
+        // every node busy from 0.05 h; a whole-rack fault at 0.02 h waits
+        // for that
+        std::string text = "job 0 32 10 0\n";
+        for (int k = 0; k < 22; ++k) text += fmt::format("job {:.3f} 1 0.333 1\n", 0.05);
+        text += "failjob 0.02 0 3 drain\n";
+        const Trace t = read_trace(text, "rack.txt");
+        SimParams p = queue_only(3);
+        p.spares = 2;
+        p.days = 0.3;
+        p.top_jobs = 1;
+        p.failjob_rack = true;
+        p.failjob_busy_wait_s = 600;
+        const auto rs = run_trace(p, t);
+        const auto& nv = by(rs, "nvlslice");
+        CHECK(nv.failures_hit >= 1);
+        CHECK(nv.moves == 1); // its slice left the failed rack (for a rack freed of checkpointable work)
+        // Slurm alone: the whole rack is gone, a slice waits for a rack
+        // whose one-node jobs end (20 min)
+        const auto& ex = by(rs, "block_expedite");
+        REQUIRE(ex.resume_slice_drain_s.n == 1);
+        CHECK(ex.resume_slice_drain_s.max > 60);
+        p.failjob_busy_wait_s = 0; // at its time: the cluster is idle then, the slice moves at once
+        CHECK(by(run_trace(p, t), "block_expedite").resume_slice_drain_s.max == Approx(p.complete_s));
+    }
+}
