@@ -24,10 +24,11 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 OUT=${NVL_BENCH_OUT:-$HERE/bench_busy.out}
+SIMOUT=${NVL_SIM_CHECK_OUT:-$HERE/sim_check.out}
 MEASURED=${NVL_MEASURED_OUT:-$HERE/measured.out}
 README=${NVL_README:-$TOP/README}
 FIGURES=${NVL_FIGURES:-$TOP/doc/figures.txt}
-BEGIN='  (made by tests/cluster/figures.sh from tests/cluster/bench_busy.out)'
+BEGIN='  (made by tests/cluster/figures.sh from tests/cluster/bench_busy.out and sim_check.out)'
 END='  (end of the bench'"'"'s figures)'
 MBEGIN='  (made by tests/cluster/figures.sh from tests/cluster/measured.out)'
 MEND='  (end of the measured lines)'
@@ -86,8 +87,29 @@ block() {
                 for (i = 1; i <= 4; i++)
                     if ((s "/" kinds[i]) in src) printf "  %s, %s: %s\n", name[s], label[kinds[i]], src[s "/" kinds[i]]
             }
-            print end
         }' "$OUT"
+    [ "${CELLS:-0}" = 1 ] && return
+    # the simulator on the bench's cluster and load (tests/cluster/sim_check.sh)
+    [ -r "$SIMOUT" ] && awk '
+        $1 == "#" && $2 ~ /^(drain|slurmd|silent|rack)$/ && $3 ~ /^(nvlslice|expedite|plain)$/ {
+            n = split($0, f, /  +/)   # the columns are two blanks apart: "P50 / P90 (N)"
+            split(f[4], c, " "); gsub(/[()]/, "", c[4])
+            v[$2 "/" $3] = sprintf("%6.1f / %5.1f s (%2d)  ", c[1], c[3], c[4])
+        }
+        END {
+            print "  nvl-sim, a model of this bench (tests/cluster/sim_check.sh: its cluster,"
+            print "  load and failures; the simulator has one kind for a killed slurmd and a"
+            print "  silent node), p50 / p90 (failures):"
+            split("drain slurmd rack", kinds, " ")
+            label["drain"] = "a drained node"; label["slurmd"] = "a dead node"; label["rack"] = "its whole rack"
+            for (i = 1; i <= 3; i++) {
+                k = kinds[i]
+                row = sprintf("  %-18s %s %s %s", label[k], v[k "/nvlslice"], v[k "/expedite"], v[k "/plain"])
+                sub(/ +$/, "", row)
+                print row
+            }
+        }' "$SIMOUT"
+    echo "$END"
 }
 
 measured_block() {
