@@ -58,5 +58,15 @@ std::string write_topology_conf_block(const RackMap& map);
 // One leaf switch per domain under one top switch named `top`.
 std::string write_topology_conf_tree(const RackMap& map, std::string_view top = "spine");
 std::string write_topology_yaml(const RackMap& map, bool tree = false, std::string_view name = "nvlslice");
+// Slurm's topology.yaml (25.05+) with a site's own topology kept beside
+// the map's blocks: `site` is the site's topology.conf (a tree or blocks,
+// which becomes the topology "site") or topology.yaml (each of its
+// topologies kept as it is, comments dropped, but one named "nvlslice":
+// this writer's own, from an earlier run, which it replaces). The site's
+// cluster_default stays the default; the map's blocks are the topology
+// `name`, cluster_default false, for the partitions that name it
+// (Topology=nvlslice). Errors name the site's file:line.
+std::string write_topology_yaml_beside(const RackMap& map, std::string_view site, const std::string& site_file,
+                                       std::string_view name = "nvlslice");
 
 } // namespace nvl

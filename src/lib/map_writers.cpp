@@ -133,3 +133,177 @@ std::string write_topology_yaml(const RackMap& map, bool tree, std::string_view 
 }
 
 } // namespace nvl
+
+namespace nvl {
+
+namespace {
+
+// A YAML node written back in block style, `indent` blanks deep (the caller
+// has written its "key:" or "- " on the current line).
+void emit_node(YamlDoc& doc, yaml_node_t* n, int indent, std::string& out) {
+    const std::string pad(size_t(indent), ' ');
+    switch (n->type) {
+    case YAML_SCALAR_NODE:
+        out += yaml_str(std::string(reinterpret_cast<const char*>(n->data.scalar.value), n->data.scalar.length));
+        out += '\n';
+        return;
+    case YAML_SEQUENCE_NODE: {
+        if (n->data.sequence.items.start == n->data.sequence.items.top) {
+            out += "[]\n";
+            return;
+        }
+        out += '\n';
+        doc.for_each_item(n, [&](yaml_node_t* item) {
+            out += pad + "- ";
+            if (item->type == YAML_MAPPING_NODE && item->data.mapping.pairs.start != item->data.mapping.pairs.top) {
+                bool first = true;
+                doc.for_each_entry(item, [&](yaml_node_t* k, yaml_node_t* v) {
+                    if (!first) out += pad + "  ";
+                    first = false;
+                    out += doc.scalar(k, "key") + ":";
+                    if (v->type == YAML_SCALAR_NODE) out += ' ';
+                    emit_node(doc, v, indent + 4, out);
+                });
+            } else {
+                emit_node(doc, item, indent + 2, out);
+            }
+        });
+        return;
+    }
+    case YAML_MAPPING_NODE: {
+        if (n->data.mapping.pairs.start == n->data.mapping.pairs.top) {
+            out += "{}\n";
+            return;
+        }
+        out += '\n';
+        doc.for_each_entry(n, [&](yaml_node_t* k, yaml_node_t* v) {
+            out += pad + doc.scalar(k, "key") + ":";
+            if (v->type == YAML_SCALAR_NODE) out += ' ';
+            emit_node(doc, v, indent + 2, out);
+        });
+        return;
+    }
+    default: out += "\n"; return;
+    }
+}
+
+// "key=value" tokens of one topology.conf line (comments gone).
+std::vector<std::pair<std::string, std::string>> conf_tokens(std::string_view line) {
+    std::vector<std::pair<std::string, std::string>> toks;
+    if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    size_t i = 0;
+    while (i < line.size()) {
+        while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+        const size_t s = i;
+        while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+        if (i == s) break;
+        std::string_view tok = line.substr(s, i - s);
+        const size_t eq = tok.find('=');
+        std::string key(tok.substr(0, eq));
+        for (auto& c : key) c = char(std::tolower(static_cast<unsigned char>(c)));
+        toks.emplace_back(key, eq == std::string_view::npos ? "" : std::string(tok.substr(eq + 1)));
+    }
+    return toks;
+}
+
+// A site's topology.conf as the topology "site" of a topology.yaml: its
+// switches (a tree) or its blocks, as Slurm reads them.
+std::string conf_as_yaml(std::string_view text, const std::string& file) {
+    (void)read_topology_conf(text, file); // refuses what Slurm would not read, naming file:line
+    std::string switches, blocks, sizes;
+    for (size_t start = 0; start <= text.size();) {
+        size_t end = text.find('\n', start);
+        if (end == std::string_view::npos) end = text.size();
+        const auto toks = conf_tokens(text.substr(start, end - start));
+        start = end + 1;
+        if (toks.empty()) continue;
+        if (toks[0].first == "blocksizes") {
+            std::string v = toks[0].second;
+            for (auto& c : v)
+                if (c == ',') c = ' ';
+            for (size_t a = 0, b; a < v.size(); a = b + 1) {
+                b = v.find(' ', a);
+                if (b == std::string::npos) b = v.size();
+                sizes += fmt::format("      - {}\n", v.substr(a, b - a));
+            }
+            continue;
+        }
+        std::string entry = fmt::format("      - {}: {}\n", toks[0].first == "blockname" ? "block" : "switch",
+                                        yaml_str(toks[0].second));
+        for (size_t t = 1; t < toks.size(); ++t) {
+            if (toks[t].first == "nodes") entry += fmt::format("        nodes: {}\n", yaml_str(toks[t].second));
+            if (toks[t].first == "switches") entry += fmt::format("        children: {}\n", yaml_str(toks[t].second));
+            // LinkSpeed: topology.yaml has no such field, and Slurm's
+            // tree does not use it
+        }
+        (toks[0].first == "blockname" ? blocks : switches) += entry;
+    }
+    std::string out = "- topology: site\n  cluster_default: true\n";
+    if (!switches.empty()) return out + "  tree:\n    switches:\n" + switches;
+    out += "  block:\n";
+    if (!sizes.empty()) out += "    block_sizes:\n" + sizes;
+    return out + "    blocks:\n" + blocks;
+}
+
+} // namespace
+
+std::string write_topology_yaml_beside(const RackMap& map, std::string_view site, const std::string& site_file,
+                                       std::string_view name) {
+    std::string kept;
+    bool yaml = false;
+    for (size_t i = 0; i < site.size(); ++i) { // a YAML list, or topology.conf lines
+        const char c = site[i];
+        if (c == '#') {
+            i = site.find('\n', i);
+            if (i == std::string_view::npos) break;
+            continue;
+        }
+        if (std::isspace(static_cast<unsigned char>(c))) continue;
+        yaml = c == '-' || c == '[';
+        break;
+    }
+    if (yaml) {
+        YamlDoc doc(site, site_file);
+        yaml_node_t* root = doc.root();
+        doc.expect_sequence(root, "topology.yaml");
+        doc.for_each_item(root, [&](yaml_node_t* item) {
+            doc.expect_mapping(item, "a topology");
+            std::string topo;
+            doc.for_each_entry(item, [&](yaml_node_t* k, yaml_node_t* v) {
+                if (doc.scalar(k, "key") == "topology") topo = doc.scalar(v, "topology");
+            });
+            if (topo.empty()) doc.fail(item, "a topology needs a \"topology\" name");
+            if (topo == name) return; // this writer's own, from an earlier run
+            std::string one;          // the item alone, as a one-item list
+            bool first = true;
+            doc.for_each_entry(item, [&](yaml_node_t* k, yaml_node_t* v) {
+                one += first ? "- " : "  ";
+                first = false;
+                one += doc.scalar(k, "key") + ":";
+                if (v->type == YAML_SCALAR_NODE) one += ' ';
+                emit_node(doc, v, 4, one);
+            });
+            kept += one;
+        });
+    } else {
+        kept = conf_as_yaml(site, site_file);
+    }
+    std::string out = fmt::format("# topology.yaml written by nvlslice: the site's topologies from {}, then one block "
+                                  "per NVLink domain as topology \"{}\" (Topology={} on its partitions)\n",
+                                  site_file, name, name);
+    out += kept;
+    out +=
+        fmt::format("- topology: {}\n  cluster_default: false\n  block:\n    block_sizes:\n      - {}\n    blocks:\n",
+                    name, join(block_sizes_for(map), "\n      - "));
+    for (DomainId i = 0; i < map.domains().size(); ++i)
+        out += fmt::format("      - block: {}\n        nodes: {}\n", yaml_str(map.domain(i).name),
+                           yaml_str(map.domain_hostlist(i)));
+    // what was written reads back: the blocks as the map's racks
+    const RackMap back = read_topology_yaml(out, "the topology.yaml written", {}, name);
+    if (back.domains().size() != map.domains().size())
+        throw Error(fmt::format("{}: the topology.yaml written does not read back as the map's {} racks", site_file,
+                                map.domains().size()));
+    return out;
+}
+
+} // namespace nvl

@@ -125,6 +125,11 @@ void YamlDoc::for_each_pair(yaml_node_t* map, const std::vector<std::string_view
     }
 }
 
+void YamlDoc::for_each_entry(yaml_node_t* map, const std::function<void(yaml_node_t*, yaml_node_t*)>& f) {
+    for (yaml_node_pair_t* p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; ++p)
+        f(yaml_document_get_node(&doc_, p->key), yaml_document_get_node(&doc_, p->value));
+}
+
 void YamlDoc::for_each_item(yaml_node_t* seq, const std::function<void(yaml_node_t*)>& f) {
     for (yaml_node_item_t* it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; ++it)
         f(yaml_document_get_node(&doc_, *it));

@@ -41,6 +41,8 @@ class YamlDoc {
     void for_each_pair(yaml_node_t* map, const std::vector<std::string_view>& known,
                        const std::function<void(const std::string&, yaml_node_t*, yaml_node_t*)>& f);
     void for_each_item(yaml_node_t* seq, const std::function<void(yaml_node_t*)>& f);
+    // Every pair of a mapping, any key (for copying a file through).
+    void for_each_entry(yaml_node_t* map, const std::function<void(yaml_node_t*, yaml_node_t*)>& f);
 
   private:
     yaml_document_t doc_;

@@ -104,6 +104,15 @@ static int cmd_discover(const std::string&, const cli::Options& o) {
 }
 
 static int cmd_export(const std::string&, const cli::Options& o) {
+    if (o.has("beside")) {
+        if (o.str("format", "yaml") != "yaml")
+            throw Error(fmt::format("--beside {}: the site's topology and the blocks go together in topology.yaml "
+                                    "only (--format yaml, not {})",
+                                    o.str("beside"), o.str("format")));
+        const std::string site = o.str("beside");
+        std::fputs(write_topology_yaml_beside(map_of(o), read_file(site), site).c_str(), stdout);
+        return 0;
+    }
     std::fputs(write_map_as(map_of(o), o.str("format", "block")).c_str(), stdout);
     return 0;
 }
@@ -206,7 +215,10 @@ static const Command kCommands[] = {
 )",
      cmd_check},
     {"export", R"(  export              the map as Slurm topology.conf or topology.yaml:
-                      --format block|tree|yaml|yaml-tree|nvl (default block)
+                      --format block|tree|yaml|yaml-tree|nvl (default block);
+                      --beside FILE: topology.yaml (Slurm 25.05+) with the site's own
+                      topology FILE (topology.conf or topology.yaml) kept as the cluster
+                      default and the racks as the block topology "nvlslice"
 )",
      cmd_export},
     {"discover", R"(  discover            the rack map from the GPUs' NVLink fabric identity (ClusterUUID,
@@ -256,6 +268,7 @@ int main(int argc, char** argv) {
                         {"fabric", true},
                         {"live", true},
                         {"rename", true},
+                        {"beside", true},
                         {"default-slice", true},
                         {"rack-failure-reasons", true},
                         {"help", false}});

@@ -174,3 +174,55 @@ TEST_CASE("a map's node names are capped in bytes as well as in count", "[topolo
         small += "BlockName=b" + std::to_string(b) + " Nodes=nvl" + std::to_string(b) + "x[1-18]\n";
     CHECK(read_topology_conf(small, "t.conf").node_count() == 12 * 18);
 }
+
+TEST_CASE("topology.yaml beside a site's own topology: its tree kept as the default, the racks as blocks",
+          "[topology][quick]") {
+    const RackMap map = read_topology_conf("BlockName=r1 Nodes=n[01-18]\nBlockName=r2 Nodes=n[19-36]\n", "m.conf");
+    SECTION("a topology.conf tree becomes the default topology \"site\"") {
+        const std::string site = "# InfiniBand\nSwitchName=ib1 Nodes=n[01-20] LinkSpeed=400\n"
+                                 "SwitchName=ib2 Nodes=n[21-36]\nSwitchName=top Switches=ib[1-2]\n";
+        const std::string y = write_topology_yaml_beside(map, site, "topology.conf");
+        // the cluster default is the site's tree, with its leaf switches
+        const RackMap def = read_topology_yaml(y, "y");
+        REQUIRE(def.domains().size() == 2);
+        CHECK(def.domain(0).name == "ib1");
+        CHECK(def.domain(0).size() == 20);
+        CHECK(y.find("children: ib[1-2]") != std::string::npos);
+        // the racks, by name
+        const RackMap blocks = read_topology_yaml(y, "y", {}, "nvlslice");
+        REQUIRE(blocks.domains().size() == 2);
+        CHECK(blocks.domain(1).name == "r2");
+        CHECK(y.find("- topology: nvlslice\n  cluster_default: false\n") != std::string::npos);
+        // run again on what it wrote: the same topologies, the old blocks replaced, not added twice
+        const std::string again = write_topology_yaml_beside(map, y, "topology.yaml");
+        CHECK(again.substr(again.find('\n')) == y.substr(y.find('\n')));
+    }
+    SECTION("a site's topology.yaml: every topology kept as written") {
+        const std::string site =
+            "- topology: ib\n  cluster_default: true\n  tree:\n    switches:\n"
+            "      - switch: s1\n        nodes: n[01-36]\n"
+            "- topology: flat1\n  flat: true\n"
+            "- topology: nvlslice\n  block:\n    blocks:\n      - block: old\n        nodes: n01\n";
+        const std::string y = write_topology_yaml_beside(map, site, "topology.yaml");
+        CHECK(y.find("- topology: ib\n  cluster_default: true\n  tree:\n    switches:\n      - switch: s1\n"
+                     "        nodes: n[01-36]\n- topology: flat1\n  flat: true\n") != std::string::npos);
+        CHECK(y.find("old") == std::string::npos); // the earlier blocks replaced
+        CHECK(read_topology_yaml(y, "y").domain(0).name == "s1");
+        CHECK(read_topology_yaml(y, "y", {}, "nvlslice").domains().size() == 2);
+    }
+    SECTION("blocks of the site's own") {
+        const std::string y =
+            write_topology_yaml_beside(map, "BlockName=b1 Nodes=n[01-36]\nBlockSizes=36\n", "topology.conf");
+        CHECK(y.find("- topology: site\n  cluster_default: true\n  block:\n    block_sizes:\n      - 36\n") !=
+              std::string::npos);
+        CHECK(read_topology_yaml(y, "y").domains().size() == 1);
+    }
+    SECTION("what Slurm would not read is refused, naming file:line") {
+        CHECK_THROWS_WITH(write_topology_yaml_beside(map, "SwitchName=a Nodes=n1\nSwitchNam=b\n", "topology.conf"),
+                          Catch::Contains("topology.conf:2"));
+        CHECK_THROWS_WITH(write_topology_yaml_beside(map, "- topology: x\n  tree: [\n", "topology.yaml"),
+                          Catch::Contains("topology.yaml:"));
+        CHECK_THROWS_WITH(write_topology_yaml_beside(map, "- cluster_default: true\n", "topology.yaml"),
+                          Catch::Contains("needs a \"topology\" name"));
+    }
+}
