@@ -57,7 +57,8 @@ enum Reader : uint8_t {
     kUserOptions = 14, // sbatch --nvl-* values, -N, the comment (first byte 248)
     kLicenses = 15,    // a job's license request, and slurmctld's counts (first byte 249)
     kTresLimits = 16,  // a job's TRES request, and accounting's TRES limits (first byte 250)
-    kReaders = 17
+    kBeside = 17,      // nvl-topo export --beside FILE: a site's topology.conf or .yaml (first byte 251)
+    kReaders = 18
 };
 
 // The reader an input's first byte picks: 247 + k picks the added reader
@@ -73,7 +74,8 @@ inline const char* reader_name(unsigned r) {
     static const char* const names[kReaders] = {
         "hostlist",      "rack map yaml", "topology.conf", "topology.yaml",  "request tag",   "placement record",
         "helper config", "plugin args",   "http request",  "metrics_listen", "fabric report", "gpu fabric csv",
-        "snapshot",      "sim trace",     "user options",  "licenses",       "tres limits"};
+        "snapshot",      "sim trace",     "user options",  "licenses",       "tres limits",
+        "topology beside"};
     return r < kReaders ? names[r] : "?";
 }
 
@@ -380,6 +382,17 @@ inline bool tres_limits(std::string_view text) {
     return items > 0;
 }
 
+// A site's topology (topology.conf or topology.yaml) with the racks of
+// the fixed 2 x 8 map beside it: what is written reads back with the racks
+// as the topology "nvlslice", and written again from itself it is the same
+// (the earlier blocks replaced, the site's topologies kept as they were).
+inline void beside(std::string_view text) {
+    const std::string out = write_topology_yaml_beside(snapshot_map(), text, "fuzz-site");
+    if (read_topology_yaml(out, "out", {}, "nvlslice").domains().size() != 2) broken_invariant();
+    const std::string again = write_topology_yaml_beside(snapshot_map(), out, "fuzz-site");
+    if (again != out) broken_invariant();
+}
+
 } // namespace detail
 
 // What the inputs came to, per reader: read (a model returned) or refused
@@ -467,6 +480,7 @@ inline int one_input(const uint8_t* data, size_t size, Tally* tally = nullptr) {
         case kUserOptions: detail::user_options(text); break;
         case kLicenses: read = detail::licenses(text); break;
         case kTresLimits: read = detail::tres_limits(text); break;
+        case kBeside: detail::beside(text); break;
         }
     } catch (const Error&) {
         // a clear refusal is the expected outcome for most inputs
