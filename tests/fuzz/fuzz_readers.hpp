@@ -74,8 +74,7 @@ inline const char* reader_name(unsigned r) {
     static const char* const names[kReaders] = {
         "hostlist",      "rack map yaml", "topology.conf", "topology.yaml",  "request tag",   "placement record",
         "helper config", "plugin args",   "http request",  "metrics_listen", "fabric report", "gpu fabric csv",
-        "snapshot",      "sim trace",     "user options",  "licenses",       "tres limits",
-        "topology beside"};
+        "snapshot",      "sim trace",     "user options",  "licenses",       "tres limits",   "topology beside"};
     return r < kReaders ? names[r] : "?";
 }
 

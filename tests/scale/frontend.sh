@@ -415,7 +415,7 @@ HCONF
 
 # --- jobs and measurements ---------------------------------------------------
 
-# Exactly what the SPANK plugin writes for --nvl-slice (src/lib/slice_job.cpp),
+# Exactly what the SPANK plugin writes for --nvl-slice (src/lib/io/slice_job.cpp),
 # behind the same gate license (nvlsliced keeps the reservation that holds it).
 tag() { echo "nvlslice/1 nodes=$1 slice=$2 count=$(($1 / $2)) auto=0 placement=strict checkpointable=0"; }
 

@@ -1,8 +1,8 @@
-// The cycle's upkeep stage alone (upkeep.hpp): the spare reservation, the
+// The cycle's upkeep stage alone (upkeep_stage.hpp): the spare reservation, the
 // nodes' weights wanted for a snapshot.
 #include "fixtures.hpp"
 #include "repair.hpp"
-#include "upkeep.hpp"
+#include "upkeep_stage.hpp"
 
 #include "catch.hpp"
 

@@ -2,7 +2,7 @@
 // job, and of each pending one that has a placement (SPEC §3). Functions of
 // the observation (observe.hpp), the working snapshot as the earlier
 // decisions of this cycle leave it, and the job; each returns a typed
-// decision and changes nothing. The cycle (cycle_repair.cpp) turns a
+// decision and changes nothing. The cycle (repair_apply.cpp) turns a
 // decision into records, actions and log lines, and takes the nodes a
 // repair or a move pins before it judges the next job:
 //   decide_running()     a running job: its record says it yielded (the

@@ -6,16 +6,16 @@
 // (running jobs and placed pending ones: repair_stage.hpp), placement and
 // protection (place_stage.hpp), defragmentation (defrag.hpp, the
 // simulator's too; the cycle hands it a lookup of the running jobs as
-// victims) and upkeep (upkeep.hpp) are functions of it and of the working
+// victims) and upkeep (upkeep_stage.hpp) are functions of it and of the working
 // snapshot that return typed decisions (placement also fills the shape memo
 // it is handed). The cycle applies them (records, actions, log lines, the
 // helper's memory). Split by what it applies:
 //   cycle.cpp          the driver: the slice jobs' verdicts, silent nodes,
 //                      backoff, records, the planner
-//   cycle_repair.cpp   running jobs and pending jobs that already have a
+//   repair_apply.cpp   running jobs and pending jobs that already have a
 //                      placement (the repair stage's decisions)
-//   cycle_place.cpp    placing waiting jobs, defragmentation, protection
-//   cycle_cluster.cpp  the spare reservation, node weights, the gate (the
+//   place_apply.cpp    placing waiting jobs, defragmentation, protection
+//   upkeep_apply.cpp   the spare reservation, node weights, the gate (the
 //                      upkeep stage's decisions)
 // Not installed: only reconcile.hpp is the core's interface.
 #pragma once

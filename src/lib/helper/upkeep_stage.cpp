@@ -1,5 +1,5 @@
-// The spare and cluster upkeep stage (upkeep.hpp).
-#include "upkeep.hpp"
+// The spare and cluster upkeep stage (upkeep_stage.hpp).
+#include "upkeep_stage.hpp"
 
 #include "hostlist.hpp"
 #include "reconcile.hpp"

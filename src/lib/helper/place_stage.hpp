@@ -3,7 +3,7 @@
 // Functions of the working snapshot (the nodes this cycle's earlier repairs
 // and placements took marked) and the job; they return typed decisions and
 // change nothing but the shape memo they are handed. The cycle
-// (cycle_place.cpp) turns them into records, actions and log lines, and
+// (place_apply.cpp) turns them into records, actions and log lines, and
 // takes a placement's nodes before the next job.
 //   decide_waiting()       which pending jobs the placement pass places;
 //   stays_behind()         why one behind its gate stays there untouched;

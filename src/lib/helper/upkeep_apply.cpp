@@ -1,7 +1,7 @@
 // Cluster-wide upkeep: the spare and lend reservations, node weights, the gate.
 #include "cycle.hpp"
 
-#include "upkeep.hpp"
+#include "upkeep_stage.hpp"
 
 #include <fmt/ranges.h>
 
