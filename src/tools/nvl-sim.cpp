@@ -169,54 +169,46 @@ struct PolicyStats {
         }
     } resume, resume_work, resume_big, resume_big_work, resume_slice_drain, resume_slice_dead;
     Stat failures, unresumed, lost_per_failure;
-};
-
-} // namespace
-
-static int trace_main(int argc, char** argv) {
-    cli::Options o(argc, argv,
-                   {{"racks", true},
-                    {"nodes-per-rack", true},
-                    {"slice", true},
-                    {"spares", true},
-                    {"days", true},
-                    {"load", true},
-                    {"mean-job-hours", true},
-                    {"checkpointable", true},
-                    {"checkpoint-hours", true},
-                    {"mtbf-days", true},
-                    {"repair-hours", true},
-                    {"restart-hours", true},
-                    {"requeue-delay", true},
-                    {"dead-share", true},
-                    {"slurmd-timeout", true},
-                    {"split-speed", true},
-                    {"lend-spares", true},
-                    {"defrag", true},
-                    {"defrag-after", true},
-                    {"defrag-interval", true},
-                    {"defrag-repairs", true},
-                    {"checkpoint-every", true},
-                    {"lookahead", true},
-                    {"backfill", true},
-                    {"time-limit", true},
-                    {"top-jobs", true},
-                    {"failjob-rack", false},
-                    {"sliced", true},
-                    {"failjob-busy-wait", true},
-                    {"lend-depth", true},
-                    {"seed", true},
-                    {"seeds", true},
-                    {"csv", true},
-                    {"svg", true},
-                    {"json", false},
-                    {"write-trace", true},
-                    {"trace", true},
-                    {"help", false}});
-    if (o.has("help")) {
-        std::fputs(kUsage, stdout);
-        return 0;
+    // One seed's result r, its goodput also against the baselines of the same run, rs.
+    void add(const PolicyResult& r, const std::vector<PolicyResult>& rs) {
+        auto gp = [&](const char* name) {
+            for (const auto& x : rs)
+                if (x.policy == name) return x.goodput;
+            return 1.0;
+        };
+        vs_block.add(r.goodput / gp("block"));
+        vs_expedite.add(r.goodput / gp("block_expedite"));
+        resume.add(r.resume_s);
+        resume_work.add(r.resume_work_s);
+        resume_big.add(r.resume_big_s);
+        resume_big_work.add(r.resume_big_work_s);
+        resume_slice_drain.add(r.resume_slice_drain_s);
+        resume_slice_dead.add(r.resume_slice_dead_s);
+        failures.add(r.failures_hit);
+        unresumed.add(r.unresumed);
+        lost_per_failure.add(r.lost_gpu_hours_per_failure);
+        vs_whole.add(r.goodput / gp("whole_racks"));
+        vs_first.add(r.goodput / gp("first_fit"));
+        policy = r.policy;
+        slice_goodput.add(r.slice_goodput);
+        goodput.add(r.goodput);
+        util.add(r.utilization);
+        busy_healthy.add(r.busy_healthy);
+        wait.add(r.mean_wait_h);
+        recovery.add(r.mean_recovery_h);
+        split.add(r.split_slices);
+        repairs.add(r.repairs);
+        moves.add(r.moves);
+        restarts.add(r.restarts);
+        defrag.add(r.defrag_preemptions);
+        lost.add(r.lost_gpu_hours);
     }
+};
+// scenario (MTBF) -> policy stats, each over all seeds
+using Table = std::vector<std::vector<PolicyStats>>;
+
+// The simulation's parameters from trace's options.
+SimParams trace_params(const cli::Options& o) {
     SimParams p;
     p.racks = int(o.integer("racks", 128, 1, 10000));
     p.nodes_per_rack = int(o.integer("nodes-per-rack", 18, 2, 4096));
@@ -263,157 +255,94 @@ static int trace_main(int argc, char** argv) {
     p.lookahead = int(o.integer("lookahead", 8, 1, 1000000));
     p.defrag_after_s = int(o.integer("defrag-after", -1, -1, 100000000));
     p.defrag_interval_s = int(o.integer("defrag-interval", -1, -1, 100000000));
-    const std::vector<double> mtbfs = parse_reals("mtbf-days", o.str("mtbf-days", "490"), 0.01, 1e6);
-    const std::vector<uint64_t> seeds = o.has("seeds")
-                                            ? parse_seeds(o.str("seeds"))
-                                            : std::vector<uint64_t>{uint64_t(o.integer("seed", 1, 0, 1L << 62))};
-    std::optional<Trace> given;
-    if (o.has("trace")) {
-        std::ifstream in(o.str("trace"));
-        if (!in) throw Error(fmt::format("--trace {}: cannot open it", o.str("trace")));
-        std::ostringstream text;
-        text << in.rdbuf();
-        given = read_trace(text.str(), o.str("trace"));
-        if (mtbfs.size() > 1 || seeds.size() > 1)
-            throw Error("--trace: one trace is replayed; give at most one --mtbf-days and one seed");
-    }
-    bool trace_written = !o.has("write-trace");
-    auto t0 = std::chrono::steady_clock::now();
-    // scenario (MTBF) -> policy stats, each over all seeds
-    std::vector<std::vector<PolicyStats>> table;
-    for (double mtbf : mtbfs) {
-        p.mtbf_days = mtbf;
-        std::vector<PolicyStats> stats;
-        for (uint64_t seed : seeds) {
-            p.seed = seed;
-            if (!trace_written) {
-                std::ofstream f(o.str("write-trace"));
-                f << write_trace(given ? *given : make_trace(p));
-                if (!f) throw Error(fmt::format("--write-trace {}: cannot write it", o.str("write-trace")));
-                trace_written = true;
-            }
-            auto rs = given ? run_trace(p, *given) : run_trace(p);
-            stats.resize(rs.size());
-            auto gp = [&](const char* name) {
-                for (const auto& r : rs)
-                    if (r.policy == name) return r.goodput;
-                return 1.0;
-            };
-            for (size_t i = 0; i < rs.size(); ++i) {
-                const auto& r = rs[i];
-                auto& st = stats[i];
-                st.vs_block.add(r.goodput / gp("block"));
-                st.vs_expedite.add(r.goodput / gp("block_expedite"));
-                st.resume.add(r.resume_s);
-                st.resume_work.add(r.resume_work_s);
-                st.resume_big.add(r.resume_big_s);
-                st.resume_big_work.add(r.resume_big_work_s);
-                st.resume_slice_drain.add(r.resume_slice_drain_s);
-                st.resume_slice_dead.add(r.resume_slice_dead_s);
-                st.failures.add(r.failures_hit);
-                st.unresumed.add(r.unresumed);
-                st.lost_per_failure.add(r.lost_gpu_hours_per_failure);
-                st.vs_whole.add(r.goodput / gp("whole_racks"));
-                st.vs_first.add(r.goodput / gp("first_fit"));
-                st.policy = r.policy;
-                st.slice_goodput.add(r.slice_goodput);
-                st.goodput.add(r.goodput);
-                st.util.add(r.utilization);
-                st.busy_healthy.add(r.busy_healthy);
-                st.wait.add(r.mean_wait_h);
-                st.recovery.add(r.mean_recovery_h);
-                st.split.add(r.split_slices);
-                st.repairs.add(r.repairs);
-                st.moves.add(r.moves);
-                st.restarts.add(r.restarts);
-                st.defrag.add(r.defrag_preemptions);
-                st.lost.add(r.lost_gpu_hours);
-            }
-        }
-        table.push_back(std::move(stats));
-    }
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    auto find = [](const std::vector<PolicyStats>& v, const char* name) -> const PolicyStats& {
-        for (const auto& s : v)
-            if (s.policy == name) return s;
-        return v.front();
-    };
+    return p;
+}
+
+const PolicyStats& find(const std::vector<PolicyStats>& v, const char* name) {
+    for (const auto& s : v)
+        if (s.policy == name) return s;
+    return v.front();
+}
+
+void write_csv(const std::string& path, const std::vector<double>& mtbfs, size_t seeds, const Table& table) {
     // nvlslice / baseline: the mean over seeds of the per-seed ratio is not
     // what is printed; the ratio of the means is, with the min-max of the
     // per-seed goodputs beside it.
-    if (o.has("csv")) {
-        std::ofstream f(o.str("csv"));
-        f << "mtbf_days,policy,seeds,goodput_mean,goodput_min,goodput_max,slice_goodput_mean,utilization,"
-             "busy_of_healthy,mean_wait_h,mean_recovery_h,split_slices,repairs,moves,restarts,defrag_preemptions,"
-             "lost_gpu_hours,goodput_vs_block\n";
-        for (size_t m = 0; m < mtbfs.size(); ++m)
-            for (const auto& r : table[m])
-                f << fmt::format(
-                    "{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.2f},{:.3f},{:.1f},{:.1f},{:.1f},"
-                    "{:.1f},{:.1f},{:.0f},{:.4f}\n",
-                    mtbfs[m], r.policy, seeds.size(), r.goodput.mean(), r.goodput.min, r.goodput.max,
-                    r.slice_goodput.mean(), r.util.mean(), r.busy_healthy.mean(), r.wait.mean(), r.recovery.mean(),
-                    r.split.mean(), r.repairs.mean(), r.moves.mean(), r.restarts.mean(), r.defrag.mean(), r.lost.mean(),
-                    r.vs_block.mean());
+    std::ofstream f(path);
+    f << "mtbf_days,policy,seeds,goodput_mean,goodput_min,goodput_max,slice_goodput_mean,utilization,"
+         "busy_of_healthy,mean_wait_h,mean_recovery_h,split_slices,repairs,moves,restarts,defrag_preemptions,"
+         "lost_gpu_hours,goodput_vs_block\n";
+    for (size_t m = 0; m < mtbfs.size(); ++m)
+        for (const auto& r : table[m])
+            f << fmt::format("{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.2f},{:.3f},{:.1f},{:.1f},{:.1f},"
+                             "{:.1f},{:.1f},{:.0f},{:.4f}\n",
+                             mtbfs[m], r.policy, seeds, r.goodput.mean(), r.goodput.min, r.goodput.max,
+                             r.slice_goodput.mean(), r.util.mean(), r.busy_healthy.mean(), r.wait.mean(),
+                             r.recovery.mean(), r.split.mean(), r.repairs.mean(), r.moves.mean(), r.restarts.mean(),
+                             r.defrag.mean(), r.lost.mean(), r.vs_block.mean());
+}
+
+void write_svg(const std::string& path, const SimParams& p, double mtbf, size_t seeds,
+               const std::vector<PolicyStats>& rs) {
+    std::ofstream f(path);
+    const int w = 640, h = 300, bar = 100;
+    f << fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+                     "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
+                     "fill=\"white\"/>\n<text x=\"10\" y=\"20\">goodput (speed-weighted useful node-hours / "
+                     "cluster node-hours), {} days, MTBF {} d, mean of {} seed(s)</text>\n",
+                     w, h, p.days, mtbf, seeds);
+    double top = 0;
+    for (const auto& r : rs) top = std::max(top, r.goodput.mean());
+    for (size_t i = 0; i < rs.size(); ++i) {
+        double v = rs[i].goodput.mean(), bh = top > 0 ? 200 * v / top : 0;
+        int x = 40 + int(i) * (bar + 40);
+        f << fmt::format("<rect x=\"{}\" y=\"{:.0f}\" width=\"{}\" height=\"{:.0f}\" fill=\"{}\"/>"
+                         "<text x=\"{}\" y=\"{:.0f}\">{:.3f}</text><text x=\"{}\" y=\"285\">{}</text>\n",
+                         x, 260 - bh, bar, bh, rs[i].policy == "nvlslice" ? "#2f6fdf" : "#9aa7b8", x + 30, 255 - bh, v,
+                         x + 10, rs[i].policy);
     }
-    if (o.has("svg")) {
-        const auto& rs = table.front();
-        std::ofstream f(o.str("svg"));
-        const int w = 640, h = 300, bar = 100;
-        f << fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
-                         "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
-                         "fill=\"white\"/>\n<text x=\"10\" y=\"20\">goodput (speed-weighted useful node-hours / "
-                         "cluster node-hours), {} days, MTBF {} d, mean of {} seed(s)</text>\n",
-                         w, h, p.days, mtbfs.front(), seeds.size());
-        double top = 0;
-        for (const auto& r : rs) top = std::max(top, r.goodput.mean());
-        for (size_t i = 0; i < rs.size(); ++i) {
-            double v = rs[i].goodput.mean(), bh = top > 0 ? 200 * v / top : 0;
-            int x = 40 + int(i) * (bar + 40);
-            f << fmt::format("<rect x=\"{}\" y=\"{:.0f}\" width=\"{}\" height=\"{:.0f}\" fill=\"{}\"/>"
-                             "<text x=\"{}\" y=\"{:.0f}\">{:.3f}</text><text x=\"{}\" y=\"285\">{}</text>\n",
-                             x, 260 - bh, bar, bh, rs[i].policy == "nvlslice" ? "#2f6fdf" : "#9aa7b8", x + 30, 255 - bh,
-                             v, x + 10, rs[i].policy);
-        }
-        f << "</svg>\n";
-    }
+    f << "</svg>\n";
+}
+
+void print_json(const SimParams& p, const std::vector<double>& mtbfs, size_t seeds, double secs, const Table& table) {
     // {"p50":..,"p90":..,"p99":..,"max":..,"p99_min":..,"p99_max":..}: means over the seeds
     auto dist_json = [](const PolicyStats::Dist& d) {
         return fmt::format("{{\"p50\":{:.0f},\"p90\":{:.0f},\"p99\":{:.0f},\"max\":{:.0f},\"p99_min\":{:.0f},"
                            "\"p99_max\":{:.0f}}}",
                            d.p50.mean(), d.p90.mean(), d.p99.mean(), d.max.mean(), d.p99.min, d.p99.max);
     };
-    if (o.has("json")) {
-        std::string scen;
-        for (size_t m = 0; m < mtbfs.size(); ++m) {
-            std::string items;
-            for (const auto& r : table[m])
-                items += fmt::format(
-                    "{}{{\"policy\":\"{}\",\"goodput\":{:.4f},\"goodput_min\":{:.4f},"
-                    "\"goodput_max\":{:.4f},\"slice_goodput\":{:.4f},\"utilization\":{:.4f},"
-                    "\"busy_of_healthy\":{:.4f},\"mean_wait_h\":{:.2f},\"mean_recovery_h\":{:.3f},"
-                    "\"goodput_vs_block\":{:.4f},\"split_slices\":{:.1f},"
-                    "\"repairs\":{:.1f},\"moves\":{:.1f},\"restarts\":{:.1f},"
-                    "\"defrag_preemptions\":{:.1f},\"lost_gpu_hours\":{:.0f},"
-                    "\"goodput_vs_block_expedite\":{:.4f},\"failures\":{:.1f},\"unresumed\":{:.1f},"
-                    "\"lost_gpu_hours_per_failure\":{:.1f},\"resume_s\":{},\"resume_with_restart_s\":{},"
-                    "\"resume_64plus_s\":{},\"resume_64plus_with_restart_s\":{},"
-                    "\"resume_slice_drain_s\":{},\"resume_slice_dead_s\":{}}}",
-                    items.empty() ? "" : ",", r.policy, r.goodput.mean(), r.goodput.min, r.goodput.max,
-                    r.slice_goodput.mean(), r.util.mean(), r.busy_healthy.mean(), r.wait.mean(), r.recovery.mean(),
-                    r.vs_block.mean(), r.split.mean(), r.repairs.mean(), r.moves.mean(), r.restarts.mean(),
-                    r.defrag.mean(), r.lost.mean(), r.vs_expedite.mean(), r.failures.mean(), r.unresumed.mean(),
-                    r.lost_per_failure.mean(), dist_json(r.resume), dist_json(r.resume_work), dist_json(r.resume_big),
-                    dist_json(r.resume_big_work), dist_json(r.resume_slice_drain), dist_json(r.resume_slice_dead));
-            scen += fmt::format("{}{{\"mtbf_days\":{},\"policies\":[{}]}}", scen.empty() ? "" : ",", mtbfs[m], items);
-        }
-        fmt::print("{{\"days\":{},\"seeds\":{},\"restart_hours\":{},\"requeue_delay_s\":{},\"lend_spares\":\"{}\","
-                   "\"lookahead\":{},\"lend_depth\":{},\"seconds\":{:.2f},\"scenarios\":[{}]}}\n",
-                   p.days, seeds.size(), p.restart_hours, p.requeue_delay_s, to_string(p.lend), p.lookahead,
-                   p.lend_depth == SimParams::kAnyDepth ? std::string("\"all\"") : std::to_string(p.lend_depth), secs,
-                   scen);
-        return 0;
+    std::string scen;
+    for (size_t m = 0; m < mtbfs.size(); ++m) {
+        std::string items;
+        for (const auto& r : table[m])
+            items += fmt::format("{}{{\"policy\":\"{}\",\"goodput\":{:.4f},\"goodput_min\":{:.4f},"
+                                 "\"goodput_max\":{:.4f},\"slice_goodput\":{:.4f},\"utilization\":{:.4f},"
+                                 "\"busy_of_healthy\":{:.4f},\"mean_wait_h\":{:.2f},\"mean_recovery_h\":{:.3f},"
+                                 "\"goodput_vs_block\":{:.4f},\"split_slices\":{:.1f},"
+                                 "\"repairs\":{:.1f},\"moves\":{:.1f},\"restarts\":{:.1f},"
+                                 "\"defrag_preemptions\":{:.1f},\"lost_gpu_hours\":{:.0f},"
+                                 "\"goodput_vs_block_expedite\":{:.4f},\"failures\":{:.1f},\"unresumed\":{:.1f},"
+                                 "\"lost_gpu_hours_per_failure\":{:.1f},\"resume_s\":{},\"resume_with_restart_s\":{},"
+                                 "\"resume_64plus_s\":{},\"resume_64plus_with_restart_s\":{},"
+                                 "\"resume_slice_drain_s\":{},\"resume_slice_dead_s\":{}}}",
+                                 items.empty() ? "" : ",", r.policy, r.goodput.mean(), r.goodput.min, r.goodput.max,
+                                 r.slice_goodput.mean(), r.util.mean(), r.busy_healthy.mean(), r.wait.mean(),
+                                 r.recovery.mean(), r.vs_block.mean(), r.split.mean(), r.repairs.mean(), r.moves.mean(),
+                                 r.restarts.mean(), r.defrag.mean(), r.lost.mean(), r.vs_expedite.mean(),
+                                 r.failures.mean(), r.unresumed.mean(), r.lost_per_failure.mean(), dist_json(r.resume),
+                                 dist_json(r.resume_work), dist_json(r.resume_big), dist_json(r.resume_big_work),
+                                 dist_json(r.resume_slice_drain), dist_json(r.resume_slice_dead));
+        scen += fmt::format("{}{{\"mtbf_days\":{},\"policies\":[{}]}}", scen.empty() ? "" : ",", mtbfs[m], items);
     }
+    fmt::print("{{\"days\":{},\"seeds\":{},\"restart_hours\":{},\"requeue_delay_s\":{},\"lend_spares\":\"{}\","
+               "\"lookahead\":{},\"lend_depth\":{},\"seconds\":{:.2f},\"scenarios\":[{}]}}\n",
+               p.days, seeds, p.restart_hours, p.requeue_delay_s, to_string(p.lend), p.lookahead,
+               p.lend_depth == SimParams::kAnyDepth ? std::string("\"all\"") : std::to_string(p.lend_depth), secs,
+               scen);
+}
+
+void print_table(const SimParams& p, const std::vector<double>& mtbfs, const std::vector<uint64_t>& seeds, double secs,
+                 const Table& table) {
     fmt::print("trace: {} racks x {} nodes, {} days, load {}, {:.0f}% checkpointable (every {} h, {}), restart delay "
                "{} h, spares lent to {} work{}, look-ahead {}, {} seed(s) {}{}\n",
                p.racks, p.nodes_per_rack, p.days, p.load, p.checkpointable * 100, p.checkpoint_hours,
@@ -488,6 +417,96 @@ static int trace_main(int argc, char** argv) {
                      "sorts first in Slurm's queue: Slurm's next scheduling pass, a second or so)"
                    : "");
     fmt::print("({:.1f} s)\n", secs);
+}
+
+} // namespace
+
+static int trace_main(int argc, char** argv) {
+    cli::Options o(argc, argv,
+                   {{"racks", true},
+                    {"nodes-per-rack", true},
+                    {"slice", true},
+                    {"spares", true},
+                    {"days", true},
+                    {"load", true},
+                    {"mean-job-hours", true},
+                    {"checkpointable", true},
+                    {"checkpoint-hours", true},
+                    {"mtbf-days", true},
+                    {"repair-hours", true},
+                    {"restart-hours", true},
+                    {"requeue-delay", true},
+                    {"dead-share", true},
+                    {"slurmd-timeout", true},
+                    {"split-speed", true},
+                    {"lend-spares", true},
+                    {"defrag", true},
+                    {"defrag-after", true},
+                    {"defrag-interval", true},
+                    {"defrag-repairs", true},
+                    {"checkpoint-every", true},
+                    {"lookahead", true},
+                    {"backfill", true},
+                    {"time-limit", true},
+                    {"top-jobs", true},
+                    {"failjob-rack", false},
+                    {"sliced", true},
+                    {"failjob-busy-wait", true},
+                    {"lend-depth", true},
+                    {"seed", true},
+                    {"seeds", true},
+                    {"csv", true},
+                    {"svg", true},
+                    {"json", false},
+                    {"write-trace", true},
+                    {"trace", true},
+                    {"help", false}});
+    if (o.has("help")) {
+        std::fputs(kUsage, stdout);
+        return 0;
+    }
+    SimParams p = trace_params(o);
+    const std::vector<double> mtbfs = parse_reals("mtbf-days", o.str("mtbf-days", "490"), 0.01, 1e6);
+    const std::vector<uint64_t> seeds = o.has("seeds")
+                                            ? parse_seeds(o.str("seeds"))
+                                            : std::vector<uint64_t>{uint64_t(o.integer("seed", 1, 0, 1L << 62))};
+    std::optional<Trace> given;
+    if (o.has("trace")) {
+        std::ifstream in(o.str("trace"));
+        if (!in) throw Error(fmt::format("--trace {}: cannot open it", o.str("trace")));
+        std::ostringstream text;
+        text << in.rdbuf();
+        given = read_trace(text.str(), o.str("trace"));
+        if (mtbfs.size() > 1 || seeds.size() > 1)
+            throw Error("--trace: one trace is replayed; give at most one --mtbf-days and one seed");
+    }
+    bool trace_written = !o.has("write-trace");
+    auto t0 = std::chrono::steady_clock::now();
+    Table table;
+    for (double mtbf : mtbfs) {
+        p.mtbf_days = mtbf;
+        std::vector<PolicyStats> stats;
+        for (uint64_t seed : seeds) {
+            p.seed = seed;
+            if (!trace_written) {
+                std::ofstream f(o.str("write-trace"));
+                f << write_trace(given ? *given : make_trace(p));
+                if (!f) throw Error(fmt::format("--write-trace {}: cannot write it", o.str("write-trace")));
+                trace_written = true;
+            }
+            auto rs = given ? run_trace(p, *given) : run_trace(p);
+            stats.resize(rs.size());
+            for (size_t i = 0; i < rs.size(); ++i) stats[i].add(rs[i], rs);
+        }
+        table.push_back(std::move(stats));
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (o.has("csv")) write_csv(o.str("csv"), mtbfs, seeds.size(), table);
+    if (o.has("svg")) write_svg(o.str("svg"), p, mtbfs.front(), seeds.size(), table.front());
+    if (o.has("json"))
+        print_json(p, mtbfs, seeds.size(), secs, table);
+    else
+        print_table(p, mtbfs, seeds, secs, table);
     return 0;
 }
 
