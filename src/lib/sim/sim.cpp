@@ -201,6 +201,9 @@ class Sim {
     std::vector<double> resume_, resume_work_, resume_big_, resume_big_work_;
     std::vector<double> resume_slice_drain_, resume_slice_dead_;
     bool fail(NodeId node, double now, bool dead);
+    void finish(int j, double now);
+    bool fail_job(const Event& e, double now);
+    PolicyResult summary(double horizon);
     void requeued(int j, double now); // a failed job's requeue: the policy acts
     double last_defrag_ = -1;
     const HelperConfig helper_; // the daemon's defaults: the same defragmentation pace
@@ -648,36 +651,11 @@ PolicyResult Sim::run() {
         } else if (e.kind == Finish) {
             RunJob& r = jobs_[size_t(e.job)];
             if (!r.running || r.gen != e.gen) continue;
-            const TraceJob& tj = t_.jobs[size_t(e.job)];
-            account_run(e.job, now);
-            useful_ += r.remaining * r.used;
-            if (tj.nodes >= p_.slice) useful_slice_ += r.remaining * r.used;
-            r.remaining = 0;
-            r.running = false;
-            not_running(e.job);
-            r.done = true;
-            ++res_.jobs_done;
-            for (NodeId id : r.nodes)
-                if (snap_.node(id).state == NodeState::Allocated) snap_.set(id, {NodeState::Idle, 0, -1, false});
+            finish(e.job, now);
         } else if (e.kind == Fail) {
             if (!fail(e.node, now, dead_failure(p_.seed, size_t(e.job), p_.dead_share))) continue;
         } else if (e.kind == FailJob) {
-            const TraceJobFailure& f = t_.job_failures[size_t(e.job)];
-            const RunJob& r = jobs_[size_t(f.job)];
-            if (!r.running || r.nodes.empty()) continue;                      // not running then: nothing fails
-            if (e.gen < p_.failjob_busy_wait_s && idle_beyond_spares() > 0) { // not saturated yet: a second later
-                ev_.push({now + 1.0 / 3600, FailJob, e.job, e.gen + 1, 0});
-                continue;
-            }
-            const int of = r.used > 0 ? std::min(r.used, int(r.nodes.size())) : int(r.nodes.size());
-            const NodeId hit = r.nodes[size_t(f.k % of)];
-            if (!p_.failjob_rack) {
-                if (!fail(hit, now, f.dead)) continue;
-            } else {
-                bool any = false;
-                for (NodeId id : map_.domain(map_.domain_of(hit)).nodes) any = fail(id, now, f.dead) || any;
-                if (!any) continue;
-            }
+            if (!fail_job(e, now)) continue;
         } else if (e.kind == Requeued) {
             RunJob& r = jobs_[size_t(e.job)];
             if (!r.requeueing || r.gen != e.gen) continue;
@@ -687,6 +665,45 @@ PolicyResult Sim::run() {
         }
         schedule(now);
     }
+    return summary(horizon);
+}
+
+// Job j's run ends at `now`: its work done, its nodes idle.
+void Sim::finish(int j, double now) {
+    RunJob& r = jobs_[size_t(j)];
+    account_run(j, now);
+    useful_ += r.remaining * r.used;
+    if (t_.jobs[size_t(j)].nodes >= p_.slice) useful_slice_ += r.remaining * r.used;
+    r.remaining = 0;
+    r.running = false;
+    not_running(j);
+    r.done = true;
+    ++res_.jobs_done;
+    for (NodeId id : r.nodes)
+        if (snap_.node(id).state == NodeState::Allocated) snap_.set(id, {NodeState::Idle, 0, -1, false});
+}
+
+// A failjob event: the job's k-th node fails (its rack, with failjob_rack),
+// once the cluster is saturated (failjob_busy_wait_s). False when nothing
+// else is to happen in this event.
+bool Sim::fail_job(const Event& e, double now) {
+    const TraceJobFailure& f = t_.job_failures[size_t(e.job)];
+    const RunJob& r = jobs_[size_t(f.job)];
+    if (!r.running || r.nodes.empty()) return false;                  // not running then: nothing fails
+    if (e.gen < p_.failjob_busy_wait_s && idle_beyond_spares() > 0) { // not saturated yet: a second later
+        ev_.push({now + 1.0 / 3600, FailJob, e.job, e.gen + 1, 0});
+        return false;
+    }
+    const int of = r.used > 0 ? std::min(r.used, int(r.nodes.size())) : int(r.nodes.size());
+    const NodeId hit = r.nodes[size_t(f.k % of)];
+    if (!p_.failjob_rack) return fail(hit, now, f.dead);
+    bool any = false;
+    for (NodeId id : map_.domain(map_.domain_of(hit)).nodes) any = fail(id, now, f.dead) || any;
+    return any;
+}
+
+// The run's figures at the horizon.
+PolicyResult Sim::summary(double horizon) {
     // work in flight at the horizon counts as done so far
     for (size_t j = 0; j < jobs_.size(); ++j) {
         RunJob& r = jobs_[j];
