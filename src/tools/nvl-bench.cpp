@@ -173,6 +173,156 @@ ProbeFigures bench_probe(size_t n, int runs) {
 
 } // namespace
 
+// --only probe: the silent-node probe's cost per round, at each size.
+int bench_probes(const cli::Options& o, int runs) {
+    // the probe's descriptors (256 in flight) and the listener's
+    // accepted ones: the soft limit raised to the hard one
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    std::string json;
+    std::stringstream list(o.str("probe-nodes", "2304,100800"));
+    for (std::string item; std::getline(list, item, ',');) {
+        const long n = std::stol(item);
+        if (n < 1 || n > 1000000) throw Error(fmt::format("--probe-nodes: {} is not 1..1000000", item));
+        ProbeFigures f = bench_probe(size_t(n), runs);
+        const double c50 = median(f.cpu_ms), w50 = median(f.wall_ms);
+        const double cmax = *std::max_element(f.cpu_ms.begin(), f.cpu_ms.end());
+        if (o.has("json")) {
+            json += fmt::format("{}{{\"nodes\":{},\"rounds\":{},\"cpu_ms_p50\":{:.2f},\"cpu_ms_max\":{:.2f},"
+                                "\"wall_ms_p50\":{:.2f},\"answered\":{},\"core_share\":{:.4f}}}",
+                                json.empty() ? "" : ",", n, runs, c50, cmax, w50, f.answered, c50 / 1000.0);
+        } else {
+            fmt::print("probe: {} nodes, {} rounds: {:.1f} ms CPU a round (p50; max {:.1f}), {:.1f} ms wall; "
+                       "{:.1f} % of one core at a round a second; {} of {} answered\n",
+                       n, runs, c50, cmax, w50, c50 / 10.0, f.answered, n);
+        }
+    }
+    if (o.has("json")) fmt::print("{{\"probe\":[{}]}}\n", json);
+    return 0;
+}
+
+struct PlaceSize {
+    int racks, per, decisions, base_decisions;
+    uint64_t seed;
+};
+
+// Placement alone: the engine against the one-scan baseline on kept
+// fragmented snapshots (false: they disagree).
+bool bench_place(const cli::Options& o, const RackMap& map, const PlaceSize& z, std::string& json) {
+    const int racks = z.racks, per = z.per, decisions = z.decisions, base_decisions = z.base_decisions;
+    const uint64_t seed = z.seed;
+    // A handful of different fragmented states, visited in turn.
+    const int nsnap = 8;
+    std::vector<std::unique_ptr<Snapshot>> snaps;
+    int idle_racks = std::max(1, racks / 50);
+    for (int s = 0; s < nsnap; ++s) {
+        snaps.push_back(std::make_unique<Snapshot>(map));
+        cli::scatter_jobs(*snaps.back(), 0.50, seed + uint64_t(s), idle_racks);
+    }
+    SliceRequest req;
+    req.job_id = 7;
+    req.slice_size = 16;
+    req.slice_count = 4;
+
+    // Same answers first: the speed-up compares equal work.
+    int fitting_racks = 0;
+    for (int s = 0; s < nsnap; ++s) {
+        PlacementResult a = place(*snaps[size_t(s)], req), b = place_naive(*snaps[size_t(s)], req);
+        if (!a.ok || !b.ok || a.placement.nodes() != b.placement.nodes()) {
+            std::fprintf(stderr, "nvl-bench: engine and baseline disagree on snapshot %d (%s / %s)\n", s,
+                         a.detail.c_str(), b.detail.c_str());
+            return false;
+        }
+        for (DomainId d = 0; d < map.domains().size(); ++d) fitting_racks += snaps[size_t(s)]->counts(d).free >= 18;
+    }
+    size_t sink = 0;
+    // warm-up
+    for (int i = 0; i < 200; ++i) sink += place(*snaps[size_t(i % nsnap)], req).placement.slices.size();
+    auto engine =
+        measure(decisions, nsnap, [&](int s) { sink += place(*snaps[size_t(s)], req).placement.slices.size(); });
+    auto naive = measure(base_decisions, nsnap,
+                         [&](int s) { sink += place_naive(*snaps[size_t(s)], req).placement.slices.size(); });
+    // A refused request (every rack too small: 4 x 17 does not fit 18 - 2)
+    // exercises the explanation path.
+    SliceRequest big = req;
+    big.slice_size = 17;
+    auto refused = measure(decisions / 10, nsnap, [&](int s) { sink += place(*snaps[size_t(s)], big).detail.size(); });
+
+    const double p50 = pct(engine, 0.50), p99 = pct(engine, 0.99);
+    const double b50 = pct(naive, 0.50), b99 = pct(naive, 0.99);
+    const double r99 = pct(refused, 0.99);
+    const double speedup = b99 / p99, speedup50 = b50 / p50;
+    if (o.has("json")) {
+        json += fmt::format(
+            "\"place\":{{\"racks\":{},\"nodes\":{},\"decisions\":{},\"baseline_decisions\":{},\"p50_us\":{:.2f}"
+            ","
+            "\"p99_us\":{:.2f},\"baseline_p50_us\":{:.2f},\"baseline_p99_us\":{:.2f},\"speedup\":{:.1f},"
+            "\"speedup_p50\":{:.1f},\"refused_p99_us\":{:.2f},\"target_p99_us\":1000,\"target_speedup\":20,"
+            "\"meets_targets\":{},\"checksum\":{}}}",
+            racks, map.node_count(), decisions, base_decisions, p50, p99, b50, b99, speedup, speedup50, r99,
+            p99 < 1000 && speedup >= 20, sink % 1000);
+    } else {
+        fmt::print("cluster: {} racks x {} = {} nodes, ~50% busy rack-blind, {} idle racks per state ({} states)\n",
+                   racks, per, map.node_count(), idle_racks, nsnap);
+        fmt::print("request: 4 x 16-node strict slices; racks with all 18 free: {:.1f} per state\n",
+                   double(fitting_racks) / nsnap);
+        fmt::print("engine    p50 {:8.2f} us   p99 {:8.2f} us   ({} decisions)\n", p50, p99, decisions);
+        fmt::print("baseline  p50 {:8.2f} us   p99 {:8.2f} us   ({} decisions, one scan of every node per decision)\n",
+                   b50, b99, base_decisions);
+        fmt::print("refused   p99 {:8.2f} us   (4 x 17: explained, not placed)\n", r99);
+        fmt::print("speedup   {:.1f}x at p99, {:.1f}x at p50 on kept snapshots (targets: p99 < 1000 us, "
+                   "speedup >= 20);\n          the per-domain counts are paid for when a snapshot is built: "
+                   "the cycle below measures both\n",
+                   speedup, speedup50);
+    }
+    return true;
+}
+
+// The helper's whole cycle against the baseline's (false: they placed
+// different numbers of jobs).
+bool bench_cycles(const cli::Options& o, const RackMap& map, int pending, int runs, int cycles, uint64_t seed,
+                  std::string& json) {
+    CycleFigures c = bench_cycle(map, pending, runs, cycles, seed);
+    const double e50 = median(c.engine_p50), b50 = median(c.baseline_p50);
+    const double rmin = *std::min_element(c.ratio.begin(), c.ratio.end());
+    const double rmax = *std::max_element(c.ratio.begin(), c.ratio.end());
+    const double rmed = median(c.ratio);
+    const bool meets = e50 <= 100 && rmed >= 5 && c.placed == c.baseline_placed;
+    if (o.has("json")) {
+        json += fmt::format("{}\"cycle\":{{\"nodes\":{},\"pending\":{},\"runs\":{},\"cycles_per_run\":{},"
+                            "\"snapshot_ms\":{:.2f},\"first_cycle_ms\":{:.2f},\"first_cycle_actions\":{},"
+                            "\"steady_actions\":{},\"placed\":{},\"baseline_placed\":{},\"p50_ms\":{:.2f},"
+                            "\"max_ms\":{:.2f},\"baseline_p50_ms\":{:.2f},\"ratio_p50\":{:.1f},"
+                            "\"ratio_min\":{:.1f},\"ratio_max\":{:.1f},\"target_ms\":100,\"target_ratio\":5,"
+                            "\"meets_targets\":{}}}",
+                            json.empty() ? "" : ",", map.node_count(), pending, runs, cycles, c.snapshot_ms, c.first_ms,
+                            c.first_actions, c.steady_actions, c.placed, c.baseline_placed, e50, c.engine_max, b50,
+                            rmed, rmin, rmax, meets);
+    } else {
+        fmt::print("\ncycle: {} nodes, 1 x 2,048 + 4 x 512 + 16 x 128 + 16-node slice jobs running, plain "
+                   "jobs elsewhere, {} slice jobs waiting\n",
+                   map.node_count(), pending);
+        fmt::print("snapshot from Slurm records  {:8.2f} ms\n", c.snapshot_ms);
+        fmt::print("first cycle (cold)           {:8.2f} ms   {} actions (waiting records)\n", c.first_ms,
+                   c.first_actions);
+        fmt::print("steady cycle       p50 {:8.2f} ms   max {:.2f} ms   {} actions, {} placed\n", e50, c.engine_max,
+                   c.steady_actions, c.placed);
+        fmt::print("baseline cycle     p50 {:8.2f} ms   (one scan of every node per waiting job), {} placed\n", b50,
+                   c.baseline_placed);
+        fmt::print("ratio of p50s over {} runs of {} cycles: {:.1f}x median ({:.1f}-{:.1f}) "
+                   "(targets: cycle <= 100 ms, >= 5x)\n",
+                   runs, cycles, rmed, rmin, rmax);
+    }
+    if (c.placed != c.baseline_placed) {
+        std::fprintf(stderr, "nvl-bench: the cycle placed %d jobs, the baseline %d\n", c.placed, c.baseline_placed);
+        return false;
+    }
+    return true;
+}
+
 int main(int argc, char** argv) {
     try {
         cli::Options o(argc, argv,
@@ -206,147 +356,13 @@ int main(int argc, char** argv) {
         const std::string only = o.str("only", "");
         if (!only.empty() && only != "place" && only != "cycle" && only != "probe")
             throw Error(fmt::format("--only={}: expected place, cycle or probe", only));
-        if (only == "probe") {
-            // the probe's descriptors (256 in flight) and the listener's
-            // accepted ones: the soft limit raised to the hard one
-            rlimit rl{};
-            if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-                rl.rlim_cur = rl.rlim_max;
-                setrlimit(RLIMIT_NOFILE, &rl);
-            }
-            std::string json;
-            std::stringstream list(o.str("probe-nodes", "2304,100800"));
-            for (std::string item; std::getline(list, item, ',');) {
-                const long n = std::stol(item);
-                if (n < 1 || n > 1000000) throw Error(fmt::format("--probe-nodes: {} is not 1..1000000", item));
-                ProbeFigures f = bench_probe(size_t(n), runs);
-                const double c50 = median(f.cpu_ms), w50 = median(f.wall_ms);
-                const double cmax = *std::max_element(f.cpu_ms.begin(), f.cpu_ms.end());
-                if (o.has("json")) {
-                    json += fmt::format("{}{{\"nodes\":{},\"rounds\":{},\"cpu_ms_p50\":{:.2f},\"cpu_ms_max\":{:.2f},"
-                                        "\"wall_ms_p50\":{:.2f},\"answered\":{},\"core_share\":{:.4f}}}",
-                                        json.empty() ? "" : ",", n, runs, c50, cmax, w50, f.answered, c50 / 1000.0);
-                } else {
-                    fmt::print("probe: {} nodes, {} rounds: {:.1f} ms CPU a round (p50; max {:.1f}), {:.1f} ms wall; "
-                               "{:.1f} % of one core at a round a second; {} of {} answered\n",
-                               n, runs, c50, cmax, w50, c50 / 10.0, f.answered, n);
-                }
-            }
-            if (o.has("json")) fmt::print("{{\"probe\":[{}]}}\n", json);
-            return 0;
-        }
+        if (only == "probe") return bench_probes(o, runs);
         RackMap map = regular_map(racks, per, 2);
         std::string json;
 
-        if (only != "cycle") {
-            // A handful of different fragmented states, visited in turn.
-            const int nsnap = 8;
-            std::vector<std::unique_ptr<Snapshot>> snaps;
-            int idle_racks = std::max(1, racks / 50);
-            for (int s = 0; s < nsnap; ++s) {
-                snaps.push_back(std::make_unique<Snapshot>(map));
-                cli::scatter_jobs(*snaps.back(), 0.50, seed + uint64_t(s), idle_racks);
-            }
-            SliceRequest req;
-            req.job_id = 7;
-            req.slice_size = 16;
-            req.slice_count = 4;
+        if (only != "cycle" && !bench_place(o, map, {racks, per, decisions, base_decisions, seed}, json)) return 1;
 
-            // Same answers first: the speed-up compares equal work.
-            int fitting_racks = 0;
-            for (int s = 0; s < nsnap; ++s) {
-                PlacementResult a = place(*snaps[size_t(s)], req), b = place_naive(*snaps[size_t(s)], req);
-                if (!a.ok || !b.ok || a.placement.nodes() != b.placement.nodes()) {
-                    std::fprintf(stderr, "nvl-bench: engine and baseline disagree on snapshot %d (%s / %s)\n", s,
-                                 a.detail.c_str(), b.detail.c_str());
-                    return 1;
-                }
-                for (DomainId d = 0; d < map.domains().size(); ++d)
-                    fitting_racks += snaps[size_t(s)]->counts(d).free >= 18;
-            }
-            size_t sink = 0;
-            // warm-up
-            for (int i = 0; i < 200; ++i) sink += place(*snaps[size_t(i % nsnap)], req).placement.slices.size();
-            auto engine = measure(decisions, nsnap,
-                                  [&](int s) { sink += place(*snaps[size_t(s)], req).placement.slices.size(); });
-            auto naive = measure(base_decisions, nsnap,
-                                 [&](int s) { sink += place_naive(*snaps[size_t(s)], req).placement.slices.size(); });
-            // A refused request (every rack too small: 4 x 17 does not fit 18 - 2)
-            // exercises the explanation path.
-            SliceRequest big = req;
-            big.slice_size = 17;
-            auto refused =
-                measure(decisions / 10, nsnap, [&](int s) { sink += place(*snaps[size_t(s)], big).detail.size(); });
-
-            const double p50 = pct(engine, 0.50), p99 = pct(engine, 0.99);
-            const double b50 = pct(naive, 0.50), b99 = pct(naive, 0.99);
-            const double r99 = pct(refused, 0.99);
-            const double speedup = b99 / p99, speedup50 = b50 / p50;
-            if (o.has("json")) {
-                json += fmt::format(
-                    "\"place\":{{\"racks\":{},\"nodes\":{},\"decisions\":{},\"baseline_decisions\":{},\"p50_us\":{:.2f}"
-                    ","
-                    "\"p99_us\":{:.2f},\"baseline_p50_us\":{:.2f},\"baseline_p99_us\":{:.2f},\"speedup\":{:.1f},"
-                    "\"speedup_p50\":{:.1f},\"refused_p99_us\":{:.2f},\"target_p99_us\":1000,\"target_speedup\":20,"
-                    "\"meets_targets\":{},\"checksum\":{}}}",
-                    racks, map.node_count(), decisions, base_decisions, p50, p99, b50, b99, speedup, speedup50, r99,
-                    p99 < 1000 && speedup >= 20, sink % 1000);
-            } else {
-                fmt::print(
-                    "cluster: {} racks x {} = {} nodes, ~50% busy rack-blind, {} idle racks per state ({} states)\n",
-                    racks, per, map.node_count(), idle_racks, nsnap);
-                fmt::print("request: 4 x 16-node strict slices; racks with all 18 free: {:.1f} per state\n",
-                           double(fitting_racks) / nsnap);
-                fmt::print("engine    p50 {:8.2f} us   p99 {:8.2f} us   ({} decisions)\n", p50, p99, decisions);
-                fmt::print(
-                    "baseline  p50 {:8.2f} us   p99 {:8.2f} us   ({} decisions, one scan of every node per decision)\n",
-                    b50, b99, base_decisions);
-                fmt::print("refused   p99 {:8.2f} us   (4 x 17: explained, not placed)\n", r99);
-                fmt::print("speedup   {:.1f}x at p99, {:.1f}x at p50 on kept snapshots (targets: p99 < 1000 us, "
-                           "speedup >= 20);\n          the per-domain counts are paid for when a snapshot is built: "
-                           "the cycle below measures both\n",
-                           speedup, speedup50);
-            }
-        }
-
-        if (only != "place") {
-            CycleFigures c = bench_cycle(map, pending, runs, cycles, seed);
-            const double e50 = median(c.engine_p50), b50 = median(c.baseline_p50);
-            const double rmin = *std::min_element(c.ratio.begin(), c.ratio.end());
-            const double rmax = *std::max_element(c.ratio.begin(), c.ratio.end());
-            const double rmed = median(c.ratio);
-            const bool meets = e50 <= 100 && rmed >= 5 && c.placed == c.baseline_placed;
-            if (o.has("json")) {
-                json += fmt::format("{}\"cycle\":{{\"nodes\":{},\"pending\":{},\"runs\":{},\"cycles_per_run\":{},"
-                                    "\"snapshot_ms\":{:.2f},\"first_cycle_ms\":{:.2f},\"first_cycle_actions\":{},"
-                                    "\"steady_actions\":{},\"placed\":{},\"baseline_placed\":{},\"p50_ms\":{:.2f},"
-                                    "\"max_ms\":{:.2f},\"baseline_p50_ms\":{:.2f},\"ratio_p50\":{:.1f},"
-                                    "\"ratio_min\":{:.1f},\"ratio_max\":{:.1f},\"target_ms\":100,\"target_ratio\":5,"
-                                    "\"meets_targets\":{}}}",
-                                    json.empty() ? "" : ",", map.node_count(), pending, runs, cycles, c.snapshot_ms,
-                                    c.first_ms, c.first_actions, c.steady_actions, c.placed, c.baseline_placed, e50,
-                                    c.engine_max, b50, rmed, rmin, rmax, meets);
-            } else {
-                fmt::print("\ncycle: {} nodes, 1 x 2,048 + 4 x 512 + 16 x 128 + 16-node slice jobs running, plain "
-                           "jobs elsewhere, {} slice jobs waiting\n",
-                           map.node_count(), pending);
-                fmt::print("snapshot from Slurm records  {:8.2f} ms\n", c.snapshot_ms);
-                fmt::print("first cycle (cold)           {:8.2f} ms   {} actions (waiting records)\n", c.first_ms,
-                           c.first_actions);
-                fmt::print("steady cycle       p50 {:8.2f} ms   max {:.2f} ms   {} actions, {} placed\n", e50,
-                           c.engine_max, c.steady_actions, c.placed);
-                fmt::print("baseline cycle     p50 {:8.2f} ms   (one scan of every node per waiting job), {} placed\n",
-                           b50, c.baseline_placed);
-                fmt::print("ratio of p50s over {} runs of {} cycles: {:.1f}x median ({:.1f}-{:.1f}) "
-                           "(targets: cycle <= 100 ms, >= 5x)\n",
-                           runs, cycles, rmed, rmin, rmax);
-            }
-            if (c.placed != c.baseline_placed) {
-                std::fprintf(stderr, "nvl-bench: the cycle placed %d jobs, the baseline %d\n", c.placed,
-                             c.baseline_placed);
-                return 1;
-            }
-        }
+        if (only != "place" && !bench_cycles(o, map, pending, runs, cycles, seed, json)) return 1;
         if (o.has("json")) fmt::print("{{{}}}\n", json);
         return 0;
     } catch (const std::exception& e) {
