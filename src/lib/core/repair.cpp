@@ -61,6 +61,86 @@ void candidates(const Snapshot& snap, DomainId d, JobId job, const std::vector<N
     }
 }
 
+// Another domain with room for a whole slice of k nodes beside its kept
+// spares, the tightest fit (kNoDomain: none).
+DomainId best_fit_elsewhere(const Snapshot& snap, DomainId from, int k, const std::vector<NodeId>& taken) {
+    const RackMap& map = snap.map();
+    DomainId best = kNoDomain;
+    int best_room = 0;
+    for (DomainId d = 0; d < map.domains().size(); ++d) {
+        if (d == from || !map.domain(d).allows_slice(k) || snap.counts(d).degraded) continue;
+        int free_n = 0;
+        for (NodeId id : map.domain(d).nodes)
+            if (is_free(snap.node(id).state) && !contains(taken, id)) ++free_n;
+        int room = free_n - kept_spares(map.domain(d), snap.counts(d));
+        if (room >= k && (best == kNoDomain || room < best_room)) {
+            best = d;
+            best_room = room;
+        }
+    }
+    return best;
+}
+
+// Per candidate node of the room that frees later: when it is free, and its rank among
+// nodes free as soon (idle, held for this job, a spare, lent
+// work a repair takes back); other checkpointable work is
+// defragmentation's to free (defrag_repairs), never waited for
+struct Slot {
+    int64_t when;
+    int rank;
+    NodeId id;
+    bool operator<(const Slot& o) const {
+        return when != o.when ? when < o.when : rank != o.rank ? rank < o.rank : id < o.id;
+    }
+};
+struct SoonestRoom {
+    DomainId domain = kNoDomain;
+    int64_t when = 0;
+    std::vector<Slot> slots; // the nodes, soonest first
+};
+
+// The domain where the nodes a slice needs (its lost ones in its own
+// domain, the whole slice in another) are free soonest, by the running
+// jobs' time limits.
+SoonestRoom soonest_room(const Snapshot& snap, JobId job, const PlacedSlice& slice, int lost,
+                         const std::vector<NodeId>& taken, const LaterRoom& later) {
+    const int k = int(slice.nodes.size());
+    SoonestRoom best;
+    std::vector<Slot> slots;
+    for (DomainId d = 0; d < snap.map().domains().size(); ++d) {
+        if (!snap.map().domain(d).allows_slice(k) || snap.counts(d).degraded) continue;
+        // its own domain: the lost nodes only; another: the whole slice
+        const int need = d == slice.domain ? lost : k;
+        slots.clear();
+        for (NodeId id : snap.map().domain(d).nodes) {
+            const NodeStatus& st = snap.node(id);
+            if (contains(taken, id) || !is_healthy(st.state)) continue;
+            if (st.state == NodeState::Idle)
+                slots.push_back({later.now, 0, id});
+            else if (job && st.job_id == job)
+                slots.push_back({later.now, 1, id});
+            else if (st.state == NodeState::SpareReserved)
+                slots.push_back({later.now, 2, id});
+            else if (st.lent && st.job_id)
+                slots.push_back({later.now, 3, id});
+            else if (st.preemptible) // checkpointable work: defragmentation's to free, not this
+                continue;
+            else if (auto e = st.job_id ? later.ends->find(st.job_id) : later.ends->end();
+                     e != later.ends->end() && e->second <= later.until)
+                slots.push_back({std::max(e->second, later.now), 4, id});
+        }
+        if (int(slots.size()) < need) continue;
+        std::sort(slots.begin(), slots.end());
+        const int64_t when = slots[size_t(need - 1)].when;
+        if (best.domain == kNoDomain || when < best.when) {
+            best.domain = d;
+            best.when = when;
+            best.slots.assign(slots.begin(), slots.begin() + need);
+        }
+    }
+    return best;
+}
+
 } // namespace
 
 RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std::vector<NodeId>& failed,
@@ -127,19 +207,7 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
         }
 
         // 2. another domain, best fit, keeping that domain's spares
-        DomainId best = kNoDomain;
-        int best_room = 0;
-        for (DomainId d = 0; d < map.domains().size(); ++d) {
-            if (d == slice.domain || !map.domain(d).allows_slice(k) || snap.counts(d).degraded) continue;
-            int free_n = 0;
-            for (NodeId id : map.domain(d).nodes)
-                if (is_free(snap.node(id).state) && !contains(taken, id)) ++free_n;
-            int room = free_n - kept_spares(map.domain(d), snap.counts(d));
-            if (room >= k && (best == kNoDomain || room < best_room)) {
-                best = d;
-                best_room = room;
-            }
-        }
+        const DomainId best = best_fit_elsewhere(snap, slice.domain, k, taken);
         if (best != kNoDomain) {
             rep.action = RepairAction::MoveDomain;
             rep.to = best;
@@ -165,52 +233,10 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
 
         // 3. where the nodes it needs free soonest (room that frees later)
         if (later && later->ends) {
-            // per candidate node: when it is free, and its rank among
-            // nodes free as soon (idle, held for this job, a spare, lent
-            // work a repair takes back); other checkpointable work is
-            // defragmentation's to free (defrag_repairs), never waited for
-            struct Slot {
-                int64_t when;
-                int rank;
-                NodeId id;
-                bool operator<(const Slot& o) const {
-                    return when != o.when ? when < o.when : rank != o.rank ? rank < o.rank : id < o.id;
-                }
-            };
-            std::vector<Slot> slots, best_slots;
-            DomainId best_d = kNoDomain;
-            int64_t best_when = 0;
-            for (DomainId d = 0; d < map.domains().size(); ++d) {
-                if (!map.domain(d).allows_slice(k) || snap.counts(d).degraded) continue;
-                // its own domain: the lost nodes only; another: the whole slice
-                const int need = d == slice.domain ? lost : k;
-                slots.clear();
-                for (NodeId id : map.domain(d).nodes) {
-                    const NodeStatus& st = snap.node(id);
-                    if (contains(taken, id) || !is_healthy(st.state)) continue;
-                    if (st.state == NodeState::Idle)
-                        slots.push_back({later->now, 0, id});
-                    else if (running.job_id && st.job_id == running.job_id)
-                        slots.push_back({later->now, 1, id});
-                    else if (st.state == NodeState::SpareReserved)
-                        slots.push_back({later->now, 2, id});
-                    else if (st.lent && st.job_id)
-                        slots.push_back({later->now, 3, id});
-                    else if (st.preemptible) // checkpointable work: defragmentation's to free, not this
-                        continue;
-                    else if (auto e = st.job_id ? later->ends->find(st.job_id) : later->ends->end();
-                             e != later->ends->end() && e->second <= later->until)
-                        slots.push_back({std::max(e->second, later->now), 4, id});
-                }
-                if (int(slots.size()) < need) continue;
-                std::sort(slots.begin(), slots.end());
-                const int64_t when = slots[size_t(need - 1)].when;
-                if (best_d == kNoDomain || when < best_when) {
-                    best_d = d;
-                    best_when = when;
-                    best_slots.assign(slots.begin(), slots.begin() + need);
-                }
-            }
+            const SoonestRoom soon = soonest_room(snap, running.job_id, slice, lost, taken, *later);
+            const DomainId best_d = soon.domain;
+            const int64_t best_when = soon.when;
+            const std::vector<Slot>& best_slots = soon.slots;
             if (best_d != kNoDomain) {
                 rep.to = best_d;
                 for (const Slot& s : best_slots) {
