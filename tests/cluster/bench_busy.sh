@@ -251,15 +251,7 @@ wait_for 120 bash -c '[ -z "$(squeue -h -o %i)" ]'
 echo "# bench_busy: time to running again (s) p50 / p90 / max over the trials; each slice in one rack; requeues"
 for side in nvlslice expedite plain; do
     [[ $MODES = *" $side "* ]] || continue
-    for f in $FAILURES; do
-        awk -v m="$side" -v f="$f" '$1 == m && $2 == f && $4 ~ /^[0-9.]+$/ { t[++n] = $4 + 0; same += ($5 == "yes"); rq = rq (rq == "" ? "" : ",") $6 }
-            $1 == m && $2 == f && $4 !~ /^[0-9.]+$/ { bad++ }
-            END { if (!n) { printf "# %-9s %-7s no run came back (%d failed)\n", m, f, bad; exit }
-                  for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (t[j] < t[i]) { x = t[i]; t[i] = t[j]; t[j] = x }
-                  i50 = int(0.5 * (n - 1) + 0.5) + 1; i90 = int(0.9 * (n - 1) + 0.5) + 1
-                  printf "# %-9s %-7s %2d runs  p50 %6.1f  p90 %6.1f  max %6.1f s  one rack per slice %d/%d  requeues %s%s\n",
-                      m, f, n, t[i50], t[i90], t[n], same, n, rq, bad ? "  (" bad " failed)" : "" }' "$RESULTS"
-    done
+    for f in $FAILURES; do bench_summary "$side" "$f" "$RESULTS"; done
 done
 echo "# bench_busy: the backlog's throughput over each side's run (jobs ended, node-hours done, per hour)"
 for side in nvlslice expedite plain; do

@@ -155,3 +155,16 @@ bench_draws() {
     awk -v seed="$1" -v ck="$2" -v n="$3" 'BEGIN { srand(seed); split("1 1 2 2 4 8 16", s, " ");
         for (i = 0; i < n; i++) { z = s[int(rand() * 7) + 1]; t = 20 + int(rand() * 71); printf "%d %d %d\n", z, t, rand() < ck } }'
 }
+
+# bench_summary SIDE KIND RESULTS: bench_busy's summary line of one kind and
+# side from its trial lines ("SIDE KIND TRIAL SECONDS SAME REQUEUES"):
+# p50 / p90 / max, each slice in one rack, requeues, failed trials
+bench_summary() {
+    awk -v m="$1" -v f="$2" '$1 == m && $2 == f && $4 ~ /^[0-9.]+$/ { t[++n] = $4 + 0; same += ($5 == "yes"); rq = rq (rq == "" ? "" : ",") $6 }
+        $1 == m && $2 == f && $4 !~ /^[0-9.]+$/ { bad++ }
+        END { if (!n) { printf "# %-9s %-7s no run came back (%d failed)\n", m, f, bad; exit }
+              for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (t[j] < t[i]) { x = t[i]; t[i] = t[j]; t[j] = x }
+              i50 = int(0.5 * (n - 1) + 0.5) + 1; i90 = int(0.9 * (n - 1) + 0.5) + 1
+              printf "# %-9s %-7s %2d runs  p50 %6.1f  p90 %6.1f  max %6.1f s  one rack per slice %d/%d  requeues %s%s\n",
+                  m, f, n, t[i50], t[i90], t[n], same, n, rq, bad ? "  (" bad " failed)" : "" }' "$3"
+}
