@@ -397,7 +397,8 @@ void print_table(const SimParams& p, const std::vector<double>& mtbfs, const std
                "after Slurm's SlurmdTimeout ({:.0f} s) or nvlslice's probe ({:.0f} s); the job's nodes stay its own "
                "until then and free {:.0f} s later (a dead node: {:.0f} s with nvlslice's aborted steps, {:.0f} s "
                "under Slurm alone, slurmstepd's wait); the held repair is not modelled (a repair with no room goes to "
-               "the head of the queue).\n",
+               "the head of the queue), nor are degraded racks and their evacuation (the helper's rack health: a "
+               "rack with more failed nodes than spares stays in use here).\n",
                p.dead_share, p.slurmd_timeout_s, p.probe_s, p.complete_s, p.complete_dead_s, p.complete_dead_slurm_s);
     fmt::print("Assumed, not simulated: Slurm's queue is FIFO by submit time{} with a look-ahead of {} jobs "
                "for every policy, {} (a plain requeue resets the submit time: the job queues "

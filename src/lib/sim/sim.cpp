@@ -6,6 +6,7 @@
 #include "placement.hpp"
 #include "reconcile.hpp"
 #include "repair.hpp"
+#include "slice_job.hpp"
 
 #include <fmt/format.h>
 
@@ -119,7 +120,23 @@ struct RunJob {
 class Sim {
   public:
     Sim(const SimParams& p, const Trace& t, Policy pol)
-        : p_(p), t_(t), pol_(pol), map_(make_map(p, pol)), snap_(map_), jobs_(t.jobs.size()) {}
+        : p_(p), t_(t), pol_(pol), map_(make_map(p, pol)), snap_(map_), jobs_(t.jobs.size()) {
+        // each job's request as the plugin makes it from what its user
+        // submits: -N NODES --nvl-slice=min(NODES, slice), or =auto where
+        // that does not divide it (make_request, the plugin's own rule)
+        tags_.reserve(t.jobs.size());
+        for (const TraceJob& tj : t.jobs) {
+            SliceOptions o;
+            o.slice_set = true;
+            o.slice = tj.nodes % std::min(tj.nodes, p.slice) ? 0 : std::min(tj.nodes, p.slice);
+            o.checkpointable = tj.ckpt;
+            try {
+                tags_.push_back(make_request(map_, o, tj.nodes, tj.nodes, Requeue::Requeue));
+            } catch (const Error&) {
+                tags_.emplace_back(); // slice 0: not a slice job
+            }
+        }
+    }
 
     PolicyResult run();
 
@@ -190,6 +207,7 @@ class Sim {
     std::vector<RunJob> jobs_;
     std::deque<int> queue_;
     std::vector<int> running_; // the jobs running now (the backfill's end times)
+    std::vector<RequestTag> tags_; // each job's request, as the plugin makes it
     std::priority_queue<Event, std::vector<Event>, std::greater<Event>> ev_;
     PolicyResult res_;
     double useful_ = 0, useful_slice_ = 0, alloc_ = 0, wait_sum_ = 0;
@@ -306,9 +324,14 @@ bool Sim::choose(const Snapshot& s, int j, Choice& c, Reason* why, bool spares_o
         c.split = pr.placement.domain_count(map_) > 1;
     } else {
         SliceRequest req;
-        req.slice_size = std::min(tj.nodes, p_.slice);
         req.total_nodes = tj.nodes;
-        if (tj.nodes % req.slice_size) req.slice_size = 0; // auto
+        const RequestTag& tag = tags_[size_t(j)];
+        if (tag.slice > 0) {
+            req.slice_size = tag.slice;
+            req.slice_count = tag.count;
+        } else {
+            req.sliced = false; // the plugin refuses it as a slice job: it asks for nodes alone
+        }
         const bool lendable = pol_ == Policy::Nvlslice && may_borrow_spares(traits(j), p_.lend);
         if (p_.sliced_top_only && j >= p_.top_jobs && !lendable) req.sliced = false;
         // spares are lent to preemptible work until a repair needs them
