@@ -1,11 +1,22 @@
 // nvlslice — what a cycle asks Slurm to do: one typed payload per kind.
 //
-// Each payload names itself, holds exactly what its kind needs, and makes
-// its own ClusterApi call. Adding a kind touches three files: this one (the
-// payload, its place in ActionKind and ActionPayload), cluster_api.hpp (the
-// call) and src/slurm/slurm_cluster.cpp (the call through libslurm); the
-// tests' FakeCluster models it. apply(), the logs and the backoff take it
-// from here.
+// Each payload names itself, holds exactly what its kind needs, makes its
+// own ClusterApi call, and says what the cycle and apply() need to know of
+// it (each a default unless the kind says otherwise):
+//   phase(job, now)   when the cycle sends it (Phase; Prepare by default)
+//   follow_up(now)    whether the steps of a repair or restart follow it
+//                     closely (the next cycle comes sooner)
+//   own_order         sent in its phase whatever the job's earlier actions
+//   refused_lend      a refusal keeps its spare(s) in the spare reservation:
+//                     the spare reservation's update after it is skipped
+//   after_refused_lend  skipped after such a refusal
+//   requeues          a requeue: its time is remembered (requeued_at)
+//   key()             what a refusal backs off, for kinds with many targets
+// Adding a kind touches three files: this one (the payload, its place in
+// ActionKind and ActionPayload), cluster_api.hpp (the call) and
+// src/slurm/slurm_cluster.cpp (the call through libslurm); the tests'
+// FakeCluster models it. apply(), the planner, the logs and the backoff
+// take it from here.
 #pragma once
 
 #include "cluster_api.hpp"
@@ -19,6 +30,17 @@
 #include <vector>
 
 namespace nvl {
+
+// When the cycle sends an action (its planner orders the cycle's actions by
+// phase, each job's own in the order they were decided).
+enum class Phase : uint8_t {
+    Unprotect, // the protection dropped: nothing waits for racks any more
+    Prepare,   // records, holds, requeues, pins and exclusions without a start time
+    Spares,    // the spare reservation: a spare handed to a job leaves it before the job may start
+    Start,     // what lets a job start: a release, the gate off (or on), a pin from its start time,
+               // the protection of racks
+    Upkeep,    // node weights, the gate reservation made
+};
 
 namespace action {
 
@@ -41,6 +63,8 @@ struct Pin {
     std::string nodes;
     int64_t start_at = 0;
     void run(ClusterApi& api, JobId job, const Names&) const { api.pin_job(job, nodes, start_at); }
+    Phase phase(JobId, int64_t) const { return Phase::Start; }
+    bool follow_up(int64_t now) const { return start_at > now; }
 };
 // Required nodes only ("" = none); StartTime left as it is.
 struct PinOnly {
@@ -54,18 +78,26 @@ struct Exclude {
     std::string nodes;
     int64_t start_at = 0;
     void run(ClusterApi& api, JobId job, const Names&) const { api.exclude_nodes(job, nodes, start_at); }
+    Phase phase(JobId, int64_t) const { return start_at > 0 ? Phase::Start : Phase::Prepare; }
+    bool follow_up(int64_t now) const { return start_at > now; }
 };
 struct Release {
     static constexpr const char* name = "release";
     void run(ClusterApi& api, JobId job, const Names&) const { api.release(job); }
+    Phase phase(JobId, int64_t) const { return Phase::Start; }
+    bool follow_up(int64_t) const { return true; }
 };
 struct RequeueHold {
     static constexpr const char* name = "requeue-hold";
+    static constexpr bool requeues = true;
     void run(ClusterApi& api, JobId job, const Names&) const { api.requeue_hold(job); }
+    bool follow_up(int64_t) const { return true; }
 };
 struct Requeue {
     static constexpr const char* name = "requeue";
+    static constexpr bool requeues = true;
     void run(ClusterApi& api, JobId job, const Names&) const { api.requeue(job); }
+    bool follow_up(int64_t) const { return true; }
 };
 // The helper's record (its part of the job's admin_comment; "" takes it
 // out, the site's text kept).
@@ -77,15 +109,18 @@ struct SetRecord {
 // The spare reservation's nodes, until end_at (its lease).
 struct SetReservation {
     static constexpr const char* name = "reservation";
+    static constexpr bool after_refused_lend = true;
     std::string nodes;
     int64_t end_at = 0;
     void run(ClusterApi& api, JobId, const Names& n) const { api.set_reservation(n.reservation, nodes, 0, end_at); }
+    Phase phase(JobId, int64_t) const { return Phase::Spares; }
 };
 struct SetWeight {
     static constexpr const char* name = "weight";
     std::string nodes;
     uint32_t weight = 0;
     void run(ClusterApi& api, JobId, const Names&) const { api.set_node_weight(nodes, weight); }
+    Phase phase(JobId, int64_t) const { return Phase::Upkeep; }
     // a refusal backs off this change only, not every weight
     std::string key() const { return std::string(name) + " " + nodes + " " + std::to_string(weight); }
 };
@@ -94,6 +129,7 @@ struct SetLicenses {
     static constexpr const char* name = "licenses";
     std::string licenses;
     void run(ClusterApi& api, JobId job, const Names&) const { api.set_licenses(job, licenses); }
+    Phase phase(JobId job, int64_t) const { return job ? Phase::Start : Phase::Prepare; }
 };
 // The protection reservation: nodes ("" = none) from start_at to end_at.
 struct Protect {
@@ -104,6 +140,7 @@ struct Protect {
     void run(ClusterApi& api, JobId, const Names& n) const {
         api.set_reservation(n.protect_reservation, nodes, start_at, end_at);
     }
+    Phase phase(JobId, int64_t) const { return nodes.empty() ? Phase::Unprotect : Phase::Start; }
 };
 // Creates the gate reservation, or moves its end (its lease) to end_at.
 struct Gate {
@@ -112,6 +149,7 @@ struct Gate {
     void run(ClusterApi& api, JobId, const Names& n) const {
         api.ensure_gate(n.gate_reservation, n.gate_license, end_at);
     }
+    Phase phase(JobId, int64_t) const { return Phase::Upkeep; }
 };
 // Drains the node and marks it DOWN, with `reason` for Slurm and the admin.
 struct NodeDown {
@@ -119,6 +157,7 @@ struct NodeDown {
     std::string nodes; // one node
     std::string reason;
     void run(ClusterApi& api, JobId, const Names&) const { api.set_node_down(nodes, reason); }
+    bool follow_up(int64_t) const { return true; }
     std::string key() const { return std::string(name) + " " + nodes + " " + reason; }
 };
 // Requeue=1 again on a lent job.
@@ -129,8 +168,13 @@ struct AllowRequeue {
 
 // The job waits for its lent spare(s) in a reservation of its
 // own (cluster_api.hpp, lend_nodes).
+// Made (and ended) before the spare reservation changes, whatever the
+// job's earlier actions: never after it, when the spare would be free to
+// any job meanwhile.
 struct Lend {
     static constexpr const char* name = "lend";
+    static constexpr bool own_order = true;
+    static constexpr bool refused_lend = true;
     std::string nodes;
     uint32_t user_id = 0;
     std::string reservation;
@@ -149,6 +193,7 @@ struct AbortSteps {
 // deleted.
 struct EndLend {
     static constexpr const char* name = "end-lend";
+    static constexpr bool own_order = true;
     std::string reservation;
     std::vector<JobId> others;
     void run(ClusterApi& api, JobId job, const Names&) const { api.end_lend(job, others, reservation); }
@@ -192,6 +237,21 @@ template <class T, class = void> struct HasStart : std::false_type {};
 template <class T> struct HasStart<T, std::void_t<decltype(std::declval<T>().start_at)>> : std::true_type {};
 template <class T, class = void> struct HasKey : std::false_type {};
 template <class T> struct HasKey<T, std::void_t<decltype(std::declval<T>().key())>> : std::true_type {};
+template <class T, class = void> struct HasPhase : std::false_type {};
+template <class T>
+struct HasPhase<T, std::void_t<decltype(std::declval<T>().phase(JobId(), int64_t()))>> : std::true_type {};
+template <class T, class = void> struct HasFollowUp : std::false_type {};
+template <class T>
+struct HasFollowUp<T, std::void_t<decltype(std::declval<T>().follow_up(int64_t()))>> : std::true_type {};
+// A kind's flag: its static member when it has one, else false.
+#define NVL_ACTION_FLAG(flag)                                                                                          \
+    template <class T, class = void> struct Flag_##flag : std::false_type {};                                          \
+    template <class T> struct Flag_##flag<T, std::void_t<decltype(T::flag)>> : std::bool_constant<T::flag> {};
+NVL_ACTION_FLAG(own_order)
+NVL_ACTION_FLAG(refused_lend)
+NVL_ACTION_FLAG(after_refused_lend)
+NVL_ACTION_FLAG(requeues)
+#undef NVL_ACTION_FLAG
 
 template <size_t... I> constexpr auto kind_names(std::index_sequence<I...>) {
     return std::array<const char*, sizeof...(I)>{std::variant_alternative_t<I, ActionPayload>::name...};
@@ -251,6 +311,38 @@ struct Action {
     }
     void run(ClusterApi& api, const action::Names& names) const {
         std::visit([&](const auto& p) { p.run(api, job, names); }, what);
+    }
+    // What its kind says (the comment at the top of this file): the
+    // payload's own phase() and follow_up() and flags, else the defaults.
+    Phase phase(int64_t now) const {
+        return std::visit(
+            [&](const auto& p) {
+                if constexpr (detail::HasPhase<std::decay_t<decltype(p)>>::value) return p.phase(job, now);
+                return Phase::Prepare;
+            },
+            what);
+    }
+    bool follow_up(int64_t now) const {
+        return std::visit(
+            [&](const auto& p) {
+                if constexpr (detail::HasFollowUp<std::decay_t<decltype(p)>>::value) return p.follow_up(now);
+                return false;
+            },
+            what);
+    }
+    bool own_order() const {
+        return std::visit([](const auto& p) { return detail::Flag_own_order<std::decay_t<decltype(p)>>::value; }, what);
+    }
+    bool refused_lend() const {
+        return std::visit([](const auto& p) { return detail::Flag_refused_lend<std::decay_t<decltype(p)>>::value; },
+                          what);
+    }
+    bool after_refused_lend() const {
+        return std::visit(
+            [](const auto& p) { return detail::Flag_after_refused_lend<std::decay_t<decltype(p)>>::value; }, what);
+    }
+    bool requeues() const {
+        return std::visit([](const auto& p) { return detail::Flag_requeues<std::decay_t<decltype(p)>>::value; }, what);
     }
 };
 

@@ -280,31 +280,9 @@ class Cycle {
         std::string& last = mem_.said[job];
         if (last != s) warn(job, last = s);
     }
-    // When an action is sent, whatever pass decided it: plan() orders the
-    // cycle's actions by phase, each job's own in the order they were
-    // decided (a job's action never goes before an earlier one of it).
-    enum class Phase : uint8_t {
-        Unprotect, // the protection dropped: nothing waits for racks any more
-        Prepare,   // records, holds, requeues, pins and exclusions without a start time
-        Spares,    // the spare reservation: a spare handed to a job leaves it before the job may start
-        Start,     // what lets a job start: a release, the gate off (or on), a pin from its start time,
-                   // the protection of racks
-        Upkeep,    // node weights, the gate reservation made
-    };
-    static Phase phase_of(const Action& a) {
-        switch (a.kind()) {
-        case ActionKind::Protect: return a.nodes().empty() ? Phase::Unprotect : Phase::Start;
-        case ActionKind::SetReservation: return Phase::Spares;
-        case ActionKind::Release:
-        case ActionKind::Pin: return Phase::Start;
-        case ActionKind::Exclude: return a.start_at() > 0 ? Phase::Start : Phase::Prepare;
-        case ActionKind::SetLicenses: return a.job ? Phase::Start : Phase::Prepare;
-        case ActionKind::SetWeight:
-        case ActionKind::Gate: return Phase::Upkeep;
-        default: return Phase::Prepare;
-        }
-    }
-    // The cycle's actions in phase order (stable: decision order within a phase).
+    // The cycle's actions in phase order (each action's kind says its phase,
+    // whatever pass decided it; a job's action never goes before an earlier
+    // one of it, but for kinds of their own order) (stable: decision order within a phase).
     void plan();
     // Every action goes through act(), which remembers per job which kinds
     // were asked for, so that a later pass asks in O(1).
@@ -316,15 +294,9 @@ class Cycle {
         }
         if (a.job) acted_[a.job] |= 1u << unsigned(a.kind());
         // the steps of a repair or a restart follow each other closely
-        const ActionKind k = a.kind();
-        out_.follow_up = out_.follow_up || k == ActionKind::RequeueHold || k == ActionKind::Requeue ||
-                         k == ActionKind::Release || k == ActionKind::NodeDown ||
-                         ((k == ActionKind::Pin || k == ActionKind::Exclude) && a.start_at() > now_);
-        Phase p = phase_of(a);
-        // a lend is made (and ended) before the spare reservation changes,
-        // whatever the job's earlier actions: never after it, when the
-        // spare would be free to any job meanwhile
-        if (a.job && k != ActionKind::Lend && k != ActionKind::EndLend) {
+        out_.follow_up = out_.follow_up || a.follow_up(now_);
+        Phase p = a.phase(now_);
+        if (a.job && !a.own_order()) {
             auto [it, fresh] = last_phase_.try_emplace(a.job, p);
             if (!fresh) it->second = p = std::max(p, it->second);
         }

@@ -72,7 +72,7 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
         if (a.job && failed_jobs.count(a.job)) continue; // builds on the action that failed
         // a refused lend leaves its spare in the spare reservation: this
         // update would free it to any job (the next cycle decides afresh)
-        if (lend_failed && a.kind() == ActionKind::SetReservation) continue;
+        if (lend_failed && a.after_refused_lend()) continue;
         try {
             a.run(api, names);
         } catch (const Unreachable& e) {
@@ -93,7 +93,7 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
                  fmt::format("{}{}: {}", a.name(), a.nodes().empty() ? "" : " (" + a.nodes() + ")", e.what()), false,
                  a.job ? std::string() : backoff_key(a)});
             if (a.job) failed_jobs.insert(a.job);
-            lend_failed = lend_failed || a.kind() == ActionKind::Lend;
+            lend_failed = lend_failed || a.refused_lend();
             continue;
         }
         if (after_each) after_each(a);
@@ -141,9 +141,7 @@ void note_applied(HelperMemory& mem, const std::vector<Action>& actions, const s
             if (b != mem.backoff.end() && b->second.until <= mono) mem.backoff.erase(b);
         }
         if (!a.job && !failed_keys.count(backoff_key(a))) mem.cluster_backoff.erase(backoff_key(a));
-        if (wall > 0 && all_tried && (a.kind() == ActionKind::RequeueHold || a.kind() == ActionKind::Requeue) &&
-            !failed.count(a.job))
-            mem.requeued_at[a.job] = wall;
+        if (wall > 0 && all_tried && a.requeues() && !failed.count(a.job)) mem.requeued_at[a.job] = wall;
         // the record written is the one to write back over a site's
         // overwrite (HelperMemory::records); one that may not have been
         // written is not kept: the next cycle reads what Slurm has

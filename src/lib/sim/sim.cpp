@@ -206,7 +206,7 @@ class Sim {
     Snapshot snap_;
     std::vector<RunJob> jobs_;
     std::deque<int> queue_;
-    std::vector<int> running_; // the jobs running now (the backfill's end times)
+    std::vector<int> running_;     // the jobs running now (the backfill's end times)
     std::vector<RequestTag> tags_; // each job's request, as the plugin makes it
     std::priority_queue<Event, std::vector<Event>, std::greater<Event>> ev_;
     PolicyResult res_;
