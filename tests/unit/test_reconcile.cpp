@@ -2434,3 +2434,40 @@ TEST_CASE("one policy: spares go to a borrower behind any number of jobs that ca
     CHECK(started.at(13).lent);
     CHECK(started.at(13).hours == Approx(0.3));
 }
+
+TEST_CASE("each action kind describes itself: its phase, follow-up, order, refusal and bookkeeping",
+          "[reconcile][quick]") {
+    const int64_t now = 1000;
+    auto a = [](JobId job, ActionPayload p) { return Action{job, std::move(p)}; };
+    // phases: what lets a job start goes after what prepares it
+    CHECK(a(1, action::Hold{}).phase(now) == Phase::Prepare);
+    CHECK(a(1, action::Pin{"n1", now + 5}).phase(now) == Phase::Start);
+    CHECK(a(1, action::Exclude{"n1", 0}).phase(now) == Phase::Prepare);
+    CHECK(a(1, action::Exclude{"n1", now}).phase(now) == Phase::Start);
+    CHECK(a(1, action::SetLicenses{"x"}).phase(now) == Phase::Start);
+    CHECK(a(0, action::SetLicenses{"x"}).phase(now) == Phase::Prepare);
+    CHECK(a(0, action::SetReservation{"n1", 0}).phase(now) == Phase::Spares);
+    CHECK(a(0, action::Protect{}).phase(now) == Phase::Unprotect);
+    CHECK(a(0, action::Protect{"n1", now, now + 60}).phase(now) == Phase::Start);
+    CHECK(a(0, action::Gate{now}).phase(now) == Phase::Upkeep);
+    CHECK(a(0, action::SetWeight{"n1", 5}).phase(now) == Phase::Upkeep);
+    // the steps of a repair follow each other closely
+    CHECK(a(1, action::Requeue{}).follow_up(now));
+    CHECK(a(1, action::RequeueHold{}).follow_up(now));
+    CHECK(a(1, action::Release{}).follow_up(now));
+    CHECK(a(0, action::NodeDown{"n1", "x"}).follow_up(now));
+    CHECK(a(1, action::Pin{"n1", now + 1}).follow_up(now));
+    CHECK_FALSE(a(1, action::Pin{"n1", now}).follow_up(now));
+    CHECK_FALSE(a(1, action::SetRecord{"r"}).follow_up(now));
+    // lends keep their own order; a refused one holds back the spare reservation's update
+    CHECK(a(1, action::Lend{}).own_order());
+    CHECK(a(1, action::EndLend{}).own_order());
+    CHECK_FALSE(a(1, action::Pin{}).own_order());
+    CHECK(a(1, action::Lend{}).refused_lend());
+    CHECK(a(0, action::SetReservation{}).after_refused_lend());
+    CHECK_FALSE(a(0, action::Protect{}).after_refused_lend());
+    // requeues are remembered
+    CHECK(a(1, action::Requeue{}).requeues());
+    CHECK(a(1, action::RequeueHold{}).requeues());
+    CHECK_FALSE(a(1, action::Release{}).requeues());
+}
