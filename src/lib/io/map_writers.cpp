@@ -109,10 +109,12 @@ std::string write_topology_conf_tree(const RackMap& map, std::string_view top) {
     return out;
 }
 
-std::string write_topology_yaml(const RackMap& map, bool tree, std::string_view name) {
-    std::string out = fmt::format(
-        "# topology.yaml written by nvlslice: one {} per NVLink domain\n- topology: {}\n  cluster_default: true\n",
-        tree ? "leaf switch" : "block", name);
+namespace {
+
+// One topology of a topology.yaml: the map's racks as leaf switches (tree)
+// or blocks, named `name`.
+std::string yaml_topology(const RackMap& map, bool tree, std::string_view name, bool cluster_default) {
+    std::string out = fmt::format("- topology: {}\n  cluster_default: {}\n", name, cluster_default);
     if (tree) {
         out += "  tree:\n    switches:\n";
         std::vector<std::string> leaves;
@@ -130,6 +132,14 @@ std::string write_topology_yaml(const RackMap& map, bool tree, std::string_view 
                                yaml_str(map.domain_hostlist(i)));
     }
     return out;
+}
+
+} // namespace
+
+std::string write_topology_yaml(const RackMap& map, bool tree, std::string_view name) {
+    return fmt::format("# topology.yaml written by nvlslice: one {} per NVLink domain\n",
+                       tree ? "leaf switch" : "block") +
+           yaml_topology(map, tree, name, true);
 }
 
 } // namespace nvl
@@ -292,12 +302,7 @@ std::string write_topology_yaml_beside(const RackMap& map, std::string_view site
                                   "per NVLink domain as topology \"{}\" (Topology={} on its partitions)\n",
                                   site_file, name, name);
     out += kept;
-    out +=
-        fmt::format("- topology: {}\n  cluster_default: false\n  block:\n    block_sizes:\n      - {}\n    blocks:\n",
-                    name, join(block_sizes_for(map), "\n      - "));
-    for (DomainId i = 0; i < map.domains().size(); ++i)
-        out += fmt::format("      - block: {}\n        nodes: {}\n", yaml_str(map.domain(i).name),
-                           yaml_str(map.domain_hostlist(i)));
+    out += yaml_topology(map, false, name, false);
     // what was written reads back: the blocks as the map's racks
     const RackMap back = read_topology_yaml(out, "the topology.yaml written", {}, name);
     if (back.domains().size() != map.domains().size())
