@@ -1,7 +1,8 @@
 #!/bin/bash
 # Removal (nvlsliced --remove, doc/admin-guide.txt REMOVAL): a queue of
-# waiting slice and plain jobs and a running slice job; the helper stopped,
-# --remove run, then scontrol reconfigure: nothing named nvlslice is left
+# waiting slice and plain jobs and a running slice job; in the admin
+# guide's order, the plugin line commented out, the helper stopped, --remove
+# run, then scontrol reconfigure: nothing named nvlslice is left
 # in the reservations, the node weights or the jobs, and once the nodes
 # free, plain Slurm starts every waiting job, the slice jobs as the plain
 # one. Restarts the helper at its end.
@@ -11,7 +12,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 CL="$HERE/cluster.sh"
 [ -n "${NVL_HELPER:-}" ] || { echo "test_remove.sh: NVL_HELPER (the nvlsliced binary) must be set" >&2; exit 1; }
 CONF=$NVL_CLUSTER_DIR/etc/nvlslice.yaml
-restart_helper() { "$CL" helper >/dev/null 2>&1 || true; }
+PLUGSTACK=$NVL_CLUSTER_DIR/etc/plugstack.conf
+cp "$PLUGSTACK" "$NVL_CLUSTER_DIR/plugstack.before-remove"
+restart_helper() {
+    cp "$NVL_CLUSTER_DIR/plugstack.before-remove" "$PLUGSTACK"
+    "$CL" helper >/dev/null 2>&1 || true
+}
 trap restart_helper EXIT
 
 cleanup; resume_all
@@ -39,6 +45,9 @@ expect_match "the helper keeps its spares before removal" "nvlslice_spares" "$(o
 weights=$(scontrol show node -o | grep -o 'Weight=[0-9]*' | sort -u | paste -sd' ')
 echo "# node weights before removal: $weights"
 [ "$(nvl_mode)" = gate ] && expect_match "gate mode: the helper steers node weights before removal" "Weight=([02-9]|1[0-9])" "$weights"
+echo "# removal, in the admin guide's order: 1. the plugin line commented out (new steps load no plugin)"
+sed -i 's/^required /#required /' "$PLUGSTACK"
+expect_match "the plugin line is commented out" "^#required " "$(cat "$PLUGSTACK")"
 echo "# removal: refused while a helper runs"
 out=$("$NVL_HELPER" --remove --config "$CONF" 2>&1); rc=$?
 if [ "$rc" -ne 0 ] && grep -qE "another nvlsliced is running|lease .* is held by" <<< "$out"; then
@@ -70,10 +79,11 @@ scancel "$R" "$B"
 all_running() { for j in "$A1" "$A2" "$P"; do [ "$(squeue -h -j "$j" -o %T)" = RUNNING ] || return 1; done; }
 if wait_for 60 all_running; then
     ok "every waiting job runs $(secs "$t0" "$(now)") s after the nodes were freed (slice and plain alike)"
+    echo "# where Slurm alone put them: $A1 on $(job_field "$A1" NodeList), $A2 on $(job_field "$A2" NodeList), $P on $(job_field "$P" NodeList)"
 else
     not_ok "every waiting job runs: $(squeue -h -o '%i %T %r' | paste -sd' ')"
 fi
 expect_eq "still no reservation named nvlslice" "" "$(ours_resv)"
 cleanup
-# the helper back (trap): it makes its reservations again
+# the plugin line and the helper back (trap): it makes its reservations again
 summary remove
