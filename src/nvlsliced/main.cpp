@@ -410,18 +410,23 @@ int main(int argc, char** argv) {
 
         // One instance only: the lock is held for the life of the process
         // and released by the kernel however it ends (kill -9 included).
-        int lock = open(s.lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (lock < 0 && errno == ENOENT) {
-            // its directory (the unit's RuntimeDirectory; by hand, made here)
-            const std::string dir = s.lock_file.substr(0, s.lock_file.rfind('/'));
-            if (!dir.empty() && mkdir(dir.c_str(), 0755) == 0)
-                lock = open(s.lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        // A dry run of the cycle acts on nothing: it runs beside the helper
+        // that acts, without the lock (nor the lease, below), so that an
+        // install or a change may be checked on a running site.
+        if (!dry || remove) {
+            int lock = open(s.lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+            if (lock < 0 && errno == ENOENT) {
+                // its directory (the unit's RuntimeDirectory; by hand, made here)
+                const std::string dir = s.lock_file.substr(0, s.lock_file.rfind('/'));
+                if (!dir.empty() && mkdir(dir.c_str(), 0755) == 0)
+                    lock = open(s.lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+            }
+            if (lock < 0) throw Error(fmt::format("lock_file {}: cannot open: {}", s.lock_file, std::strerror(errno)));
+            take_lock(lock, s.lock_file);
+            (void)!ftruncate(lock, 0);
+            std::string pid = std::to_string(getpid()) + "\n";
+            (void)!write(lock, pid.data(), pid.size());
         }
-        if (lock < 0) throw Error(fmt::format("lock_file {}: cannot open: {}", s.lock_file, std::strerror(errno)));
-        take_lock(lock, s.lock_file);
-        (void)!ftruncate(lock, 0);
-        std::string pid = std::to_string(getpid()) + "\n";
-        (void)!write(lock, pid.data(), pid.size());
 
         g_kill_after = std::getenv("NVLSLICED_TEST_KILL_AFTER");
         std::signal(SIGTERM, on_signal);

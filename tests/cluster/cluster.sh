@@ -33,6 +33,14 @@
 #                      rack001.., each with the domain its GPUs report) and
 #                      it is copied to DIR/fabric.txt for the plugin's
 #                      fabric_report= (none: contrib/gen-map.sh writes the map)
+#   NVL_SITE           bare: a site before nvlslice, for the install guide's
+#                      test (test_guide.sh): no nvlslice license (the site's
+#                      own Licenses=lic_a:4 line), no topology plugin, no
+#                      helper, and a plugstack.conf that includes
+#                      DIR/etc/plugstack.conf.d/*.conf, where the installed
+#                      package's nvlslice.conf (commented out) is copied
+#   NVL_KEEP_STATE     1: `up` keeps DIR/state, slurmctld's saved state (by
+#                      default a new cluster starts with none)
 #   NVL_BACKUP_CTLD    1: a backup slurmctld: slurm.conf lists two
 #                      SlurmctldHost (nvlctl, nvlctl2), each slurmctld runs in
 #                      a network and host-name namespace of its own (the
@@ -53,6 +61,8 @@
 #   tests/cluster/cluster.sh stop-ctld [2] | kill-ctld [2] | start-ctld [2]
 #                                     a slurmctld stopped, killed (-9), started
 #                                     (2: the backup)
+#   tests/cluster/cluster.sh restart-daemons
+#                                     slurmctld and every slurmd restarted
 #   tests/cluster/cluster.sh kill-node N | silence-node N | revive-node N
 #                                     node N's slurmd killed; the node silent
 #                                     (its processes killed, its link down);
@@ -74,6 +84,7 @@ HELPER=${NVL_HELPER:-}
 HELPER_CONF=${NVL_HELPER_CONF:-}
 ACCOUNTING=${NVL_ACCOUNTING:-0}
 BACKUP=${NVL_BACKUP_CTLD:-0}
+SITE=${NVL_SITE:-}
 DB_PORT=3317     # MariaDB, on 127.0.0.1 only
 DBD_PORT=16819   # slurmdbd
 BRIDGE=nvlbr0
@@ -183,6 +194,13 @@ slurm_has_expedite() { slurm_at_least 25 11; }
 write_topology() {
     TOPOLOGY_LINES=""
     slurm_has_block || return 0
+    if [ "$SITE" = bare ]; then
+        # a site without a topology of its own: the install guide adds the blocks
+        rm -f "$DIR/etc/topology.conf"
+        echo "CgroupPlugin=disabled" > "$DIR/etc/cgroup.conf"
+        if slurm_has_expedite; then TOPOLOGY_LINES="SlurmctldParameters=enable_expedited_requeue"; fi
+        return 0
+    fi
     local topo=${NVL_TOPO:-${BUILD_DIR:-}/src/tools/nvl-topo}
     [ -x "$topo" ] || die "this Slurm has topology/block: set NVL_TOPO (or BUILD_DIR) to nvl-topo to write topology.conf"
     "$topo" export --map "$DIR/etc/nvlslice-map.yaml" --format block > "$DIR/etc/topology.conf" ||
@@ -209,6 +227,8 @@ write_hosts() {
 
 write_conf() {
     local nodes_line="" r lo hi feat ACCOUNTING_LINES CTL_LINES GRES_ATTR="" i
+    local LICENSES="Licenses=nvlslice_gate:1,lic_a:4,nvlslice_lease:1"
+    [ "$SITE" = bare ] && LICENSES="Licenses=lic_a:4"
     write_hosts
     if [ "$ACCOUNTING" = 1 ]; then
         # slurmdbd over munge: with a munged of its own, the connection
@@ -297,7 +317,7 @@ PriorityWeightJobSize=100
 PriorityWeightPartition=10000
 PriorityMaxAge=1-0
 # The gate slice jobs wait behind until nvlsliced places them (nvlslice(8)).
-Licenses=nvlslice_gate:1,lic_a:4,nvlslice_lease:1
+$LICENSES
 MailProg=/bin/true
 PlugStackConfig=$DIR/etc/plugstack.conf
 $TOPOLOGY_LINES
@@ -306,13 +326,23 @@ $nodes_line
 PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE PriorityJobFactor=1
 PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE PriorityJobFactor=10
 CONF
-    if [ -n "$PLUGIN" ]; then
+    if [ "$SITE" = bare ]; then
+        mkdir -p "$DIR/etc/plugstack.conf.d"
+        echo "include $DIR/etc/plugstack.conf.d/*.conf" > "$DIR/etc/plugstack.conf"
+        local pkg=/etc/slurm/plugstack.conf.d/nvlslice.conf
+        if [ -f "$pkg" ]; then
+            sed "s|/etc/slurm/|$DIR/etc/|g" "$pkg" > "$DIR/etc/plugstack.conf.d/nvlslice.conf"
+        else
+            rm -f "$DIR/etc/plugstack.conf.d/nvlslice.conf"
+        fi
+    elif [ -n "$PLUGIN" ]; then
         echo "required $PLUGIN map=$DIR/etc/nvlslice-map.yaml $PLUGIN_ARGS" > "$DIR/etc/plugstack.conf"
     else
         : > "$DIR/etc/plugstack.conf"
     fi
-    echo "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP" > "$DIR/etc/geometry"
-    write_helper_conf
+    echo "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP site=$SITE" > "$DIR/etc/geometry"
+    # (a bare site's helper configuration is the package's, test_guide.sh)
+    [ "$SITE" = bare ] || write_helper_conf
 }
 
 # The helper's files: nvlsliced.* for the first, nvlsliced-b.* for the second
@@ -530,7 +560,7 @@ wait_ready() {
 
 healthy() {
     [ -f "$DIR/etc/geometry" ] || return 1
-    [ "$(cat "$DIR/etc/geometry")" = "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP" ] || return 1
+    [ "$(cat "$DIR/etc/geometry")" = "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP site=$SITE" ] || return 1
     alive "$DIR/run/slurmctld.pid" && alive "$DIR/run/munged.pid" || return 1
     if [ "$BACKUP" = 1 ]; then alive "$(ctl_pidfile 2)" || return 1; fi
     if [ "$ACCOUNTING" = 1 ]; then alive "$DIR/run/slurmdbd.pid" && alive "$DIR/run/mariadbd.pid" || return 1; fi
@@ -597,7 +627,10 @@ up() {
         return 0
     fi
     down >/dev/null 2>&1 || true
-    rm -rf "$DIR/state" "$DIR/spool" "$DIR/log" "$DIR/mysql"
+    # NVL_KEEP_STATE=1: slurmctld's saved state kept (an upgrade: the jobs
+    # and reservations another Slurm saved there, test_upgrade.sh)
+    if [ "${NVL_KEEP_STATE:-0}" = 1 ]; then rm -rf "$DIR/spool" "$DIR/log" "$DIR/mysql"
+    else rm -rf "$DIR/state" "$DIR/spool" "$DIR/log" "$DIR/mysql"; fi
     mkdir -p "$DIR"/{etc,munge,state,spool,log,run}
     chmod 700 "$DIR/munge"
     write_map
@@ -631,6 +664,15 @@ case "${1:-}" in
     helper-b) start_helper b ;;
     kill-helper-b) stop_pidfiles "$DIR/run/nvlsliced-b.pid" "$DIR/run/nvlsliced-b.lock" ;;
     start-node) i=${2:?node number}; start_slurmd "$((10#$i))" ;;
+    # slurmctld and every slurmd stopped and started again, their state
+    # kept: as `systemctl restart` on each host after a slurm.conf change
+    # they read at their start only (a topology plugin)
+    restart-daemons)
+        stop_pidfiles "$(ctl_pidfile 1)" "$DIR"/run/slurmctld*.wrapper.pid
+        stop_pidfiles "$DIR"/run/slurmd-*.pid "$DIR"/run/slurmd-*.wrapper.pid
+        start_slurmctld
+        for ((i = 1; i <= NODES; i++)); do start_slurmd "$i"; done
+        wait_ready 90 ;;
     # slurmctld alone, its state kept: an outage, as an admin's maintenance
     stop-ctld) stop_pidfiles "$(ctl_pidfile "${2:-1}")" ;;
     # a crash: kill -9 (the state it saved is what the other controller reads)
@@ -662,5 +704,5 @@ case "${1:-}" in
         i=$((10#${2:?node number}))
         ip link set "$(node_veth "$i")" up
         start_slurmd "$i" ;;
-    *) echo "usage: $0 up|down|status|env|helper|kill-helper|start-node N|kill-node N|silence-node N|revive-node N|stop-ctld [2]|kill-ctld [2]|start-ctld [2]|helper-b|kill-helper-b" >&2; exit 2 ;;
+    *) echo "usage: $0 up|down|status|env|helper|kill-helper|start-node N|kill-node N|silence-node N|revive-node N|stop-ctld [2]|kill-ctld [2]|start-ctld [2]|restart-daemons|helper-b|kill-helper-b" >&2; exit 2 ;;
 esac

@@ -75,9 +75,12 @@ if { [ "${NVL_SLURM:-}" = 24.11 ] || [ "${NVL_SLURM:-}" = 26.05 ]; } && [ -z "${
     fi
     built=$(cat "$("$ROOTSH" path)$inner/.nvl-built" 2>/dev/null) ||
         { echo "run.sh: NVL_ROOT_STEP=test, but the $NVL_SLURM root has no finished build" >&2; exit 1; }
+    # the tests as they are now (the build's copy of the tree may be older)
+    "$ROOTSH" shell sh -c "rm -rf $src/tests/cluster && cp -a /src/tests/cluster $src/tests/cluster" ||
+        { echo "run.sh: copying the tests into the $NVL_SLURM root failed" >&2; exit 1; }
     # the geometry and the benches' settings, when given
     pass=()
-    for v in NVL_RACKS NVL_SLURMD_TIMEOUT NVL_TREE_WIDTH $(compgen -v NVL_BENCH_); do [ -n "${!v:-}" ] && pass+=("$v=${!v}"); done
+    for v in NVL_RACKS NVL_SLURMD_TIMEOUT NVL_TREE_WIDTH NVL_UPGRADE NVL_KEEP_STATE $(compgen -v NVL_BENCH_); do [ -n "${!v:-}" ] && pass+=("$v=${!v}"); done
     exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_SLURM="$NVL_SLURM" NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" NVL_TESTS="${NVL_TESTS:-}" \
         NVL_ACCOUNTING="${NVL_ACCOUNTING:-0}" NVL_SLURMDBD_LIBDIR=/var/tmp/nvlslice-dbclient "${pass[@]}" \
         $src/tests/cluster/run.sh "$built"
@@ -90,6 +93,8 @@ fi
 # `NVL_SLURM=installed-26.05 tests/cluster/run.sh` does the same with the
 # packages the 26.05 tier built in its root (against libslurm 26.05),
 # installed in a Debian sid root of their own with Slurm 26.05 (native mode).
+# With NVL_SITE=bare, either runs test_guide alone: the cluster starts as a
+# site before nvlslice and the admin guide's install block makes it one.
 if [[ ${NVL_SLURM:-} = installed* ]] && [ -z "${NVL_IN_ROOT:-}" ]; then
     ROOTSH=$HERE/debian13-root.sh
     case $NVL_SLURM in
@@ -121,6 +126,7 @@ if [[ ${NVL_SLURM:-} = installed* ]] && [ -z "${NVL_IN_ROOT:-}" ]; then
          dpkg-query -W -f="#   \${Package} \${Version}\n" nvlslice-spank nvlsliced nvlslice-tools' ||
         { echo "run.sh: installing the packages in the root failed" >&2; exit 1; }
     exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_INSTALLED=1 NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" NVL_TESTS="${NVL_TESTS:-}" \
+        NVL_SITE="${NVL_SITE:-}" \
         /src/tests/cluster/run.sh
 fi
 export NVL_CLUSTER_DIR=${NVL_CLUSTER_DIR:-/tmp/nvlslice-cluster}
@@ -188,6 +194,32 @@ run_test() {
     echo "# $(basename "$t"): $(( $(date +%s) - t0 )) s"
     rm -f "$out"
 }
+# An upgrade of Slurm with nvlslice installed (tests/cluster/upgrade.sh runs
+# both phases, each in its root): NVL_UPGRADE=before on the older Slurm, its
+# state then carried to the newer one, NVL_UPGRADE=after there
+if [ -n "${NVL_UPGRADE:-}" ]; then
+    sed -i 's/ mode=gate$/ mode=auto/' "$NVL_CLUSTER_DIR/etc/plugstack.conf"
+    if [ -n "${NVL_INSTALLED:-}" ]; then export NVL_HELPER=/usr/sbin/nvlsliced; else export NVL_HELPER=$BUILD/src/nvlsliced/nvlsliced; fi
+    # before: the helper runs as on any site; after: the test starts it (the upgrade's last step)
+    [ "$NVL_UPGRADE" = after ] || "$HERE/cluster.sh" helper || exit 1
+    NVL_TESTS=${NVL_TESTS:-test_upgrade} run_test "$HERE/test_upgrade.sh"
+    "$HERE/cluster.sh" down >/dev/null
+    echo "# cluster tests took $(( $(date +%s) - start )) s"
+    echo "cluster: $total_pass passed, $total_fail failed"
+    [ "$total_fail" -eq 0 ]
+    exit
+fi
+# A site before nvlslice (NVL_SITE=bare, the installed roots only): the
+# admin guide's install block run as written, then the site at work
+if [ "${NVL_SITE:-}" = bare ]; then
+    [ -n "${NVL_INSTALLED:-}" ] || { echo "run.sh: NVL_SITE=bare needs the packages: NVL_SLURM=installed or installed-26.05" >&2; exit 2; }
+    NVL_TESTS=${NVL_TESTS:-test_guide} run_test "$HERE/test_guide.sh"
+    [ "${NVL_KEEP_CLUSTER:-0}" = 1 ] || "$HERE/cluster.sh" down >/dev/null
+    echo "# cluster tests took $(( $(date +%s) - start )) s"
+    echo "cluster: $total_pass passed, $total_fail failed"
+    [ "$total_fail" -eq 0 ]
+    exit
+fi
 # The plugin alone first (jobs are pinned and ungated by hand), then with
 # the helper. Without the helper, the gate reservation it keeps is made here.
 "$HERE/cluster.sh" kill-helper
