@@ -151,14 +151,16 @@ if wait_for 60 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ]"; then
     victim=$(scontrol show hostnames "$n" | sed -n 5p)
     t0=$(now)
     scontrol update nodename="$victim" state=drain reason="xid 79: guide test"
+    # (state and nodes read at once: between two reads the job may leave
+    # RUNNING for its requeue)
     repaired() {
-        local m
-        [ "$(squeue -h -j "$J" -o %T)" = RUNNING ] || return 1
-        m=$(nodes_of "$J")
-        [ "$m" != "$n" ] && ! scontrol show hostnames "$m" | grep -qx "$victim"
+        local st m
+        read -r st m < <(squeue -h -j "$J" -o '%T %N')
+        [ "$st" = RUNNING ] && [ -n "$m" ] && [ "$m" != "$n" ] && ! scontrol show hostnames "$m" | grep -qx "$victim" &&
+            echo "$m" > "$OUT/repaired-on"
     }
     if wait_for 120 repaired; then
-        m=$(nodes_of "$J")
+        m=$(cat "$OUT/repaired-on")
         ok "the drained node's job runs again $(secs "$t0" "$(now)") s later, without $victim: $m"
         expect_eq "in the same rack" "$(racks_of "$n")" "$(racks_of "$m")"
     else
