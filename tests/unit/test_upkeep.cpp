@@ -119,3 +119,74 @@ TEST_CASE("upkeep: a node the protection holds never joins the spares (Slurm ref
     CHECK_FALSE(wanted_spares(snap, NodeSet::of(m, "n[001-002,035-036]"), true, unprotected));
     CHECK(wanted_spares(snap, NodeSet::of(m, "n[001-002,035-036]"), true).value_or("?") == "n[001-018,035-036]");
 }
+
+TEST_CASE("upkeep: each lend reservation kept, renewed or ended, and who is taken out of it", "[upkeep][lend][quick]") {
+    const RackMap m = make_map(2, 18);
+    Snapshot snap(m);
+    HelperConfig cfg;
+    const int64_t now = 1000000;
+    HelperMemory mem;
+    // job 7 waits, pinned to the spare lent to it (n017): its lend is kept,
+    // and renewed once half of its lease is gone
+    snap.set(id(m, "n017"), {NodeState::Allocated, 7, -1, false, false});
+    SlurmJob waiting;
+    waiting.id = 7;
+    waiting.state = JobState::Pending;
+    waiting.reservation = cfg.lend_name(7);
+    waiting.user_id = 1001;
+    // job 8 runs in its lend: ended (it keeps the node); job 9 is gone;
+    // job 10 of the same owner runs in 8's lend too: requeued with it, and
+    // interactive job 11 is said to keep it
+    SlurmJob running = waiting;
+    running.id = 8;
+    running.state = JobState::Running;
+    running.reservation = cfg.lend_name(8);
+    SlurmJob intruder = running;
+    intruder.id = 10;
+    intruder.batch = true;
+    SlurmJob interactive = intruder;
+    interactive.id = 11;
+    interactive.batch = false;
+    const std::vector<SlurmJob> jobs{waiting, running, intruder, interactive};
+    const std::vector<ParsedJob> parsed = parse_jobs(jobs);
+    const NodeSet failed(m.node_count());
+    std::vector<Reservation> lends{{cfg.lend_name(7), "n017", now - 100, now + cfg.reservation_lease_s},
+                                   {cfg.lend_name(8), "n035", now - 100, now + cfg.reservation_lease_s},
+                                   {cfg.lend_name(9), "n036", now - 100, now + cfg.reservation_lease_s},
+                                   {"site_resv", "n001", 0, 0}};
+    const LendContext c{parsed, cfg, snap, failed, mem, now, 0, nullptr};
+    auto v = decide_lends(lends, c);
+    REQUIRE(v.size() == 2); // 7's kept as it is; site_resv not a lend
+    CHECK(v[0].job == 8);
+    CHECK(v[0].kind == LendVerdict::Kind::End);
+    CHECK(v[0].why == LendVerdict::Why::RunsThere);
+    CHECK(v[0].in);
+    CHECK(v[0].others == std::vector<JobId>{10, 11});
+    REQUIRE(v[0].requeue.size() == 1);
+    CHECK(v[0].requeue[0]->id == 10);
+    REQUIRE(v[0].interactive.size() == 1);
+    CHECK(v[0].interactive[0]->id == 11);
+    CHECK(v[1].job == 9);
+    CHECK(v[1].why == LendVerdict::Why::Gone);
+    CHECK_FALSE(v[1].in);
+    // half of 7's lease gone: renewed
+    lends[0].end_time = now + cfg.reservation_lease_s / 2 - 1;
+    v = decide_lends(lends, c);
+    REQUIRE(v.size() == 3);
+    CHECK(v[0].job == 7);
+    CHECK(v[0].kind == LendVerdict::Kind::Renew);
+    // 7 no longer pinned there (its node went to another job): ended
+    snap.set(id(m, "n017"), {NodeState::Allocated, 12, -1, false, false});
+    v = decide_lends(lends, c);
+    REQUIRE(v.size() == 3);
+    CHECK(v[0].kind == LendVerdict::Kind::End);
+    CHECK(v[0].why == LendVerdict::Why::NoLongerWaits);
+    // a job lent this cycle keeps its new reservation; one backing off is left alone
+    const LendContext lent{parsed, cfg, snap, failed, mem, now, 0, [](JobId j) { return j == 7; }};
+    CHECK(decide_lends(lends, lent).size() == 2);
+    mem.backoff[8].until = 5;
+    const LendContext off{parsed, cfg, snap, failed, mem, now, 1, [](JobId j) { return j == 7; }};
+    v = decide_lends(lends, off);
+    REQUIRE(v.size() == 1);
+    CHECK(v[0].job == 9);
+}

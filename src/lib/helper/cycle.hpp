@@ -34,6 +34,7 @@
 #include "report.hpp"
 #include "slice_job.hpp"
 #include "text.hpp"
+#include "upkeep_stage.hpp"
 
 #include <fmt/format.h>
 
@@ -121,15 +122,10 @@ class Cycle {
             if (obs_.failed.contains(id)) return true;
         return false;
     }
-    // A job in its own reservation whose repair is under way or due: it
-    // completes or waits (held, for its start second, or for the repair
-    // of a node Slurm requeued it for), so the reservation holds its
-    // target (hold_target()) until it runs there.
+    // A job in its own reservation whose repair is under way or due
+    // (nvl::waits_in_own_reservation(), upkeep_stage.hpp).
     bool waits_in_own_reservation(const ParsedJob& p) const {
-        const SlurmJob& j = *p.job;
-        return (j.state == JobState::Pending || j.state == JobState::Completing) && p.rec && p.rec->belongs_to(j.id) &&
-               !j.reservation.empty() && cfg_.lend_job(j.reservation) == j.id &&
-               (p.rec->state == RecordState::Repairing || p.rec->state == RecordState::Restarting || on_failed(*p.rec));
+        return nvl::waits_in_own_reservation(p, cfg_, map_, obs_.failed);
     }
     // Every node of a record's slices, in map order.
     std::vector<NodeId> recorded_nodes(const PlacementRecord& r) const { return nvl::recorded_nodes(map_, r); }
@@ -204,9 +200,7 @@ class Cycle {
     // record and the stats, give lent spares back, log each changed slice.
     void begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count, const char* label);
     void keep_spares();
-    // The lend reservations: each stays while its job waits,
-    // pinned, for the spare in it, and ends once the job runs there (it
-    // keeps the node), no longer waits for it, or is gone.
+    // The lend reservations: the upkeep stage's decide_lends(), applied.
     void keep_lends();
     void keep_weights();
     // A job whose last action Slurm refused waits out its backoff: true
@@ -253,9 +247,7 @@ class Cycle {
     // lease gone, or an end further on than the lease (made without end by
     // an earlier version). 0: Slurm reported none (nothing to move).
     int64_t lease_end() const { return now_ + cfg_.reservation_lease_s; }
-    bool lease_due(int64_t end) const {
-        return end > 0 && (end - now_ < cfg_.reservation_lease_s / 2 || end > now_ + 2 * cfg_.reservation_lease_s);
-    }
+    bool lease_due(int64_t end) const { return nvl::lease_due(end, now_, cfg_.reservation_lease_s); }
     // Whether a change of `job`'s tag may be written and said now: the
     // first kTagChanges changes in kTagChangeS, then none until it ends.
     bool tag_change_due(JobId job) {

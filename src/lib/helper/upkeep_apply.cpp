@@ -28,98 +28,38 @@ void Cycle::keep_spares() {
 
 void Cycle::keep_lends() {
     if (!lends_ || lends_->empty()) return;
-    std::unordered_map<JobId, const ParsedJob*> by_id;          // a few lends, many jobs: one pass
-    std::unordered_map<std::string, std::vector<JobId>> inside; // every job in a lend reservation
-    for (const Reservation& r : *lends_)
-        if (JobId id = cfg_.lend_job(r.name)) by_id.emplace(id, nullptr);
-    for (const ParsedJob& p : obs_.jobs) {
-        const SlurmJob& j = *p.job;
-        if (auto it = by_id.find(j.id); it != by_id.end()) it->second = &p;
-        if (!j.reservation.empty() && cfg_.lend_job(j.reservation)) inside[j.reservation].push_back(j.id);
-    }
-    for (const Reservation& r : *lends_) {
-        const JobId id = cfg_.lend_job(r.name);
-        if (!id) continue; // not one
-        const ParsedJob* p = by_id[id];
-        const SlurmJob* j = p ? p->job : nullptr;
-        const bool in = j && j->reservation == r.name;
-        // Slurm changes only a pending or running job's reservation, and
-        // keeps one a suspended job holds; a job Slurm refused lately waits
-        // out its backoff
-        if (j && j->state == JobState::Suspended) continue;
-        if (auto b = mem_.backoff.find(id); j && b != mem_.backoff.end() && b->second.until > mono_) continue;
-        // jobs in it besides its own: a task its job array split off, a job
-        // its owner put there (--reservation)
-        std::vector<JobId> others;
-        for (JobId o : inside[r.name])
-            if (o != id) others.push_back(o);
-        // A repair or restart under way or due (hold_target()): its target
-        // is kept from the requeue (Slurm's or the helper's) until the job
-        // runs there; the repair itself moves the reservation when it plans
-        // afresh. One made this cycle (a silent node's repair, before its
-        // DOWN) stays too. A job still running otherwise is one whose
-        // requeue did not happen (refused, or the helper stopped in
-        // between): ended, and made again should the repair be retried.
-        // (a repair's held target keeps the end its repair gave it: moving
-        // it re-sent the job into it, which Slurm 22.05 took as the job's
-        // start there)
-        if (in && others.empty() && (did(id, ActionKind::Lend) || waits_in_own_reservation(*p))) continue;
-        if (in && j->state == JobState::Pending && others.empty()) {
-            // still pinned there (the nodes this cycle's snapshot gives it),
-            // and not on a degraded rack: a job in an OVERLAP reservation
-            // is not kept off the nodes the spare reservation holds
-            bool waits = !r.nodes.empty();
-            if (p->rec && p->rec->belongs_to(id) && !p->rec->slices.empty()) {
-                // a slice job released onto its held target: its record's
-                // nodes, all in the reservation (which may hold more of
-                // their racks, swap_held_target()), may still be completing
-                // the jobs it waited for; without the reservation a
-                // higher-priority job would be planned there meanwhile
-                const NodeSet held = NodeSet::of(map_, r.nodes);
-                const std::vector<NodeId> target = recorded_nodes(*p->rec);
-                waits = !target.empty();
-                for (NodeId t : target) waits = waits && held.contains(t) && !snap_.degraded(map_.domain_of(t));
-            } else {
-                for (const auto& n : hostlist_expand(r.nodes)) {
-                    auto node = map_.find_node(n);
-                    waits = waits && node && snap_.node(*node).job_id == id && !snap_.degraded(map_.domain_of(*node));
-                }
-            }
-            if (waits) {
-                // a lent spare kept: its lease moved on when half of it is gone
-                if (lease_due(r.end_time)) act({id, action::Lend{r.nodes, j->user_id, r.name, lease_end()}});
-                continue;
-            }
+    const LendContext c{obs_.jobs, cfg_, snap_, obs_.failed,
+                        mem_,      now_, mono_, [this](JobId id) { return did(id, ActionKind::Lend); }};
+    for (LendVerdict& v : decide_lends(*lends_, c)) {
+        const Reservation& r = *v.resv;
+        if (v.kind == LendVerdict::Kind::Renew) {
+            act({v.job, action::Lend{r.nodes, v.j->user_id, r.name, lease_end()}});
+            continue;
         }
-        act({in ? id : 0, action::EndLend{r.name, others}});
-        // Another job of the owner's that started there (--reservation)
-        // would keep the spare for its whole time limit: taken back as lent
-        // work is (a task split off the borrower's array is the borrower's).
-        for (JobId o : others) {
-            const ParsedJob* q = nullptr;
-            for (const ParsedJob& x : obs_.jobs)
-                if (x.job->id == o) q = &x;
-            if (!q || q->job->state != JobState::Running || (q->job->array_id && q->job->array_id == id)) continue;
-            if (!q->job->batch) {
-                warn_once(o, fmt::format("runs on {} in the lend reservation {} that job {} was lent; an interactive "
+        act({v.in ? v.job : 0, action::EndLend{r.name, v.others}});
+        for (const SlurmJob* q : v.interactive)
+            warn_once(q->id, fmt::format("runs on {} in the lend reservation {} that job {} was lent; an interactive "
                                          "allocation cannot be requeued: it keeps the spare until it ends",
-                                         r.nodes, r.name, id));
-                continue;
-            }
-            if (!q->job->requeue) act({o, action::AllowRequeue{}});
-            act({o, action::Requeue{}});
-            warn(o, fmt::format("ran on {} in the lend reservation {} that job {} was lent: requeued (a lent spare "
-                                "is its borrower's alone)",
-                                r.nodes, r.name, id));
+                                         r.nodes, r.name, v.job));
+        for (const SlurmJob* q : v.requeue) {
+            if (!q->requeue) act({q->id, action::AllowRequeue{}});
+            act({q->id, action::Requeue{}});
+            warn(q->id, fmt::format("ran on {} in the lend reservation {} that job {} was lent: requeued (a lent spare "
+                                    "is its borrower's alone)",
+                                    r.nodes, r.name, v.job));
         }
-        log(id,
-            fmt::format("lend reservation {} ({}) ended: {}{}", r.name, r.nodes,
-                        !j                                 ? "the job is gone"
-                        : !in                              ? "the job is not in it"
-                        : j->state == JobState::Pending    ? "the job no longer waits for it there"
-                        : j->state == JobState::Completing ? "the job has ended"
-                                                           : "the job runs there and keeps the node",
-                        others.empty() ? "" : fmt::format("; job(s) {} taken out of it too", fmt::join(others, ","))));
+        const char* why = "";
+        switch (v.why) {
+        case LendVerdict::Why::Gone: why = "the job is gone"; break;
+        case LendVerdict::Why::NotIn: why = "the job is not in it"; break;
+        case LendVerdict::Why::NoLongerWaits: why = "the job no longer waits for it there"; break;
+        case LendVerdict::Why::Ended: why = "the job has ended"; break;
+        case LendVerdict::Why::RunsThere: why = "the job runs there and keeps the node"; break;
+        }
+        log(v.job,
+            fmt::format("lend reservation {} ({}) ended: {}{}", r.name, r.nodes, why,
+                        v.others.empty() ? ""
+                                         : fmt::format("; job(s) {} taken out of it too", fmt::join(v.others, ","))));
     }
 }
 

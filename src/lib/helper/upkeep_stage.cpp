@@ -3,9 +3,11 @@
 
 #include "hostlist.hpp"
 #include "reconcile.hpp"
+#include "repair_stage.hpp"
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 namespace nvl {
 
@@ -98,6 +100,116 @@ std::vector<WeightChange> weight_changes(const Snapshot& snap, const std::vector
     }
     std::vector<WeightChange> out;
     for (auto& [w, names] : change) out.push_back({w, hostlist_compress(names)});
+    return out;
+}
+
+} // namespace nvl
+
+namespace nvl {
+
+bool waits_in_own_reservation(const ParsedJob& p, const HelperConfig& cfg, const RackMap& map, const NodeSet& failed) {
+    const SlurmJob& j = *p.job;
+    if (!((j.state == JobState::Pending || j.state == JobState::Completing) && p.rec && p.rec->belongs_to(j.id) &&
+          !j.reservation.empty() && cfg.lend_job(j.reservation) == j.id))
+        return false;
+    if (p.rec->state == RecordState::Repairing || p.rec->state == RecordState::Restarting) return true;
+    for (NodeId id : recorded_nodes(map, *p.rec))
+        if (failed.contains(id)) return true;
+    return false;
+}
+
+std::vector<LendVerdict> decide_lends(const std::vector<Reservation>& lends, const LendContext& c) {
+    std::vector<LendVerdict> out;
+    if (lends.empty()) return out;
+    const RackMap& map = c.snap.map();
+    std::unordered_map<JobId, const ParsedJob*> by_id;          // a few lends, many jobs: one pass
+    std::unordered_map<std::string, std::vector<JobId>> inside; // every job in a lend reservation
+    for (const Reservation& r : lends)
+        if (JobId id = c.cfg.lend_job(r.name)) by_id.emplace(id, nullptr);
+    for (const ParsedJob& p : c.jobs) {
+        const SlurmJob& j = *p.job;
+        if (auto it = by_id.find(j.id); it != by_id.end()) it->second = &p;
+        if (!j.reservation.empty() && c.cfg.lend_job(j.reservation)) inside[j.reservation].push_back(j.id);
+    }
+    for (const Reservation& r : lends) {
+        const JobId id = c.cfg.lend_job(r.name);
+        if (!id) continue; // not one
+        const ParsedJob* p = by_id[id];
+        const SlurmJob* j = p ? p->job : nullptr;
+        const bool in = j && j->reservation == r.name;
+        // Slurm changes only a pending or running job's reservation, and
+        // keeps one a suspended job holds; a job Slurm refused lately waits
+        // out its backoff
+        if (j && j->state == JobState::Suspended) continue;
+        if (auto b = c.mem.backoff.find(id); j && b != c.mem.backoff.end() && b->second.until > c.mono) continue;
+        LendVerdict v;
+        v.resv = &r;
+        v.job = id;
+        v.j = j;
+        v.in = in;
+        for (JobId o : inside[r.name])
+            if (o != id) v.others.push_back(o);
+        // A repair or restart under way or due (hold_target()): its target
+        // is kept from the requeue (Slurm's or the helper's) until the job
+        // runs there; the repair itself moves the reservation when it plans
+        // afresh. One made this cycle (a silent node's repair, before its
+        // DOWN) stays too. A job still running otherwise is one whose
+        // requeue did not happen (refused, or the helper stopped in
+        // between): ended, and made again should the repair be retried.
+        // (a repair's held target keeps the end its repair gave it: moving
+        // it re-sent the job into it, which Slurm 22.05 took as the job's
+        // start there)
+        if (in && v.others.empty() &&
+            ((c.lent_now && c.lent_now(id)) || waits_in_own_reservation(*p, c.cfg, map, c.failed)))
+            continue;
+        if (in && j->state == JobState::Pending && v.others.empty()) {
+            // still pinned there (the nodes this cycle's snapshot gives it),
+            // and not on a degraded rack: a job in an OVERLAP reservation
+            // is not kept off the nodes the spare reservation holds
+            bool waits = !r.nodes.empty();
+            if (p->rec && p->rec->belongs_to(id) && !p->rec->slices.empty()) {
+                // a slice job released onto its held target: its record's
+                // nodes, all in the reservation (which may hold more of
+                // their racks, swap_held_target()), may still be completing
+                // the jobs it waited for; without the reservation a
+                // higher-priority job would be planned there meanwhile
+                const NodeSet held = NodeSet::of(map, r.nodes);
+                const std::vector<NodeId> target = recorded_nodes(map, *p->rec);
+                waits = !target.empty();
+                for (NodeId t : target) waits = waits && held.contains(t) && !c.snap.degraded(map.domain_of(t));
+            } else {
+                for (const auto& n : hostlist_expand(r.nodes)) {
+                    auto node = map.find_node(n);
+                    waits = waits && node && c.snap.node(*node).job_id == id && !c.snap.degraded(map.domain_of(*node));
+                }
+            }
+            if (waits) {
+                // a lent spare kept: its lease moved on when half of it is gone
+                if (lease_due(r.end_time, c.now, c.cfg.reservation_lease_s)) {
+                    v.kind = LendVerdict::Kind::Renew;
+                    out.push_back(std::move(v));
+                }
+                continue;
+            }
+        }
+        v.kind = LendVerdict::Kind::End;
+        v.why = !j                                 ? LendVerdict::Why::Gone
+                : !in                              ? LendVerdict::Why::NotIn
+                : j->state == JobState::Pending    ? LendVerdict::Why::NoLongerWaits
+                : j->state == JobState::Completing ? LendVerdict::Why::Ended
+                                                   : LendVerdict::Why::RunsThere;
+        // Another job of the owner's that started there (--reservation)
+        // would keep the spare for its whole time limit: taken back as lent
+        // work is (a task split off the borrower's array is the borrower's).
+        for (JobId o : v.others) {
+            const SlurmJob* q = nullptr;
+            for (const ParsedJob& x : c.jobs)
+                if (x.job->id == o) q = x.job;
+            if (!q || q->state != JobState::Running || (q->array_id && q->array_id == id)) continue;
+            (q->batch ? v.requeue : v.interactive).push_back(q);
+        }
+        out.push_back(std::move(v));
+    }
     return out;
 }
 
