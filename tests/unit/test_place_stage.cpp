@@ -190,3 +190,41 @@ TEST_CASE("place stage: which pending jobs the placement pass places", "[place_s
     said.rec->set_reason(Why::NotStarted, "placed 300 s ago and not started");
     CHECK(stays_behind(said, std::nullopt, true)->why == Why::NotStarted); // its record's reason kept
 }
+
+TEST_CASE("place stage: the hand-off's pin, as the actions that do it", "[place][pin][quick]") {
+    const RackMap m = make_map(2, 4); // n001..n008
+    std::vector<SlurmNode> nodes;
+    for (int i = 1; i <= 8; ++i) nodes.push_back(SlurmNode{fmt::format("n{:03d}", i)});
+    const std::vector<NodeId> ids{id(m, "n001"), id(m, "n002")};
+    SlurmJob j;
+    j.id = 5;
+    // gate mode: its node list, from its start second
+    auto a = pin_actions(j, false, false, m, nodes, ids, 100);
+    REQUIRE(a.size() == 1);
+    REQUIRE(a[0].get<action::Pin>());
+    CHECK(a[0].get<action::Pin>()->nodes == "n[001-002]");
+    CHECK(a[0].get<action::Pin>()->start_at == 100);
+    // no start second: the node list alone
+    a = pin_actions(j, false, false, m, nodes, ids, 0);
+    REQUIRE(a.size() == 1);
+    CHECK(a[0].kind() == ActionKind::PinOnly);
+    // native mode before node pools: every other node excluded, a user's -w lifted first
+    j.req_nodes = "n007";
+    a = pin_actions(j, true, false, m, nodes, ids, 100);
+    REQUIRE(a.size() == 2);
+    REQUIRE(a[0].get<action::PinOnly>());
+    CHECK(a[0].get<action::PinOnly>()->nodes.empty());
+    REQUIRE(a[1].get<action::Exclude>());
+    CHECK(a[1].get<action::Exclude>()->nodes == "n[003-008]");
+    CHECK(a[1].get<action::Exclude>()->start_at == 100);
+    // native mode with node pools: an earlier exclusion of the new nodes leaves first, the rest stays
+    j.req_nodes.clear();
+    j.exc_nodes = "n[002-003]";
+    a = pin_actions(j, true, true, m, nodes, ids, 0);
+    REQUIRE(a.size() == 2);
+    REQUIRE(a[0].get<action::Exclude>());
+    CHECK(a[0].get<action::Exclude>()->nodes == "n003");
+    CHECK(a[1].kind() == ActionKind::PinOnly);
+    CHECK(excludes_any(m, j, ids));
+    CHECK_FALSE(excludes_any(m, j, {id(m, "n004")}));
+}

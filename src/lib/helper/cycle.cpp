@@ -210,33 +210,6 @@ void Cycle::collect_slice_jobs() {
     }
 }
 
-bool Cycle::excludes_any(const SlurmJob& j, const std::vector<NodeId>& ids) const {
-    if (j.exc_nodes.empty()) return false;
-    for (const auto& n : hostlist_expand(j.exc_nodes))
-        if (auto id = map_.find_node(n); id && std::find(ids.begin(), ids.end(), *id) != ids.end()) return true;
-    return false;
-}
-
-std::string Cycle::excluded_but(const SlurmJob& j, const std::vector<NodeId>& ids) const {
-    std::vector<std::string> keep;
-    for (const auto& n : hostlist_expand(j.exc_nodes)) {
-        auto id = map_.find_node(n);
-        if (!id || std::find(ids.begin(), ids.end(), *id) == ids.end()) keep.push_back(n);
-    }
-    return hostlist_compress(keep);
-}
-
-std::string Cycle::all_but(const std::vector<NodeId>& ids) const {
-    std::unordered_set<std::string> keep;
-    for (NodeId id : ids) keep.insert(map_.node_name(id));
-    std::vector<std::string> names;
-    names.reserve(nodes_.size());
-    for (const auto& n : nodes_)
-        if (!keep.count(n.name)) names.push_back(n.name);
-    std::sort(names.begin(), names.end());
-    return hostlist_compress(names);
-}
-
 void Cycle::take(const std::vector<NodeId>& ids, JobId job) {
     shapes_.clear(); // the snapshot changes: what did not fit may fit now
     for (NodeId id : ids) {

@@ -142,35 +142,12 @@ class Cycle {
             act({sj.job->id, action::SetLicenses{without_license(sj.job->licenses, cfg_.gate_license)}});
         if (held_by_us(sj)) act({sj.job->id, action::Release{}});
     }
-    // Pins a job to `ids` from `start_at` (0: leave StartTime): its
-    // ReqNodeList in gate mode, and in native mode where the controller
-    // takes it as a node pool (Slurm 25.11+: the segments are chosen inside
-    // it, and it is exactly one placement); otherwise, in native mode,
-    // every other node excluded (ExcNodeList), since Slurm 24.05-25.05
-    // refuse a ReqNodeList on a job of several segments while an exclusion
-    // works on any.
+    // Pins a job to `ids` from `start_at` (0: leave StartTime): the hand-off's
+    // pin_actions() (place_stage.hpp), applied.
     void pin(const SliceJob& sj, const std::vector<NodeId>& ids, int64_t start_at) {
-        if (!native(sj) || cfg_.node_pools) {
-            // an exclusion of this job's new nodes (one of an earlier pin by
-            // exclusion) would contradict the pool: those nodes leave it
-            // first, the rest stays until the pool is set (a rack
-            // exclusion, keep_off_degraded, never meets a placement)
-            if (native(sj) && excludes_any(*sj.job, ids))
-                act({sj.job->id, action::Exclude{excluded_but(*sj.job, ids)}});
-            if (start_at)
-                act({sj.job->id, action::Pin{hl(ids), start_at}});
-            else
-                act({sj.job->id, action::PinOnly{hl(ids)}});
-            return;
-        }
-        // a node list the user gave (-w) would fight the placement, as the
-        // helper's own ReqNodeList replaces it in gate mode
-        if (!sj.job->req_nodes.empty()) act({sj.job->id, action::PinOnly{}});
-        act({sj.job->id, action::Exclude{all_but(ids), start_at}});
+        for (Action& a : pin_actions(*sj.job, native(sj), cfg_.node_pools, map_, nodes_, ids, start_at))
+            act(std::move(a));
     }
-    bool excludes_any(const SlurmJob& j, const std::vector<NodeId>& ids) const;
-    // The job's exclusion without `ids`, as a hostlist.
-    std::string excluded_but(const SlurmJob& j, const std::vector<NodeId>& ids) const;
     // Whether a placed native job is pinned in Slurm: by its node pool, or
     // by its exclusion of every other node (pin()).
     bool native_pinned(const SlurmJob& j) const {
@@ -185,8 +162,6 @@ class Cycle {
     bool pinned_now(JobId id) const {
         return did(id, ActionKind::Pin) || did(id, ActionKind::PinOnly) || did(id, ActionKind::Exclude);
     }
-    // Every node Slurm reports but `ids`, as a hostlist.
-    std::string all_but(const std::vector<NodeId>& ids) const;
     // for_repair: a failed slice with no room anywhere (defrag_repairs),
     // unpaced; else a strict job blocked by fragmentation (defrag)
     void try_defrag(const SliceJob& sj, bool for_repair = false);

@@ -2,12 +2,14 @@
 #include "place_stage.hpp"
 
 #include "defrag.hpp"
+#include "hostlist.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace nvl {
 
@@ -170,6 +172,56 @@ ProtectChange protection_change(const std::string& want_nodes, int64_t want_star
         (have->start_time <= now || std::llabs(have->start_time - want_start) < 60))
         return ProtectChange::Keep;
     return ProtectChange::Set;
+}
+
+std::vector<Action> pin_actions(const SlurmJob& j, bool native, bool node_pools, const RackMap& map,
+                                const std::vector<SlurmNode>& nodes, const std::vector<NodeId>& ids, int64_t start_at) {
+    std::vector<Action> out;
+    const std::string list = hostlist_compress(map.node_names(ids));
+    if (!native || node_pools) {
+        // an exclusion of this job's new nodes (one of an earlier pin by
+        // exclusion) would contradict the pool: those nodes leave it
+        // first, the rest stays until the pool is set (a rack exclusion,
+        // keep_off_degraded, never meets a placement)
+        if (native && excludes_any(map, j, ids)) out.push_back({j.id, action::Exclude{excluded_but(map, j, ids)}});
+        if (start_at)
+            out.push_back({j.id, action::Pin{list, start_at}});
+        else
+            out.push_back({j.id, action::PinOnly{list}});
+        return out;
+    }
+    // a node list the user gave (-w) would fight the placement, as the
+    // helper's own ReqNodeList replaces it in gate mode
+    if (!j.req_nodes.empty()) out.push_back({j.id, action::PinOnly{}});
+    out.push_back({j.id, action::Exclude{all_but(map, nodes, ids), start_at}});
+    return out;
+}
+
+bool excludes_any(const RackMap& map, const SlurmJob& j, const std::vector<NodeId>& ids) {
+    if (j.exc_nodes.empty()) return false;
+    for (const auto& n : hostlist_expand(j.exc_nodes))
+        if (auto id = map.find_node(n); id && std::find(ids.begin(), ids.end(), *id) != ids.end()) return true;
+    return false;
+}
+
+std::string excluded_but(const RackMap& map, const SlurmJob& j, const std::vector<NodeId>& ids) {
+    std::vector<std::string> keep;
+    for (const auto& n : hostlist_expand(j.exc_nodes)) {
+        auto id = map.find_node(n);
+        if (!id || std::find(ids.begin(), ids.end(), *id) == ids.end()) keep.push_back(n);
+    }
+    return hostlist_compress(keep);
+}
+
+std::string all_but(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<NodeId>& ids) {
+    std::unordered_set<std::string> keep;
+    for (NodeId id : ids) keep.insert(map.node_name(id));
+    std::vector<std::string> names;
+    names.reserve(nodes.size());
+    for (const auto& n : nodes)
+        if (!keep.count(n.name)) names.push_back(n.name);
+    std::sort(names.begin(), names.end());
+    return hostlist_compress(names);
 }
 
 } // namespace nvl

@@ -19,6 +19,7 @@
 //                          change.
 #pragma once
 
+#include "action.hpp"
 #include "cluster_api.hpp"
 #include "eligibility.hpp"
 #include "model.hpp"
@@ -140,5 +141,21 @@ std::optional<Protection> plan_protection(const Snapshot& snap, const std::vecto
 enum class ProtectChange : uint8_t { Keep, Drop, Set };
 ProtectChange protection_change(const std::string& want_nodes, int64_t want_start,
                                 const std::optional<Reservation>& have, int64_t now);
+
+// The hand-off's pin: how a job placed on `ids` is pinned in Slurm from
+// `start_at` (0: StartTime left alone), as the actions that do it. Its
+// ReqNodeList in gate mode, and in native mode where the controller takes
+// it as a node pool (`node_pools`, Slurm 25.11+: the segments are chosen
+// inside it, and it is exactly one placement); otherwise, in native mode,
+// every other node Slurm reports (`nodes`) excluded, since Slurm 24.05-25.05
+// refuse a ReqNodeList on a job of several segments while an exclusion
+// works on any.
+std::vector<Action> pin_actions(const SlurmJob& j, bool native, bool node_pools, const RackMap& map,
+                                const std::vector<SlurmNode>& nodes, const std::vector<NodeId>& ids, int64_t start_at);
+// Whether the job's exclusion names a node of `ids`; the exclusion without
+// them, as a hostlist; every node Slurm reports but `ids`, as a hostlist.
+bool excludes_any(const RackMap& map, const SlurmJob& j, const std::vector<NodeId>& ids);
+std::string excluded_but(const RackMap& map, const SlurmJob& j, const std::vector<NodeId>& ids);
+std::string all_but(const RackMap& map, const std::vector<SlurmNode>& nodes, const std::vector<NodeId>& ids);
 
 } // namespace nvl
