@@ -544,7 +544,10 @@ wait_ready() {
     local deadline=$(( $(date +%s) + ${1:-90} )) idle
     while [ "$(date +%s)" -lt "$deadline" ]; do
         # exact per-node states: "idle" alone, not idle+drain or idle*
-        idle=$(sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2 == "idle"' | sort -u | wc -l)
+        # (on a kept state, NVL_KEEP_STATE=1, a node may run a job it had)
+        idle=$(sinfo -h -N -o '%N %T' 2>/dev/null | awk -v keep="${NVL_KEEP_STATE:-0}" \
+            '$2 == "idle" || (keep == 1 && ($2 == "allocated" || $2 == "mixed" || $2 == "reserved" || $2 == "completing"))' |
+            sort -u | wc -l)
         if [ "$idle" -eq "$NODES" ]; then
             local extra=""
             if [ "$BACKUP" = 1 ]; then wait_ctld 2 || break; extra=", a backup slurmctld"; fi

@@ -48,7 +48,7 @@ after)
     . "$ENVF"
     echo "# upgrade, after: Slurm $V -> $v on the saved state; jobs $R (was running), $B (plain), $W (waiting)"
     wait_for 60 bash -c '[ -n "$(squeue -h -o %i)" ]'
-    expect_eq "slurmctld $v knows the jobs $V saved" "$B $R $W" "$(squeue -h -j "$R,$B,$W" -o %i | sort -n | paste -sd' ')"
+    expect_eq "slurmctld $v knows the jobs $V saved" "$(printf '%s\n' "$R" "$B" "$W" | sort -n | paste -sd' ')" "$(squeue -h -j "$R,$B,$W" -o %i | sort -n | paste -sd' ')"
     expect_eq "the waiting slice job's record is as the old helper wrote it" "$WREC" "$(record "$W")"
     expect_match "nvlslice's reservations are kept" "nvlslice_spares" "$(scontrol show reservation 2>/dev/null | grep -o 'ReservationName=[^ ]*' | paste -sd' ')"
     echo "# job $R after the slurmds came back without its steps: $(squeue -h -j "$R" -o '%T %r %N')"
