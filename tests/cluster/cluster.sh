@@ -38,7 +38,9 @@
 #                      own Licenses=lic_a:4 line), no topology plugin, no
 #                      helper, and a plugstack.conf that includes
 #                      DIR/etc/plugstack.conf.d/*.conf, where the installed
-#                      package's nvlslice.conf (commented out) is copied
+#                      package's nvlslice.conf (commented out) is copied;
+#                      tree: the same with an InfiniBand tree of its own
+#                      (topology/tree, a leaf switch per rack under a core)
 #   NVL_KEEP_STATE     1: `up` keeps DIR/state, slurmctld's saved state (by
 #                      default a new cluster starts with none)
 #   NVL_BACKUP_CTLD    1: a backup slurmctld: slurm.conf lists two
@@ -193,6 +195,24 @@ slurm_has_expedite() { slurm_at_least 25 11; }
 # file system here) no cgroup plugin.
 write_topology() {
     TOPOLOGY_LINES=""
+    if [ "$SITE" = tree ]; then
+        # a site with an InfiniBand tree of its own: a leaf switch per rack
+        # under one core switch
+        local r lo hi
+        {
+            echo "# the site's InfiniBand tree (tests/cluster/cluster.sh NVL_SITE=tree)"
+            for ((r = 1; r <= RACKS; r++)); do
+                lo=$(( (r - 1) * PER + 1 )); hi=$(( r * PER ))
+                printf 'SwitchName=leaf%02d Nodes=nvl[%04d-%04d] LinkSpeed=400\n' "$r" "$lo" "$hi"
+            done
+            printf 'SwitchName=core Switches=leaf[01-%02d]\n' "$RACKS"
+        } > "$DIR/etc/topology.conf"
+        rm -f "$DIR/etc/topology.yaml"
+        TOPOLOGY_LINES="TopologyPlugin=topology/tree"
+        if slurm_has_block; then echo "CgroupPlugin=disabled" > "$DIR/etc/cgroup.conf"; fi
+        if slurm_has_expedite; then TOPOLOGY_LINES+=$'\n'"SlurmctldParameters=enable_expedited_requeue"; fi
+        return 0
+    fi
     slurm_has_block || return 0
     if [ "$SITE" = bare ]; then
         # a site without a topology of its own: the install guide adds the blocks
@@ -228,7 +248,7 @@ write_hosts() {
 write_conf() {
     local nodes_line="" r lo hi feat ACCOUNTING_LINES CTL_LINES GRES_ATTR="" i
     local LICENSES="Licenses=nvlslice_gate:1,lic_a:4,nvlslice_lease:1"
-    [ "$SITE" = bare ] && LICENSES="Licenses=lic_a:4"
+    [ -n "$SITE" ] && LICENSES="Licenses=lic_a:4"
     write_hosts
     if [ "$ACCOUNTING" = 1 ]; then
         # slurmdbd over munge: with a munged of its own, the connection
@@ -326,7 +346,7 @@ $nodes_line
 PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE PriorityJobFactor=1
 PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE PriorityJobFactor=10
 CONF
-    if [ "$SITE" = bare ]; then
+    if [ -n "$SITE" ]; then
         mkdir -p "$DIR/etc/plugstack.conf.d"
         echo "include $DIR/etc/plugstack.conf.d/*.conf" > "$DIR/etc/plugstack.conf"
         local pkg=/etc/slurm/plugstack.conf.d/nvlslice.conf
@@ -342,7 +362,7 @@ CONF
     fi
     echo "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP site=$SITE" > "$DIR/etc/geometry"
     # (a bare site's helper configuration is the package's, test_guide.sh)
-    [ "$SITE" = bare ] || write_helper_conf
+    [ -n "$SITE" ] || write_helper_conf
 }
 
 # The helper's files: nvlsliced.* for the first, nvlsliced-b.* for the second
@@ -544,9 +564,10 @@ wait_ready() {
     local deadline=$(( $(date +%s) + ${1:-90} )) idle
     while [ "$(date +%s)" -lt "$deadline" ]; do
         # exact per-node states: "idle" alone, not idle+drain or idle*
-        # (on a kept state, NVL_KEEP_STATE=1, a node may run a job it had)
+        # (or idle in a reservation; on a kept state, NVL_KEEP_STATE=1, a
+        # node may run a job it had)
         idle=$(sinfo -h -N -o '%N %T' 2>/dev/null | awk -v keep="${NVL_KEEP_STATE:-0}" \
-            '$2 == "idle" || (keep == 1 && ($2 == "allocated" || $2 == "mixed" || $2 == "reserved" || $2 == "completing"))' |
+            '$2 == "idle" || $2 == "reserved" || (keep == 1 && ($2 == "allocated" || $2 == "mixed" || $2 == "completing"))' |
             sort -u | wc -l)
         if [ "$idle" -eq "$NODES" ]; then
             local extra=""

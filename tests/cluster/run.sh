@@ -94,7 +94,8 @@ fi
 # packages the 26.05 tier built in its root (against libslurm 26.05),
 # installed in a Debian sid root of their own with Slurm 26.05 (native mode).
 # With NVL_SITE=bare, either runs test_guide alone: the cluster starts as a
-# site before nvlslice and the admin guide's install block makes it one.
+# site before nvlslice and the admin guide's install block makes it one
+# (NVL_SITE=tree: a site with an InfiniBand tree of its own).
 if [[ ${NVL_SLURM:-} = installed* ]] && [ -z "${NVL_IN_ROOT:-}" ]; then
     ROOTSH=$HERE/debian13-root.sh
     case $NVL_SLURM in
@@ -211,8 +212,8 @@ if [ -n "${NVL_UPGRADE:-}" ]; then
 fi
 # A site before nvlslice (NVL_SITE=bare, the installed roots only): the
 # admin guide's install block run as written, then the site at work
-if [ "${NVL_SITE:-}" = bare ]; then
-    [ -n "${NVL_INSTALLED:-}" ] || { echo "run.sh: NVL_SITE=bare needs the packages: NVL_SLURM=installed or installed-26.05" >&2; exit 2; }
+if [ -n "${NVL_SITE:-}" ]; then
+    [ -n "${NVL_INSTALLED:-}" ] || { echo "run.sh: NVL_SITE (bare, tree) needs the packages: NVL_SLURM=installed or installed-26.05" >&2; exit 2; }
     NVL_TESTS=${NVL_TESTS:-test_guide} run_test "$HERE/test_guide.sh"
     [ "${NVL_KEEP_CLUSTER:-0}" = 1 ] || "$HERE/cluster.sh" down >/dev/null
     echo "# cluster tests took $(( $(date +%s) - start )) s"

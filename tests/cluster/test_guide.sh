@@ -27,8 +27,8 @@ GUIDE=$HERE/../../doc/admin-guide.txt
 DEBS=${NVL_GUIDE_DEBS:-/var/tmp/nvlslice-debs}
 OUT=$DIR/guide
 rm -rf "$OUT" && mkdir -p "$OUT"
-[ -f "$DIR/etc/geometry" ] && grep -q 'site=bare$' "$DIR/etc/geometry" ||
-    { echo "test_guide.sh: needs the bare site (NVL_SITE=bare, run.sh)" >&2; exit 1; }
+SITE=$(sed -n 's/.* site=\([a-z]*\)$/\1/p' "$DIR/etc/geometry" 2>/dev/null)
+case $SITE in bare | tree) ;; *) echo "test_guide.sh: needs a site before nvlslice (NVL_SITE=bare or tree, run.sh)" >&2; exit 1 ;; esac
 ls "$DEBS"/nvlsliced_*.deb >/dev/null 2>&1 ||
     { echo "test_guide.sh: no packages in $DEBS (NVL_SLURM=installed run.sh copies them there)" >&2; exit 1; }
 
@@ -50,6 +50,7 @@ sed "s|/etc/slurm/|$DIR/etc/|g" /etc/slurm/nvlslice.yaml > "$DIR/etc/nvlslice.ya
 expect_match "the plugin line is there, commented out, as the package installs it" "^#required .*map=$DIR/etc/nvlslice-map.yaml" \
     "$(cat "$DIR/etc/plugstack.conf.d/nvlslice.conf" 2>/dev/null)"
 cp "$DIR/etc/slurm.conf" "$OUT/slurm.conf.before"
+[ -f "$DIR/etc/topology.conf" ] && cp "$DIR/etc/topology.conf" "$OUT/topology.conf.before"
 
 # What the block's commands mean on this machine
 cat > "$OUT/prelude.sh" <<PRELUDE
@@ -105,7 +106,13 @@ expect_eq "the licenses join the site's own Licenses= line" "Licenses=lic_a:4,nv
 expect_eq "and nothing else in slurm.conf changed but the topology line" "" \
     "$(diff "$OUT/slurm.conf.before" "$DIR/etc/slurm.conf" | grep '^[<>]' | grep -viE 'Licenses=|TopologyPlugin=topology/block')"
 v=$(scontrol --version | awk '{ print $2 }')
-if [ "$(printf '%s\n' 24.05 "$v" | sort -V | head -1)" = 24.05 ]; then
+at_least() { [ "$(printf '%s\n' "$1" "$v" | sort -V | head -1)" = "$1" ]; }
+if [ "$SITE" = tree ]; then
+    want=gate
+    expect_eq "a site with its tree: its topology.conf is left as it was" "" "$(diff "$OUT/topology.conf.before" "$DIR/etc/topology.conf")"
+    expect_eq "and its TopologyPlugin line alone" "TopologyPlugin=topology/tree" "$(grep -iE '^TopologyPlugin=' "$DIR/etc/slurm.conf")"
+    expect_eq "no restart" "" "$(cat "$OUT/restarts" 2>/dev/null)"
+elif at_least 24.05; then
     want=native
     expect_eq "Slurm $v: TopologyPlugin=topology/block added once" "1" "$(grep -ciE '^TopologyPlugin=topology/block' "$DIR/etc/slurm.conf")"
     expect_match "its topology.conf has a block for each rack" "BlockName=rack001 .*BlockName=rack002 " "$(tr '\n' ' ' < "$DIR/etc/topology.conf")"
@@ -172,4 +179,49 @@ else
 fi
 scancel "$J" 2>/dev/null
 scontrol update nodename=nvl[0001-0036] state=resume 2>/dev/null
+
+if [ "$SITE" = tree ] && at_least 25.05; then
+    echo "# beside the site's tree (Slurm $v reads topology.yaml): the guide's block, then its prose's edits"
+    wait_for 60 bash -c '[ -z "$(squeue -h -o %i)" ] && [ -z "$(sinfo -h -t completing -o %N)" ]'
+    awk '/^Beside a topology the site already has/ { f = 1; next } /^The site.s topology stays/ { f = 0 } f && /^  / { print substr($0, 3) }' \
+        "$GUIDE" > "$OUT/beside.guide"
+    expect_match "the guide's block beside a topology is found" "--beside" "$(cat "$OUT/beside.guide")"
+    sed "s|/etc/slurm\b|$DIR/etc|g" "$OUT/beside.guide" > "$OUT/beside.sh"
+    (timeout 120 bash -c ". '$OUT/prelude.sh'; . '$OUT/beside.sh'" < /dev/null) > "$OUT/beside.log" 2>&1
+    expect_eq "it runs to its end" "0" "$?"
+    expect_eq "the site's topology.conf is kept beside it" "" "$(diff "$OUT/topology.conf.before" "$DIR/etc/topology.conf.before-nvlslice")"
+    y=$(cat "$DIR/etc/topology.yaml" 2>/dev/null)
+    expect_match "topology.yaml: the site's tree, the cluster default" "topology: site.*cluster_default: true.*tree:" "$(tr '\n' ' ' <<< "$y")"
+    expect_match "and the racks as the block topology nvlslice" "topology: nvlslice.*cluster_default: false.*block:" "$(tr '\n' ' ' <<< "$y")"
+    # what the guide says in words: Topology=nvlslice on the slice jobs'
+    # partition (batch; urgent stays on the tree), mode=native on the
+    # plugstack line and in nvlslice.yaml, slurmctld restarted
+    sed -i -E 's/^(PartitionName=batch .*)$/\1 Topology=nvlslice/' "$DIR/etc/slurm.conf"
+    sed -i -E 's/ mode=[a-z]+//; s/^(required .*)$/\1 mode=native/' "$DIR/etc/plugstack.conf.d/nvlslice.conf"
+    if grep -qE '^mode:' "$DIR/etc/nvlslice.yaml"; then sed -i -E 's/^mode:.*/mode: native/' "$DIR/etc/nvlslice.yaml"
+    else echo "mode: native" >> "$DIR/etc/nvlslice.yaml"; fi
+    "$HERE/cluster.sh" restart-daemons > "$OUT/restart2.log" 2>&1 || { tail -20 "$DIR/log/slurmctld.log" | sed 's/^/# /'; }
+    kill "$(cat "$DIR/run/nvlsliced.pid")" 2>/dev/null
+    wait_for 10 bash -c "! kill -0 $(cat "$DIR/run/nvlsliced.pid") 2>/dev/null"
+    (cd "$DEBS" && bash -c ". '$OUT/prelude.sh'; systemctl enable --now nvlsliced")
+    wait_for 30 bash -c '[ "$(sed -n "s/.*started: .*, mode \([a-z]*\) (.*/\1/p" "$NVL_CLUSTER_DIR/log/nvlsliced.log" | tail -1)" = native ]'
+    expect_eq "the helper runs in native mode beside the tree" "native" "$(nvl_mode)"
+    expect_eq "slurmctld gives the block partition the racks' topology" "Topology=nvlslice" \
+        "$(scontrol show partition batch | grep -o 'Topology=[^ ]*')"
+    wait_for 60 all_up
+    J=$(sbatch --parsable -p batch -N 16 --nvl-slice=16 -J beside --wrap 'sleep 600' 2>&1)
+    if wait_for 60 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ]"; then
+        expect_eq "a slice job in the block partition runs inside one rack ($(nodes_of "$J"))" "1" "$(racks_of "$(nodes_of "$J")" | wc -w)"
+    else
+        not_ok "a slice job in the block partition runs: $(squeue -h -j "$J" -o '%T %r'); $(record "$J")"
+        tail -10 "$DIR/log/nvlsliced.log" | sed 's/^/# /'
+    fi
+    T=$(sbatch --parsable -p urgent -N 2 -J tree --wrap 'sleep 600' 2>&1)
+    if wait_for 60 bash -c "[ \"\$(squeue -h -j $T -o %T)\" = RUNNING ]"; then
+        expect_eq "a plain job in the tree's partition runs under one leaf switch ($(nodes_of "$T"))" "1" "$(racks_of "$(nodes_of "$T")" | wc -w)"
+    else
+        not_ok "a plain job in the tree's partition runs: $(squeue -h -j "$T" -o '%T %r')"
+    fi
+    scancel "$J" "$T" 2>/dev/null
+fi
 summary guide
