@@ -56,14 +56,21 @@ TEST_CASE("probe: a listening slurmd answers, a dead one refuses, an address not
     // full, so that the kernel drops a new connection's SYN (no reset), as
     // a node that is gone drops it
     Listener silent(true, 0);
+    // (non-blocking: a filler whose own SYN is dropped would otherwise wait
+    // out the kernel's SYN retries, two minutes, in connect(); the first
+    // is awaited until its handshake is done and it fills the queue)
     std::vector<int> fillers;
     for (int i = 0; i < 2; ++i) {
-        int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         sockaddr_in a{};
         a.sin_family = AF_INET;
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         a.sin_port = htons(silent.port);
         (void)connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a);
+        if (i == 0) {
+            pollfd p{c, POLLOUT, 0};
+            (void)poll(&p, 1, 1000);
+        }
         fillers.push_back(c);
     }
     std::unordered_map<std::string, sockaddr_storage> cache;
