@@ -228,3 +228,41 @@ TEST_CASE("place stage: the hand-off's pin, as the actions that do it", "[place]
     CHECK(excludes_any(m, j, ids));
     CHECK_FALSE(excludes_any(m, j, {id(m, "n004")}));
 }
+
+TEST_CASE("place stage: what holds a slice job back, its record's word kept while Slurm's reason is reset",
+          "[place][held][quick]") {
+    SlurmJob j;
+    j.id = 40;
+    j.state = JobState::Pending;
+    j.num_nodes = 16;
+    SliceJob sj = waiting(j, 16);
+    HoldInputs in;
+    in.now = 1000;
+    in.gate_license = "nvlslice_gate";
+    CHECK_FALSE(held_back(sj, in)); // nothing known holds it
+    // a record that says Slurm held it back: kept while Slurm's reason is None
+    PlacementRecord r;
+    r.state = RecordState::Waiting;
+    r.why = Why::HeldBack;
+    r.reason = std::string(kHeldBack) + "PartitionDown (partition batch)";
+    sj.rec = r;
+    auto h = held_back(sj, in);
+    REQUIRE(h);
+    CHECK(h->kind == ReasonKind::Partition);
+    // an array throttle, counted from the running tasks of its array
+    sj.rec.reset();
+    j.array_id = 30;
+    j.array_throttle = 2;
+    SlurmJob t1 = j, t2 = j;
+    t1.id = 41;
+    t2.id = 42;
+    t1.state = t2.state = JobState::Running;
+    const auto running = count_array_tasks({j, t1, t2});
+    CHECK(running.at(30) == 2);
+    SlurmGates g;
+    in.gates = &g;
+    in.array_running = &running;
+    h = held_back(sj, in);
+    REQUIRE(h);
+    CHECK(h->kind == ReasonKind::ArrayThrottle);
+}

@@ -55,7 +55,7 @@ class Cycle {
           HelperMemory& mem)
         : map_(map), nodes_(view.nodes), jobs_(view.jobs), spares_(view.spares), gate_(view.gate),
           protection_(view.protection), limits_(view.limits), lends_(view.lends), gates_(view.gates),
-          array_running_(view.gates ? count_array_tasks(view.jobs) : std::unordered_map<JobId, int>{}), cfg_(cfg),
+          array_running_(view.gates ? nvl::count_array_tasks(view.jobs) : std::unordered_map<JobId, int>{}), cfg_(cfg),
           now_(now), mono_(mono), mem_(mem),
           obs_(observe(map, view, cfg.lend, compiled(mem, cfg).drain, mem.patterns.rack, &mem.records)),
           snap_(obs_.snap) {}
@@ -286,38 +286,10 @@ class Cycle {
     const SlurmGates* gates_;               // partitions, licenses, reservations, when loaded
     // per throttled array (%N), its tasks running now
     const std::unordered_map<JobId, int> array_running_;
-    static std::unordered_map<JobId, int> count_array_tasks(const std::vector<SlurmJob>& jobs) {
-        std::unordered_map<JobId, int> out;
-        for (const auto& j : jobs)
-            if (j.array_id && j.array_throttle > 0) out.emplace(j.array_id, 0);
-        if (!out.empty())
-            for (const auto& j : jobs)
-                if (j.array_id && j.state != JobState::Pending)
-                    if (auto it = out.find(j.array_id); it != out.end()) ++it->second;
-        return out;
-    }
-    // Slurm's own reason to hold the job back (its pending reason, its
-    // begin time, the accounting limits it tests only when it places, its
-    // partition, licenses, reservation and array throttle, which its reason
-    // hides behind the gate or before the scheduler's first look), or
-    // nullopt. Every update of a pending job (the record written, by the
-    // helper or an admin) resets Slurm's reason to None until its next
-    // scheduling pass (_update_job): a job recorded as held back stays so
-    // until Slurm gives a reason again.
+    // Slurm's own reason to hold the job back: the placement stage's
+    // held_back() (place_stage.hpp), on this cycle's reads.
     std::optional<HeldBack> held_back(const SliceJob& sj) const {
-        const SlurmJob& j = *sj.job;
-        if (auto h = held_back_by_slurm(j, now_, cfg_.gate_license)) return h;
-        if (j.reason.is(ReasonKind::None) && sj.rec && sj.rec->state == RecordState::Waiting &&
-            sj.rec->why == Why::HeldBack && sj.rec->reason.size() >= kHeldBack.size())
-            return HeldBack::from_text(sj.rec->reason.substr(kHeldBack.size()));
-        if (limits_)
-            if (auto h = held_back_by_limits(j, *limits_)) return h;
-        if (gates_) {
-            const auto a = j.array_id ? array_running_.find(j.array_id) : array_running_.end();
-            return held_back_by_gates(j, *gates_, a == array_running_.end() ? 0 : a->second, cfg_.gate_license, now_,
-                                      limits_);
-        }
-        return std::nullopt;
+        return nvl::held_back(sj, HoldInputs{now_, cfg_.gate_license, limits_, gates_, &array_running_});
     }
     const HelperConfig& cfg_;
     const int64_t now_;  // wall clock: compared with Slurm's times

@@ -224,4 +224,32 @@ std::string all_but(const RackMap& map, const std::vector<SlurmNode>& nodes, con
     return hostlist_compress(names);
 }
 
+std::unordered_map<JobId, int> count_array_tasks(const std::vector<SlurmJob>& jobs) {
+    std::unordered_map<JobId, int> out;
+    for (const auto& j : jobs)
+        if (j.array_id && j.array_throttle > 0) out.emplace(j.array_id, 0);
+    if (!out.empty())
+        for (const auto& j : jobs)
+            if (j.array_id && j.state != JobState::Pending)
+                if (auto it = out.find(j.array_id); it != out.end()) ++it->second;
+    return out;
+}
+
+std::optional<HeldBack> held_back(const SliceJob& sj, const HoldInputs& in) {
+    const SlurmJob& j = *sj.job;
+    if (auto h = held_back_by_slurm(j, in.now, in.gate_license)) return h;
+    if (j.reason.is(ReasonKind::None) && sj.rec && sj.rec->state == RecordState::Waiting &&
+        sj.rec->why == Why::HeldBack && sj.rec->reason.size() >= kHeldBack.size())
+        return HeldBack::from_text(sj.rec->reason.substr(kHeldBack.size()));
+    if (in.limits)
+        if (auto h = held_back_by_limits(j, *in.limits)) return h;
+    if (in.gates) {
+        int running = 0;
+        if (j.array_id && in.array_running)
+            if (auto a = in.array_running->find(j.array_id); a != in.array_running->end()) running = a->second;
+        return held_back_by_gates(j, *in.gates, running, in.gate_license, in.now, in.limits);
+    }
+    return std::nullopt;
+}
+
 } // namespace nvl

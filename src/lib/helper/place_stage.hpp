@@ -82,6 +82,30 @@ inline WaitReason held_back_reason(const HeldBack& holds) {
     return {Why::HeldBack, std::string(kHeldBack) + holds.text};
 }
 
+// What Slurm holds jobs back by, as read this cycle (the parts Slurm's
+// reason hides: accounting limits, partitions, licenses, reservations and
+// array throttles, each when loaded).
+struct HoldInputs {
+    int64_t now = 0;
+    std::string_view gate_license;
+    const AcctLimits* limits = nullptr;
+    const SlurmGates* gates = nullptr;
+    // per throttled array (%N), its tasks running now (count_array_tasks())
+    const std::unordered_map<JobId, int>* array_running = nullptr;
+};
+// Per throttled array, its tasks running now (the arrays without a
+// throttle left out).
+std::unordered_map<JobId, int> count_array_tasks(const std::vector<SlurmJob>& jobs);
+// Slurm's own reason to hold a slice job back (its pending reason, its
+// begin time, the accounting limits it tests only when it places, its
+// partition, licenses, reservation and array throttle, which its reason
+// hides behind the gate or before the scheduler's first look), or nullopt.
+// Every update of a pending job (the record written, by the helper or an
+// admin) resets Slurm's reason to None until its next scheduling pass
+// (_update_job): a job recorded as held back stays so until Slurm gives a
+// reason again.
+std::optional<HeldBack> held_back(const SliceJob& sj, const HoldInputs& in);
+
 // What the placement of one job may use beyond its request.
 // The sets are borrowed (the observation's, the cycle's): nothing is copied
 // for a job whose shape failed already.
