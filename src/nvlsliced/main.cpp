@@ -360,6 +360,80 @@ SIGHUP (systemctl reload nvlsliced) re-reads the configuration and the map;
 a bad new one is refused and the running one kept. SIGTERM stops it.
 )";
 
+// The command line; `exit` set: exit with it (--help, a bad argument).
+struct Options {
+    std::string config = "/etc/slurm/nvlslice.yaml";
+    bool once = false, dry = false, check = false, remove = false;
+    std::optional<int> exit;
+};
+Options parse_options(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--config" && i + 1 < argc)
+            o.config = argv[++i];
+        else if (a.rfind("--config=", 0) == 0)
+            o.config = a.substr(9);
+        else if (a == "--once")
+            o.once = true;
+        else if (a == "--dry-run")
+            o.dry = true;
+        else if (a == "--check-config")
+            o.check = true;
+        else if (a == "--remove")
+            o.remove = true;
+        else if (a == "--help" || a == "-h") {
+            std::fputs(kUsage, stdout);
+            o.exit = 0;
+            return o;
+        } else {
+            std::fprintf(stderr, "nvlsliced: unknown argument %s\n%s", a.c_str(), kUsage);
+            o.exit = 2;
+            return o;
+        }
+    }
+    return o;
+}
+
+// One instance only: the lock is held for the life of the process and
+// released by the kernel however it ends (kill -9 included); it holds this
+// process's pid.
+void take_lock_file(const std::string& path) {
+    int lock = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock < 0 && errno == ENOENT) {
+        // its directory (the unit's RuntimeDirectory; by hand, made here)
+        const std::string dir = path.substr(0, path.rfind('/'));
+        if (!dir.empty() && mkdir(dir.c_str(), 0755) == 0)
+            lock = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    }
+    if (lock < 0) throw Error(fmt::format("lock_file {}: cannot open: {}", path, std::strerror(errno)));
+    take_lock(lock, path);
+    (void)!ftruncate(lock, 0);
+    std::string pid = std::to_string(getpid()) + "\n";
+    (void)!write(lock, pid.data(), pid.size());
+}
+
+// What the running Slurm offers. slurmctld may be away (a restart, an
+// outage): waited for rather than exit, which under systemd would churn
+// restarts (`once`: its error thrown). nullopt: stopped while waiting.
+std::optional<SlurmFeatures> wait_for_slurmctld(bool once) {
+    for (int attempt = 0;; ++attempt) {
+        try {
+            SlurmFeatures features = probe_slurm();
+            if (attempt > 0) say("slurmctld answers: starting");
+            return features;
+        } catch (const std::exception& e) {
+            if (once) throw;
+            if (attempt == 0)
+                say(LOG_WARNING, fmt::format("waiting for slurmctld ({}); nothing is placed or repaired until it "
+                                             "answers",
+                                             e.what()));
+            pause_for(std::min(30, 1 << std::min(attempt, 5)));
+            if (g_stop) return std::nullopt;
+        }
+    }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -367,30 +441,10 @@ int main(int argc, char** argv) {
     // error return on that one write, never the end of the helper: systemd
     // counts a SIGPIPE death as a clean exit and would not restart it.
     std::signal(SIGPIPE, SIG_IGN);
-    std::string config = "/etc/slurm/nvlslice.yaml";
-    bool once = false, dry = false, check = false, remove = false;
-    for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        if (a == "--config" && i + 1 < argc)
-            config = argv[++i];
-        else if (a.rfind("--config=", 0) == 0)
-            config = a.substr(9);
-        else if (a == "--once")
-            once = true;
-        else if (a == "--dry-run")
-            dry = true;
-        else if (a == "--check-config")
-            check = true;
-        else if (a == "--remove")
-            remove = true;
-        else if (a == "--help" || a == "-h") {
-            std::fputs(kUsage, stdout);
-            return 0;
-        } else {
-            std::fprintf(stderr, "nvlsliced: unknown argument %s\n%s", a.c_str(), kUsage);
-            return 2;
-        }
-    }
+    const Options opt = parse_options(argc, argv);
+    if (opt.exit) return *opt.exit;
+    const std::string& config = opt.config;
+    const bool once = opt.once, dry = opt.dry, check = opt.check, remove = opt.remove;
     try {
         Loaded loaded = load_all(config);
         if (check) {
@@ -408,25 +462,11 @@ int main(int argc, char** argv) {
         set_sink(s.log);
         for (const auto& n : s.notices) say(LOG_WARNING, n);
 
-        // One instance only: the lock is held for the life of the process
-        // and released by the kernel however it ends (kill -9 included).
-        // A dry run of the cycle acts on nothing: it runs beside the helper
-        // that acts, without the lock (nor the lease, below), so that an
-        // install or a change may be checked on a running site.
-        if (!dry || remove) {
-            int lock = open(s.lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-            if (lock < 0 && errno == ENOENT) {
-                // its directory (the unit's RuntimeDirectory; by hand, made here)
-                const std::string dir = s.lock_file.substr(0, s.lock_file.rfind('/'));
-                if (!dir.empty() && mkdir(dir.c_str(), 0755) == 0)
-                    lock = open(s.lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-            }
-            if (lock < 0) throw Error(fmt::format("lock_file {}: cannot open: {}", s.lock_file, std::strerror(errno)));
-            take_lock(lock, s.lock_file);
-            (void)!ftruncate(lock, 0);
-            std::string pid = std::to_string(getpid()) + "\n";
-            (void)!write(lock, pid.data(), pid.size());
-        }
+        // One instance only (the lock file). A dry run of the cycle acts on
+        // nothing: it runs beside the helper that acts, without the lock
+        // (nor the lease, below), so that an install or a change may be
+        // checked on a running site.
+        if (!dry || remove) take_lock_file(s.lock_file);
 
         g_kill_after = std::getenv("NVLSLICED_TEST_KILL_AFTER");
         std::signal(SIGTERM, on_signal);
@@ -447,27 +487,12 @@ int main(int argc, char** argv) {
         SlurmCluster& slurm = *cluster;
         if (remove) return remove_nvlslice(slurm, s, dry);
         // The mode: the configuration's, or for auto what slurmctld runs.
-        // slurmctld may be away (a restart, an outage): wait for it rather
-        // than exit, which under systemd would churn restarts.
-        SlurmFeatures features;
-        for (int attempt = 0;; ++attempt) {
-            try {
-                features = probe_slurm();
-                if (attempt > 0) say("slurmctld answers: starting");
-                break;
-            } catch (const std::exception& e) {
-                if (once) throw;
-                if (attempt == 0)
-                    say(LOG_WARNING, fmt::format("waiting for slurmctld ({}); nothing is placed or repaired until it "
-                                                 "answers",
-                                                 e.what()));
-                pause_for(std::min(30, 1 << std::min(attempt, 5)));
-                if (g_stop) {
-                    say("stopped");
-                    return 0;
-                }
-            }
+        const std::optional<SlurmFeatures> probed = wait_for_slurmctld(once);
+        if (!probed) {
+            say("stopped");
+            return 0;
         }
+        const SlurmFeatures& features = *probed;
         const HandOff wanted = s.reconcile.hand_off;
         s.reconcile.hand_off = choose_hand_off(wanted, features);
         s.reconcile.node_pools = has_node_pools(features.version);
