@@ -266,3 +266,40 @@ TEST_CASE("place stage: what holds a slice job back, its record's word kept whil
     REQUIRE(h);
     CHECK(h->kind == ReasonKind::ArrayThrottle);
 }
+
+TEST_CASE("place stage: a native job kept off degraded racks by its exclusion, and let back when they recover",
+          "[place][degraded][quick]") {
+    SlurmJob j;
+    j.id = 50;
+    j.state = JobState::Pending;
+    j.num_nodes = 16;
+    SliceJob sj = waiting(j, 16);
+    // no rack degraded, none was: nothing to do
+    auto d = keep_off_degraded(sj, "");
+    CHECK_FALSE(d.rec);
+    CHECK_FALSE(d.exclusion);
+    // a rack degraded: excluded, the record says the helper did it
+    d = keep_off_degraded(sj, "n[001-018]");
+    REQUIRE(d.rec);
+    CHECK(d.rec->off_degraded);
+    CHECK(d.rec->state == RecordState::Waiting);
+    CHECK(d.rec->slice == 16);
+    REQUIRE(d.exclusion);
+    CHECK(*d.exclusion == "n[001-018]");
+    // already excluded so (in another order): only the record
+    j.exc_nodes = "n[010-018],n[001-009]";
+    sj.rec = d.rec;
+    d = keep_off_degraded(sj, "n[001-018]");
+    REQUIRE(d.rec);
+    CHECK_FALSE(d.exclusion);
+    // the rack recovered: the exclusion lifted, the record's flag down
+    d = keep_off_degraded(sj, "");
+    REQUIRE(d.rec);
+    CHECK_FALSE(d.rec->off_degraded);
+    REQUIRE(d.exclusion);
+    CHECK(d.exclusion->empty());
+    // a user's own --exclude, no rack degraded and none was: left alone
+    j.exc_nodes = "n005";
+    sj.rec.reset();
+    CHECK_FALSE(keep_off_degraded(sj, "").exclusion);
+}

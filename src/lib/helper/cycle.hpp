@@ -104,12 +104,9 @@ class Cycle {
     void place_waiting(const SliceJob& sj);
     void say_escape(const SliceJob& sj);
     void hand_back(const SliceJob& sj);
-    // Native mode without a spare reservation: Slurm places a waiting job
-    // itself, so degraded racks are kept from it by its exclusion (every
-    // node of them); the record's offdegraded=1 says the helper set it, to
-    // lift it when they recover or the reservation holds them (a restart
-    // included). A user's own --exclude is left alone while no rack is
-    // degraded. Returns the job with its record as it will be.
+    // Native mode without a spare reservation: the placement stage's
+    // keep_off_degraded(), applied. Returns the job with its record as it
+    // will be.
     SliceJob keep_off_degraded(const SliceJob& sj);
     bool place_job(const SliceJob& sj);
     // The top-priority waiting job gets racks kept for it.

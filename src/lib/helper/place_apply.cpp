@@ -97,30 +97,17 @@ void Cycle::hold_target(const SliceJob& sj, const std::vector<NodeId>& target, c
 }
 
 SliceJob Cycle::keep_off_degraded(const SliceJob& sj) {
-    const SlurmJob& j = *sj.job;
-    const bool was = sj.rec && sj.rec->off_degraded;
-    if (degraded_nodes_.empty() && !was) return sj;
+    OffDegraded d = nvl::keep_off_degraded(sj, degraded_nodes_);
+    if (!d.rec) return sj;
     SliceJob out = sj;
-    PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
-    if (!sj.rec) {
-        rec.state = RecordState::Waiting;
-        rec.slice = sj.tag.slice;
-    }
-    rec.off_degraded = !degraded_nodes_.empty();
-    out.rec = rec;
-    auto same = [](const std::string& a, const std::string& b) {
-        if (a == b) return true;
-        auto x = hostlist_expand(a), y = hostlist_expand(b);
-        std::sort(x.begin(), x.end());
-        std::sort(y.begin(), y.end());
-        return x == y;
-    };
-    if (!same(j.exc_nodes, degraded_nodes_)) {
-        act({j.id, action::Exclude{degraded_nodes_}});
-        exclusion_[j.id] = degraded_nodes_;
-        log(j.id, degraded_nodes_.empty()
+    out.rec = std::move(d.rec);
+    if (d.exclusion) {
+        const SlurmJob& j = *sj.job;
+        act({j.id, action::Exclude{*d.exclusion}});
+        exclusion_[j.id] = *d.exclusion;
+        log(j.id, d.exclusion->empty()
                       ? std::string("the racks recovered: its exclusion is lifted, Slurm may place it anywhere")
-                      : fmt::format("kept off degraded racks: ExcNodeList={}", degraded_nodes_));
+                      : fmt::format("kept off degraded racks: ExcNodeList={}", *d.exclusion));
     }
     return out;
 }

@@ -252,4 +252,26 @@ std::optional<HeldBack> held_back(const SliceJob& sj, const HoldInputs& in) {
     return std::nullopt;
 }
 
+OffDegraded keep_off_degraded(const SliceJob& sj, const std::string& degraded_nodes) {
+    OffDegraded out;
+    const bool was = sj.rec && sj.rec->off_degraded;
+    if (degraded_nodes.empty() && !was) return out;
+    PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
+    if (!sj.rec) {
+        rec.state = RecordState::Waiting;
+        rec.slice = sj.tag.slice;
+    }
+    rec.off_degraded = !degraded_nodes.empty();
+    out.rec = std::move(rec);
+    auto same = [](const std::string& a, const std::string& b) {
+        if (a == b) return true;
+        auto x = hostlist_expand(a), y = hostlist_expand(b);
+        std::sort(x.begin(), x.end());
+        std::sort(y.begin(), y.end());
+        return x == y;
+    };
+    if (!same(sj.job->exc_nodes, degraded_nodes)) out.exclusion = degraded_nodes;
+    return out;
+}
+
 } // namespace nvl

@@ -96,6 +96,18 @@ struct HoldInputs {
 // Per throttled array, its tasks running now (the arrays without a
 // throttle left out).
 std::unordered_map<JobId, int> count_array_tasks(const std::vector<SlurmJob>& jobs);
+// Native mode without a spare reservation: Slurm places a waiting job
+// itself, so degraded racks are kept from it by its exclusion (every node
+// of them, `degraded_nodes`, a hostlist; "" when no rack is degraded). The
+// record's off_degraded says the helper set it, to lift it when the racks
+// recover (a restart included). A user's own --exclude is left alone while
+// no rack is degraded.
+struct OffDegraded {
+    std::optional<PlacementRecord> rec;   // the job's record as it will be (nullopt: unchanged, none)
+    std::optional<std::string> exclusion; // its new exclusion (nullopt: as it is)
+};
+OffDegraded keep_off_degraded(const SliceJob& sj, const std::string& degraded_nodes);
+
 // Slurm's own reason to hold a slice job back (its pending reason, its
 // begin time, the accounting limits it tests only when it places, its
 // partition, licenses, reservation and array throttle, which its reason
