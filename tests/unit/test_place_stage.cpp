@@ -303,3 +303,42 @@ TEST_CASE("place stage: a native job kept off degraded racks by its exclusion, a
     sj.rec.reset();
     CHECK_FALSE(keep_off_degraded(sj, "").exclusion);
 }
+
+TEST_CASE("place stage: a placement's record, its slices in node order, and how it is handed to Slurm",
+          "[place][record][quick]") {
+    const RackMap m = make_map(2, 4); // n001..n008
+    SlurmJob j;
+    j.id = 60;
+    j.num_nodes = 4;
+    SliceJob sj = waiting(j, 2);
+    Placement p;
+    p.slice_size = 2;
+    p.slices = {{0, 1, {id(m, "n005"), id(m, "n006")}}, {1, 0, {id(m, "n001"), id(m, "n002")}}};
+    PlacementRecord before;
+    before.state = RecordState::Waiting;
+    before.why = Why::HeldBack;
+    before.reason = "held back by Slurm: Dependency";
+    // a first start: numbered in node order, its reason cleared, placed
+    auto d = placed_record(sj, p, before, false, m);
+    CHECK(d.route == PlacedRecord::Route::FirstStart);
+    CHECK(d.rec.state == RecordState::Placed);
+    CHECK(d.rec.slices == std::vector<std::string>{"n[001-002]", "n[005-006]"});
+    CHECK(d.placement.slices[0].index == 0);
+    CHECK(d.placement.slices[0].nodes.front() == id(m, "n001"));
+    CHECK(d.rec.reason.empty());
+    CHECK_FALSE(d.rec.hold);
+    // a running job's repair: requeued held onto it
+    d = placed_record(sj, p, before, true, m);
+    CHECK(d.route == PlacedRecord::Route::RequeueHeld);
+    CHECK(d.rec.state == RecordState::Repairing);
+    CHECK(d.rec.hold);
+    // a job that ran before: a repair when it was placed, a restart otherwise
+    j.restarts = 1;
+    d = placed_record(sj, p, before, false, m);
+    CHECK(d.route == PlacedRecord::Route::Restart);
+    CHECK(d.rec.state == RecordState::Restarting);
+    PlacementRecord placed;
+    placed.state = RecordState::Placed;
+    sj.rec = placed;
+    CHECK(placed_record(sj, p, placed, false, m).rec.state == RecordState::Repairing);
+}

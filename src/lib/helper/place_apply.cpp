@@ -9,61 +9,43 @@ namespace nvl::detail {
 void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, PlacementRecord r, bool requeue_first,
                             const std::vector<NodeId>& hold_also) {
     const JobId id = sj.job->id;
-    // Slices numbered in node order, as the plugin derives them on the
-    // nodes from the job's node list: a moved slice may change its index.
-    Placement p = placement;
-    std::sort(p.slices.begin(), p.slices.end(),
-              [](const PlacedSlice& a, const PlacedSlice& b) { return a.nodes.front() < b.nodes.front(); });
-    for (size_t i = 0; i < p.slices.size(); ++i) p.slices[i].index = int(i);
-    r.slice = p.slice_size;
-    r.slices.clear();
-    for (const auto& s : p.slices) r.slices.push_back(hl(s.nodes));
-    r.split = p.split;
-    r.clear_reason();
-    if (requeue_first) {
-        // A running job: record the target, requeue it held and pin the new
-        // nodes. Slurm sets BeginTime when the old allocation has finished
-        // completing, so StartTime=now and the release come in a later
-        // cycle, once the job is pending again (see finish_placed).
-        r.state = RecordState::Repairing;
-        r.hold = true; // the one hold the helper may release
-        record(sj, r, true);
-        hold_target(sj, p.nodes(), hold_also);
+    const PlacedRecord d = placed_record(sj, placement, std::move(r), requeue_first, map_);
+    const std::vector<NodeId> nodes = d.placement.nodes();
+    record(sj, d.rec, true);
+    switch (d.route) {
+    case PlacedRecord::Route::RequeueHeld:
+        // A running job: the target recorded, requeued held and pinned to
+        // the new nodes. Slurm sets BeginTime when the old allocation has
+        // finished completing, so StartTime=now and the release come in a
+        // later cycle, once the job is pending again (see finish_placed).
+        hold_target(sj, nodes, hold_also);
         act({id, action::RequeueHold{}});
-        pin(sj, p.nodes(), 0);
-        take(p.nodes(), id);
-        return;
-    }
-    if (sj.job->restarts > 0) {
-        // It ran before: pin it to start in the next second; a later cycle
+        pin(sj, nodes, 0);
+        break;
+    case PlacedRecord::Route::Restart: {
+        // It ran before: pinned to start in the next second; a later cycle
         // releases it when that second has come (finish_placed).
-        // A placement that ran before is a repair; anything else (it
-        // yielded, waited after a requeue) is a restart.
-        const bool repair = sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing);
-        r.state = repair ? RecordState::Repairing : RecordState::Restarting;
-        record(sj, r, true);
-        hold_target(sj, p.nodes());
+        hold_target(sj, nodes);
         const int64_t start = start_time(*sj.job);
-        pin(sj, p.nodes(), start);
+        pin(sj, nodes, start);
         if (native(sj) && !held_by_us(sj) && !gated(*sj.job)) mem_.schedule_at[id] = start;
         settled_.insert(id);
-        take(p.nodes(), id);
-        return;
+        break;
     }
-    r.state = RecordState::Placed;
-    r.hold = false;
-    record(sj, r, true);
-    mem_.placed_since[id] = mono_; // replace_after counts from here
-    // A first start: its begin time has come (held_back_by_slurm), and a
-    // StartTime would only reset Slurm's accrue time (the age factor of
-    // its priority) in gate mode; native mode's exclusion carries it so
-    // that the spare reservation is updated before it.
-    if (native(sj))
-        pin(sj, p.nodes(), now_);
-    else
-        act({id, action::Pin{hl(p.nodes()), 0}}); // its node list, no StartTime
-    start_now(sj);
-    take(p.nodes(), id);
+    case PlacedRecord::Route::FirstStart:
+        mem_.placed_since[id] = mono_; // replace_after counts from here
+        // A first start: its begin time has come (held_back_by_slurm), and a
+        // StartTime would only reset Slurm's accrue time (the age factor of
+        // its priority) in gate mode; native mode's exclusion carries it so
+        // that the spare reservation is updated before it.
+        if (native(sj))
+            pin(sj, nodes, now_);
+        else
+            act({id, action::Pin{hl(nodes), 0}}); // its node list, no StartTime
+        start_now(sj);
+        break;
+    }
+    take(nodes, id);
 }
 
 void Cycle::start_requeued_now(const SlurmJob& j) {

@@ -274,4 +274,35 @@ OffDegraded keep_off_degraded(const SliceJob& sj, const std::string& degraded_no
     return out;
 }
 
+PlacedRecord placed_record(const SliceJob& sj, const Placement& placement, PlacementRecord r, bool requeue_first,
+                           const RackMap& map) {
+    PlacedRecord out;
+    Placement& p = out.placement = placement;
+    std::sort(p.slices.begin(), p.slices.end(),
+              [](const PlacedSlice& a, const PlacedSlice& b) { return a.nodes.front() < b.nodes.front(); });
+    for (size_t i = 0; i < p.slices.size(); ++i) p.slices[i].index = int(i);
+    r.slice = p.slice_size;
+    r.slices.clear();
+    for (const auto& sl : p.slices) r.slices.push_back(hostlist_compress(map.node_names(sl.nodes)));
+    r.split = p.split;
+    r.clear_reason();
+    if (requeue_first) {
+        out.route = PlacedRecord::Route::RequeueHeld;
+        r.state = RecordState::Repairing;
+        r.hold = true; // the one hold the helper may release
+    } else if (sj.job->restarts > 0) {
+        // a placement that ran before is a repair; anything else (it
+        // yielded, waited after a requeue) is a restart
+        out.route = PlacedRecord::Route::Restart;
+        const bool repair = sj.rec && (sj.rec->state == RecordState::Placed || sj.rec->state == RecordState::Repairing);
+        r.state = repair ? RecordState::Repairing : RecordState::Restarting;
+    } else {
+        out.route = PlacedRecord::Route::FirstStart;
+        r.state = RecordState::Placed;
+        r.hold = false;
+    }
+    out.rec = std::move(r);
+    return out;
+}
+
 } // namespace nvl

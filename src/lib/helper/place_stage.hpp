@@ -96,6 +96,22 @@ struct HoldInputs {
 // Per throttled array, its tasks running now (the arrays without a
 // throttle left out).
 std::unordered_map<JobId, int> count_array_tasks(const std::vector<SlurmJob>& jobs);
+// What a job's record becomes when it is given a placement, and how it is
+// handed to Slurm: a running job is requeued held onto it (a repair
+// planned while it runs), a job that ran before is pinned to start in the
+// next second (a repair, or a restart after it yielded or waited), a first
+// start is pinned and let go. The slices are numbered in node order, as the
+// plugin derives them on the nodes from the job's node list (a moved slice
+// may change its index). `r`: its record so far.
+struct PlacedRecord {
+    enum class Route { RequeueHeld, Restart, FirstStart };
+    Route route = Route::FirstStart;
+    Placement placement; // renumbered
+    PlacementRecord rec;
+};
+PlacedRecord placed_record(const SliceJob& sj, const Placement& placement, PlacementRecord r, bool requeue_first,
+                           const RackMap& map);
+
 // Native mode without a spare reservation: Slurm places a waiting job
 // itself, so degraded racks are kept from it by its exclusion (every node
 // of them, `degraded_nodes`, a hostlist; "" when no rack is degraded). The
