@@ -434,6 +434,36 @@ std::optional<SlurmFeatures> wait_for_slurmctld(bool once) {
     }
 }
 
+// The configuration and map read again (SIGHUP), checked against the
+// running Slurm, with what takes effect only at the next start (the lock
+// file, the metrics port, the lease) kept from the running `s`, each
+// change said. Throws nvl::Error: the reload is refused.
+Loaded load_for_reload(const std::string& config, const HelperSettings& s, const SlurmFeatures& features) {
+    Loaded next = load_all(config);
+    const HandOff mode = choose_hand_off(next.s.reconcile.hand_off, features);
+    if (mode == HandOff::Native && !features.segments)
+        throw Error("mode: native, but this nvlsliced was built against a Slurm without --segment");
+    for (auto [key, old_v, new_v] :
+         {std::tuple{"lock_file", s.lock_file, next.s.lock_file},
+          std::tuple{"metrics_listen", s.metrics_listen, next.s.metrics_listen},
+          std::tuple{"lease_reservation", s.lease_reservation, next.s.lease_reservation},
+          std::tuple{"lease_license", s.lease_license, next.s.lease_license},
+          std::tuple{"lease_length", std::to_string(s.lease_s), std::to_string(next.s.lease_s)}})
+        if (old_v != new_v)
+            say(LOG_WARNING, fmt::format("reload: {} changed ({} -> {}): takes effect at the next start; {} kept", key,
+                                         old_v, new_v, old_v));
+    next.s.lock_file = s.lock_file;
+    next.s.metrics_listen = s.metrics_listen;
+    // the lease was taken under these: another helper reads them from its
+    // own configuration
+    next.s.lease_reservation = s.lease_reservation;
+    next.s.lease_license = s.lease_license;
+    next.s.lease_s = s.lease_s;
+    next.s.reconcile.hand_off = mode;
+    next.s.reconcile.node_pools = has_node_pools(features.version);
+    return next;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -562,29 +592,7 @@ int main(int argc, char** argv) {
                 // (per job and per node name), so nothing is lost.
                 g_reload = 0;
                 try {
-                    Loaded next = load_all(config);
-                    const HandOff mode = choose_hand_off(next.s.reconcile.hand_off, features);
-                    if (mode == HandOff::Native && !features.segments)
-                        throw Error("mode: native, but this nvlsliced was built against a Slurm without --segment");
-                    for (auto [key, old_v, new_v] :
-                         {std::tuple{"lock_file", s.lock_file, next.s.lock_file},
-                          std::tuple{"metrics_listen", s.metrics_listen, next.s.metrics_listen},
-                          std::tuple{"lease_reservation", s.lease_reservation, next.s.lease_reservation},
-                          std::tuple{"lease_license", s.lease_license, next.s.lease_license},
-                          std::tuple{"lease_length", std::to_string(s.lease_s), std::to_string(next.s.lease_s)}})
-                        if (old_v != new_v)
-                            say(LOG_WARNING, fmt::format("reload: {} changed ({} -> {}): takes effect at the next "
-                                                         "start; {} kept",
-                                                         key, old_v, new_v, old_v));
-                    next.s.lock_file = s.lock_file;
-                    next.s.metrics_listen = s.metrics_listen;
-                    // the lease was taken under these: another helper
-                    // reads them from its own configuration
-                    next.s.lease_reservation = s.lease_reservation;
-                    next.s.lease_license = s.lease_license;
-                    next.s.lease_s = s.lease_s;
-                    next.s.reconcile.hand_off = mode;
-                    next.s.reconcile.node_pools = has_node_pools(features.version);
+                    Loaded next = load_for_reload(config, s, features);
                     for (const auto& n : next.s.notices) say(LOG_WARNING, n);
                     retire_renamed(slurm, s.reconcile, next.s.reconcile);
                     s = std::move(next.s);
