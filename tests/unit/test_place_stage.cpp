@@ -10,6 +10,13 @@ using namespace nvl;
 using namespace nvl::test;
 
 namespace {
+SlurmJob pending(JobId id, uint32_t nodes) {
+    SlurmJob j;
+    j.id = id;
+    j.state = JobState::Pending;
+    j.num_nodes = nodes;
+    return j;
+}
 SliceJob waiting(const SlurmJob& j, int slice, PlacementMode mode = PlacementMode::Strict) {
     RequestTag t;
     t.slice = slice;
@@ -20,8 +27,7 @@ SliceJob waiting(const SlurmJob& j, int slice, PlacementMode mode = PlacementMod
 }
 
 SlurmJob running(JobId id, int64_t end_time) {
-    SlurmJob j;
-    j.id = id;
+    SlurmJob j = pending(id, 0);
     j.state = JobState::Running;
     j.end_time = end_time;
     return j;
@@ -231,10 +237,7 @@ TEST_CASE("place stage: the hand-off's pin, as the actions that do it", "[place]
 
 TEST_CASE("place stage: what holds a slice job back, its record's word kept while Slurm's reason is reset",
           "[place][held][quick]") {
-    SlurmJob j;
-    j.id = 40;
-    j.state = JobState::Pending;
-    j.num_nodes = 16;
+    SlurmJob j = pending(40, 16);
     SliceJob sj = waiting(j, 16);
     HoldInputs in;
     in.now = 1000;
@@ -269,10 +272,7 @@ TEST_CASE("place stage: what holds a slice job back, its record's word kept whil
 
 TEST_CASE("place stage: a native job kept off degraded racks by its exclusion, and let back when they recover",
           "[place][degraded][quick]") {
-    SlurmJob j;
-    j.id = 50;
-    j.state = JobState::Pending;
-    j.num_nodes = 16;
+    SlurmJob j = pending(50, 16);
     SliceJob sj = waiting(j, 16);
     // no rack degraded, none was: nothing to do
     auto d = keep_off_degraded(sj, "");
@@ -307,9 +307,7 @@ TEST_CASE("place stage: a native job kept off degraded racks by its exclusion, a
 TEST_CASE("place stage: a placement's record, its slices in node order, and how it is handed to Slurm",
           "[place][record][quick]") {
     const RackMap m = make_map(2, 4); // n001..n008
-    SlurmJob j;
-    j.id = 60;
-    j.num_nodes = 4;
+    SlurmJob j = pending(60, 4);
     SliceJob sj = waiting(j, 2);
     Placement p;
     p.slice_size = 2;
