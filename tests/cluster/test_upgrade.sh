@@ -79,4 +79,4 @@ after)
     ;;
 *) echo "test_upgrade.sh: NVL_UPGRADE=before or after (tests/cluster/upgrade.sh runs both)" >&2; exit 2 ;;
 esac
-summary upgrade
+summary phase
