@@ -195,6 +195,9 @@ slurm_has_expedite() { slurm_at_least 25 11; }
 # file system here) no cgroup plugin.
 write_topology() {
     TOPOLOGY_LINES=""
+    # what an earlier run's install guide left (test_guide.sh: topology.yaml
+    # beside a tree, the site's copy) would be read over topology.conf
+    rm -f "$DIR/etc/topology.yaml" "$DIR"/etc/*.before-nvlslice
     if [ "$SITE" = tree ]; then
         # a site with an InfiniBand tree of its own: a leaf switch per rack
         # under one core switch
@@ -207,7 +210,6 @@ write_topology() {
             done
             printf 'SwitchName=core Switches=leaf[01-%02d]\n' "$RACKS"
         } > "$DIR/etc/topology.conf"
-        rm -f "$DIR/etc/topology.yaml"
         TOPOLOGY_LINES="TopologyPlugin=topology/tree"
         if slurm_has_block; then echo "CgroupPlugin=disabled" > "$DIR/etc/cgroup.conf"; fi
         if slurm_has_expedite; then TOPOLOGY_LINES+=$'\n'"SlurmctldParameters=enable_expedited_requeue"; fi
