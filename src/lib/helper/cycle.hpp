@@ -113,12 +113,6 @@ class Cycle {
     void protect_top();
     void keep_gate();
     bool gated(const SlurmJob& j) const { return has_license(j.licenses, cfg_.gate_license); }
-    // Whether a node of the record's slices has failed (a repair is due).
-    bool on_failed(const PlacementRecord& r) const {
-        for (NodeId id : recorded_nodes(r))
-            if (obs_.failed.contains(id)) return true;
-        return false;
-    }
     // A job in its own reservation whose repair is under way or due
     // (nvl::waits_in_own_reservation(), upkeep_stage.hpp).
     bool waits_in_own_reservation(const ParsedJob& p) const {
