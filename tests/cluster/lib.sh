@@ -75,6 +75,8 @@ wait_done() {
 nvl_mode() {
     sed -n 's/.*started: .*, mode \([a-z]*\) (.*/\1/p' "$NVL_CLUSTER_DIR/log/nvlsliced.log" 2>/dev/null | tail -1
 }
+# mode_is [MODE]: the helper's log says it started (in MODE), for wait_for
+mode_is() { if [ -n "${1:-}" ]; then [ "$(nvl_mode)" = "$1" ]; else [ -n "$(nvl_mode)" ]; fi; }
 
 # A job's state as squeue prints it ("" once it has left).
 state() { squeue -h -j "$1" -o %T 2>/dev/null; }

@@ -236,7 +236,7 @@ sed -i 's/ mode=gate$/ mode=auto/' "$NVL_CLUSTER_DIR/etc/plugstack.conf"
 if [ -n "${NVL_INSTALLED:-}" ]; then export NVL_HELPER=/usr/sbin/nvlsliced; else export NVL_HELPER=$BUILD/src/nvlsliced/nvlsliced; fi
 "$HERE/cluster.sh" helper || exit 1
 . "$HERE/lib.sh"
-wait_for 10 bash -c '[ -n "$(sed -n "s/.*started: .*, mode \([a-z]*\) (.*/\1/p" "$NVL_CLUSTER_DIR/log/nvlsliced.log")" ]'
+wait_for 10 mode_is
 echo "# the helper tests run in $(nvl_mode) mode"
 [ "$(nvl_mode)" = native ] && run_test "$HERE/test_native.sh"
 run_test "$HERE/test_helper.sh"

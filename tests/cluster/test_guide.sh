@@ -129,7 +129,7 @@ else
     not_ok "the dry run made no reservation: it did not run"
 fi
 expect_match "the dry run logged what it would do" "dry run|would" "$(cat "$OUT/run1.log")"
-wait_for 20 bash -c '[ -n "$(sed -n "s/.*started: .*, mode \([a-z]*\) (.*/\1/p" "$NVL_CLUSTER_DIR/log/nvlsliced.log")" ]'
+wait_for 20 mode_is
 expect_eq "the helper runs in $want mode (mode=auto, Slurm $v)" "$want" "$(nvl_mode)"
 expect_match "the gate and spare reservations are there" "nvlslice_gate.*nvlslice_spares|nvlslice_spares.*nvlslice_gate" \
     "$(scontrol show reservation 2>/dev/null | grep -o 'ReservationName=[^ ]*' | paste -sd' ')"
@@ -204,7 +204,7 @@ if [ "$SITE" = tree ] && at_least 25.05; then
     kill "$(cat "$DIR/run/nvlsliced.pid")" 2>/dev/null
     wait_for 10 bash -c "! kill -0 $(cat "$DIR/run/nvlsliced.pid") 2>/dev/null"
     (cd "$DEBS" && bash -c ". '$OUT/prelude.sh'; systemctl enable --now nvlsliced")
-    wait_for 30 bash -c '[ "$(sed -n "s/.*started: .*, mode \([a-z]*\) (.*/\1/p" "$NVL_CLUSTER_DIR/log/nvlsliced.log" | tail -1)" = native ]'
+    wait_for 30 mode_is native
     expect_eq "the helper runs in native mode beside the tree" "native" "$(nvl_mode)"
     expect_eq "slurmctld gives the block partition the racks' topology" "Topology=nvlslice" \
         "$(scontrol show partition batch | grep -o 'Topology=[^ ]*')"

@@ -23,7 +23,7 @@ v=$(scontrol --version | awk '{ print $2 }')
 
 case "${NVL_UPGRADE:-}" in
 before)
-    wait_for 20 bash -c '[ -n "$(sed -n "s/.*started: .*, mode \([a-z]*\) (.*/\1/p" "$NVL_CLUSTER_DIR/log/nvlsliced.log")" ]'
+    wait_for 20 mode_is
     echo "# upgrade, before: Slurm $v, the helper in $(nvl_mode) mode"
     wait_for 60 all_up; settle
     R=$(sbatch --parsable -N 16 --nvl-slice=16 -J running --wrap 'sleep 3000')
@@ -56,7 +56,7 @@ after)
     out=$("$NVL_HELPER" --check-config --config "$DIR/etc/nvlslice.yaml" 2>&1); rc=$?
     expect_eq "nvlsliced --check-config passes on Slurm $v ($(tail -1 <<< "$out"))" "0" "$rc"
     "$CL" helper || not_ok "the helper starts"
-    wait_for 20 bash -c '[ -n "$(sed -n "s/.*started: .*, mode \([a-z]*\) (.*/\1/p" "$NVL_CLUSTER_DIR/log/nvlsliced.log")" ]'
+    wait_for 20 mode_is
     expect_eq "the new helper runs in native mode" "native" "$(nvl_mode)"
     echo "# the plain job ends: the waiting slice job is placed"
     scancel "$B"
