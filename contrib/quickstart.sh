@@ -16,7 +16,7 @@ BUILD=${NVL_BUILD_DIR:-$SRC/build}
 JOBS=${NVL_JOBS:-$(nproc)}
 
 PACKAGES=(g++ make autoconf automake libtool pkg-config
-          libslurm-dev libhwloc-dev libyaml-dev libfmt-dev catch2)
+          libslurm-dev libhwloc-dev libyaml-dev libfmt-dev catch2 gawk)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

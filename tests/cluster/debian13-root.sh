@@ -43,7 +43,7 @@ SUITE=${NVL_ROOT_SUITE:-trixie}
 PACKAGES=(
     slurmctld slurmd slurm-client munge libslurm-dev slurmdbd mariadb-server
     g++ make autoconf automake libtool pkg-config
-    libhwloc-dev libyaml-dev libfmt-dev catch2
+    libhwloc-dev libyaml-dev libfmt-dev catch2 gawk
     build-essential debhelper dpkg-dev fakeroot lintian
     iproute2 procps ca-certificates
 )

@@ -152,9 +152,12 @@ summary() {
 # bench_draws SEED CKPT N: the busy bench's backlog, "SIZE SECONDS CKPT" a
 # line, drawn from SEED (bench_busy.sh submits them, sim_check.sh gives
 # them to the simulator): sizes 1, 1, 2, 2, 4, 8 or 16 nodes, run times
-# uniform in 20-90 s, CKPT 1 for a share CKPT of them
+# uniform in 20-90 s, CKPT 1 for a share CKPT of them. GNU awk by name:
+# mawk's rand() draws other numbers from the same seed, and the simulator's
+# check (sim_check.sh) must see the backlog the bench submitted.
 bench_draws() {
-    awk -v seed="$1" -v ck="$2" -v n="$3" 'BEGIN { srand(seed); split("1 1 2 2 4 8 16", s, " ");
+    command -v gawk >/dev/null || { echo "bench_draws: gawk is needed (apt-get install gawk): the backlog is drawn with GNU awk's rand()" >&2; return 2; }
+    gawk -v seed="$1" -v ck="$2" -v n="$3" 'BEGIN { srand(seed); split("1 1 2 2 4 8 16", s, " ");
         for (i = 0; i < n; i++) { z = s[int(rand() * 7) + 1]; t = 20 + int(rand() * 71); printf "%d %d %d\n", z, t, rand() < ck } }'
 }
 
