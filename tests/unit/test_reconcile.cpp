@@ -1377,6 +1377,44 @@ TEST_CASE("a repair with no room now holds the job's healthy slice and the rack 
     }
 }
 
+TEST_CASE("a repair with no room now requeues the checkpointable work on its target at once and waits only for "
+          "the rest",
+          "[reconcile][native][quick]") {
+    World w(3);
+    SlurmJob& j = two_slices_in_three_racks(w);
+    // r3 busy but for its spares: a checkpointable 8-node job that would run
+    // 500 s more, 6 nodes free in 40 s, 2 in 500 s (by time limits): 16 in
+    // 40 s only if the checkpointable job goes now
+    SlurmJob& ckpt = w.add_slice_job(24, 8, 1, false, true);
+    w.run_on(ckpt, "n[037-044]");
+    ckpt.admin_comment = "nvlslice/1 placed slice=8 slices=n[037-044] repairs=0 moves=0";
+    ckpt.end_time = w.now + 500;
+    w.add_plain_job(21, 1, "n[045-050]").end_time = w.now + 40;
+    w.add_plain_job(22, 1, "n[051-052]").end_time = w.now + 500;
+    for (int i = 1; i <= 18; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Drained;
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    REQUIRE(find(out, ActionKind::RequeueHold, 7));
+    CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("slices=n[019-034];n[037-050,053-054]"));
+    // the checkpointable job goes now; the others run out their time
+    REQUIRE(find(out, ActionKind::Requeue, 24));
+    CHECK_THAT(find<action::SetRecord>(out, 24)->text,
+               Catch::Contains("requeued to free the target of the repair of job 7"));
+    CHECK_FALSE(find(out, ActionKind::Requeue, 21));
+    CHECK_FALSE(find(out, ActionKind::Requeue, 22));
+    CHECK(out.stats.defrag_preemptions == 1);
+    bool said = false, waits = false;
+    for (const auto& l : out.log) {
+        said = said || l.line().find("repair frees its target: requeued checkpointable job(s) 24") != std::string::npos;
+        waits = waits || l.line().find("in 40 s") != std::string::npos;
+    }
+    CHECK(said);
+    CHECK(waits);
+    w.apply(out);
+    CHECK(ckpt.state == JobState::Pending);
+    CHECK(j.reservation == "nvlslice_lend_7");
+}
+
 TEST_CASE("a held repair takes the nodes of its held rack that free first, whichever they are",
           "[reconcile][native][quick]") {
     World w(3);

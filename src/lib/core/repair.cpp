@@ -82,9 +82,9 @@ DomainId best_fit_elsewhere(const Snapshot& snap, DomainId from, int k, const st
 }
 
 // Per candidate node of the room that frees later: when it is free, and its rank among
-// nodes free as soon (idle, held for this job, a spare, lent
-// work a repair takes back); other checkpointable work is
-// defragmentation's to free (defrag_repairs), never waited for
+// nodes free as soon (idle, held for this job, a spare, lent work a repair
+// takes back, checkpointable work requeued to free it, a job that ends
+// by its time limit)
 struct Slot {
     int64_t when;
     int rank;
@@ -123,11 +123,11 @@ SoonestRoom soonest_room(const Snapshot& snap, JobId job, const PlacedSlice& sli
                 slots.push_back({later.now, 2, id});
             else if (st.lent && st.job_id)
                 slots.push_back({later.now, 3, id});
-            else if (st.preemptible) // checkpointable work: defragmentation's to free, not this
-                continue;
-            else if (auto e = st.job_id ? later.ends->find(st.job_id) : later.ends->end();
-                     e != later.ends->end() && e->second <= later.until)
-                slots.push_back({std::max(e->second, later.now), 4, id});
+            else if (st.preemptible && st.job_id) { // checkpointable work: requeued now, never waited for
+                if (later.evict) slots.push_back({later.now, 4, id});
+            } else if (auto e = st.job_id ? later.ends->find(st.job_id) : later.ends->end();
+                       e != later.ends->end() && e->second <= later.until)
+                slots.push_back({std::max(e->second, later.now), 5, id});
         }
         if (int(slots.size()) < need) continue;
         std::sort(slots.begin(), slots.end());
@@ -243,6 +243,7 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
                     rep.added.push_back(s.id);
                     const NodeStatus& st = snap.node(s.id);
                     if (s.rank == 3) rep.preempt.push_back(st.job_id);
+                    if (s.rank == 4 && !contains(rep.evict, st.job_id)) rep.evict.push_back(st.job_id);
                 }
                 std::sort(rep.added.begin(), rep.added.end());
                 taken.insert(taken.end(), rep.added.begin(), rep.added.end());
@@ -286,9 +287,13 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
     for (const auto& r : plan.slices)
         for (JobId j : r.preempt)
             if (std::find(plan.preempt.begin(), plan.preempt.end(), j) == plan.preempt.end()) plan.preempt.push_back(j);
+    for (const auto& r : plan.slices)
+        for (JobId j : r.evict)
+            if (!contains(plan.evict, j) && !contains(plan.preempt, j)) plan.evict.push_back(j);
     if (!plan.feasible) {
         plan.placement = running; // nothing to pin: the job waits
         plan.preempt.clear();
+        plan.evict.clear();
     }
     return plan;
 }

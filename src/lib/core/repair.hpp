@@ -11,7 +11,10 @@
 //     that domain's spares;
 //  3. else, given `later` (room that frees later), the slice goes where the
 //     nodes it needs free soonest by the time limits of the jobs on them
-//     (the plan's ready_at), if that is within later->until;
+//     (the plan's ready_at), if that is within later->until; checkpointable
+//     work there counts as free now (the plan's evict: requeued to free the
+//     target at once, as defragmentation for a repair would requeue it), so
+//     the slice waits only for the work that cannot be requeued;
 //  4. else the job is requeued and waits, with the reason.
 // Several failures at once, in one slice or several, are planned together:
 // no node is handed out twice.
@@ -39,6 +42,7 @@ struct SliceRepair {
     std::vector<NodeId> removed; // failed nodes (and, on a move, the rest of the old slice)
     std::vector<NodeId> added;   // replacement nodes
     std::vector<JobId> preempt;  // preemptible jobs on the replacement nodes
+    std::vector<JobId> evict;    // step 3: checkpointable jobs on the target, requeued to free it
     std::string detail;
 };
 
@@ -48,6 +52,7 @@ struct RepairPlan {
     std::vector<SliceRepair> slices;
     Placement placement;        // the job's placement after the repair
     std::vector<JobId> preempt; // all jobs to requeue first, no duplicates
+    std::vector<JobId> evict;   // step 3's checkpointable jobs to requeue at once, no duplicates
     std::string reason;         // when not feasible: why the job must wait
     int replaced_in_domain = 0; // slices repaired from their own domain
     int moved = 0;              // slices moved to another domain
@@ -58,11 +63,14 @@ struct RepairPlan {
 
 // Room that frees later (step 3): the end time of each running job (its
 // time limit; one without a limit is absent: it never ends, for this), now,
-// and the latest end a target may wait for.
+// and the latest end a target may wait for; `evict`: checkpointable work
+// counts as free now (requeued to free the target; the helper's
+// defrag.for_repairs), else it is never waited for.
 struct LaterRoom {
     const std::unordered_map<JobId, int64_t>* ends = nullptr;
     int64_t now = 0;
     int64_t until = 0;
+    bool evict = true;
 };
 
 // `failed` are nodes of `running` that drained or went down; nodes of the

@@ -88,7 +88,7 @@ void Cycle::handle_running(const SliceJob& started) {
         if (cfg_.repair_hold_max_s > 0 && cfg_.repair_reservation &&
             (j.reservation.empty() || j.reservation == cfg_.lend_name(j.id))) {
             const auto ends = end_times();
-            const LaterRoom later{&ends, now_, now_ + cfg_.repair_hold_max_s};
+            const LaterRoom later{&ends, now_, now_ + cfg_.repair_hold_max_s, cfg_.defrag_repairs};
             const RepairPlan plan =
                 plan_repair(snap_, placement_of(map_, sj, j.nodes), d.failed, obs_.unprotected, &later);
             if (plan.feasible) {
@@ -532,6 +532,15 @@ void Cycle::begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRe
         yield_job(victim, fmt::format("its lent spare was taken back to repair job {}", id));
         log(id, fmt::format("repair takes back a lent spare: requeued checkpointable job {}", victim));
     }
+    // a target that frees later: the checkpointable work on it goes now,
+    // the slice waits only for the work that cannot be requeued
+    std::string evicted;
+    for (JobId victim : plan.evict) {
+        yield_job(victim, fmt::format("requeued to free the target of the repair of job {}", id));
+        evicted += (evicted.empty() ? "" : ", ") + std::to_string(victim);
+    }
+    out_.stats.defrag_preemptions += int(plan.evict.size());
+    if (!evicted.empty()) log(id, fmt::format("repair frees its target: requeued checkpointable job(s) {}", evicted));
     for (const auto& s : plan.slices)
         if (s.action != RepairAction::Keep)
             log(id, fmt::format("repair{}: {}: removed {} added {}", label, s.detail, hl(s.removed), hl(s.added)));
