@@ -244,7 +244,7 @@ expect_eq "the higher-priority job did not take the held target" "PENDING" "$(sq
 wait_for 15 bash -c "! scontrol show res nvlslice_lend_$J >/dev/null 2>&1" || true
 scancel "$P"
 
-echo "# helper: no room anywhere -> a rack is freed from checkpointable work at once, the slice moves there (defrag.for_repairs)"
+echo "# helper: no room anywhere -> a rack with checkpointable work is held for the slice and freed at once, the slice moves there (defrag.for_repairs)"
 cleanup; resume_all
 wait_for 60 all_up; settle
 J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --requeue --wrap 'sleep 600')
@@ -264,7 +264,7 @@ fi
 expect_match "the checkpointable job was requeued for it, not killed" 'Restarts=1' "$(scontrol show job "$K")"
 # (its record said why while it yielded; the next cycle records why it waits)
 expect_eq "it waits for room: rack002 is the repaired job's now" "PENDING" "$(squeue -h -j "$K" -o %T)"
-expect_match "the helper logged it" "job $J: defragmentation for its repair: requeued checkpointable job\(s\) $K to free rack002" "$(cat "$LOG")"
+expect_match "the helper logged it" "job $J: repair frees its target: requeued checkpointable job\(s\) $K" "$(cat "$LOG")"
 expect_eq "the admin's job kept its nodes" "RUNNING nvl[0017-0018]" "$(squeue -h -j "$A" -o '%T %N')"
 
 echo "# helper: a node's slurmd killed -> nvlsliced's probe finds it (silent_after: 5 s, the default), the same repair"

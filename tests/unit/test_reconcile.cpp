@@ -670,7 +670,43 @@ TEST_CASE("a repair with no room anywhere frees a rack from checkpointable work 
         CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("reason=repair waits: "));
         CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("requeued to wait for room"));
     }
-    SECTION("on (the default): the checkpointable job yields r2 at once, the slice moves there") {
+    SECTION("on (the default): r2 is held for it at once, then the checkpointable job yields it") {
+        auto out = w.cycle();
+        CAPTURE(out.log);
+        REQUIRE(find(out, ActionKind::RequeueHold, 7));
+        REQUIRE(find<action::Lend>(out, 7));
+        CHECK(find<action::Lend>(out, 7)->nodes == "n[019-034]");
+        CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("slices=n[019-034]"));
+        REQUIRE(find(out, ActionKind::Requeue, 4));
+        CHECK_FALSE(find(out, ActionKind::Requeue, 3)); // never a job without --nvl-checkpointable
+        CHECK_THAT(find<action::SetRecord>(out, 4)->text,
+                   Catch::Contains("requeued to free the target of the repair of job 7"));
+        CHECK(out.stats.defrag_preemptions == 1);
+        // the target held before its work is requeued: nothing else can
+        // start there as it frees (Slurm places jobs itself in native mode)
+        auto at = [&](auto pred) {
+            return std::find_if(out.actions.begin(), out.actions.end(), pred) - out.actions.begin();
+        };
+        CHECK(at([](const Action& a) { return a.kind() == ActionKind::Lend; }) <
+              at([](const Action& a) { return a.kind() == ActionKind::Requeue && a.job == 4; }));
+        bool logged = false;
+        for (auto& l : out.log)
+            logged = logged || l.line().find("job 7: repair frees its target: requeued checkpointable job(s) 4") !=
+                                   std::string::npos;
+        CHECK(logged);
+        w.apply(out);
+        CHECK(ckpt.state == JobState::Pending);
+        CHECK(job.held);
+        // job 4's nodes complete, then free: job 7 starts there
+        w.complete(7);
+        for (int i = 19; i <= 34; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Idle;
+        bool released = false;
+        for (int c = 0; c < 3 && !released; ++c, ++w.now) released = find(w.step(), ActionKind::Release, 7);
+        CHECK(released);
+    }
+    SECTION("without a held target (repair_hold_max 0): the checkpointable job yields r2 at once, the slice moves "
+            "there in a later cycle") {
+        w.cfg.repair_hold_max_s = 0;
         auto out = w.cycle();
         CAPTURE(out.log);
         REQUIRE(find(out, ActionKind::Requeue, 4));

@@ -96,12 +96,14 @@ struct Slot {
 struct SoonestRoom {
     DomainId domain = kNoDomain;
     int64_t when = 0;
+    int requeued = 0;        // of its nodes, those whose work is requeued for it
     std::vector<Slot> slots; // the nodes, soonest first
 };
 
 // The domain where the nodes a slice needs (its lost ones in its own
 // domain, the whole slice in another) are free soonest, by the running
-// jobs' time limits.
+// jobs' time limits; of those free as soon, the one that requeues the
+// least work.
 SoonestRoom soonest_room(const Snapshot& snap, JobId job, const PlacedSlice& slice, int lost,
                          const std::vector<NodeId>& taken, const LaterRoom& later) {
     const int k = int(slice.nodes.size());
@@ -131,10 +133,29 @@ SoonestRoom soonest_room(const Snapshot& snap, JobId job, const PlacedSlice& sli
         }
         if (int(slots.size()) < need) continue;
         std::sort(slots.begin(), slots.end());
-        const int64_t when = slots[size_t(need - 1)].when;
-        if (best.domain == kNoDomain || when < best.when) {
+        // work requeued for it frees all its nodes: those of them left
+        // over take the place of the rack's spares among the chosen
+        for (size_t i = size_t(need); i < slots.size(); ++i) {
+            if (slots[i].rank != 3 && slots[i].rank != 4) continue;
+            const JobId owner = snap.node(slots[i].id).job_id;
+            const bool goes = std::any_of(slots.begin(), slots.begin() + need, [&](const Slot& s) {
+                return (s.rank == 3 || s.rank == 4) && snap.node(s.id).job_id == owner;
+            });
+            if (!goes) continue;
+            for (size_t k = size_t(need); k-- > 0;)
+                if (slots[k].rank == 2) {
+                    std::swap(slots[k], slots[i]);
+                    break;
+                }
+        }
+        int64_t when = later.now;
+        for (size_t k = 0; k < size_t(need); ++k) when = std::max(when, slots[k].when);
+        const int requeued = int(std::count_if(slots.begin(), slots.begin() + need,
+                                               [](const Slot& s) { return s.rank == 3 || s.rank == 4; }));
+        if (best.domain == kNoDomain || when < best.when || (when == best.when && requeued < best.requeued)) {
             best.domain = d;
             best.when = when;
+            best.requeued = requeued;
             best.slots.assign(slots.begin(), slots.begin() + need);
         }
     }

@@ -165,6 +165,18 @@ class Cycle {
     // The common part of every repair: count it (once: `count`) in the
     // record and the stats, give lent spares back, log each changed slice.
     void begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count, const char* label);
+    // A repair with no room now: the nodes that free soonest (checkpointable
+    // work there requeued at once), held for the job with its healthy
+    // slices in its own reservation from its requeue. False: none within
+    // repair_hold_max.
+    bool hold_repair(const SliceJob& sj, const RunningDecision& d, PlacementRecord& rec);
+    // Of `ids`, the nodes down or drained (a degraded rack's others are not).
+    std::vector<NodeId> down_or_drained(const std::vector<NodeId>& ids) const {
+        std::vector<NodeId> out;
+        for (NodeId id : ids)
+            if (!is_healthy(snap_.node(id).state)) out.push_back(id);
+        return out;
+    }
     void keep_spares();
     // The lend reservations: the upkeep stage's decide_lends(), applied.
     void keep_lends();

@@ -63,7 +63,14 @@ void Cycle::handle_running(const SliceJob& started) {
         }
         return;
     case RunningCase::RepairWaits: {
-        // A rack freed from checkpointable work: the move of a later
+        // No room now. A target held in a reservation of its own comes
+        // first (hold_repair()): a rack that frees at once from
+        // checkpointable work is such a target too, held before that work
+        // is requeued, so that nothing else starts there meanwhile.
+        if (cfg_.repair_hold_max_s > 0 && cfg_.repair_reservation &&
+            (j.reservation.empty() || j.reservation == cfg_.lend_name(j.id)) && hold_repair(sj, d, rec))
+            return;
+        // Else a rack freed from checkpointable work: the move of a later
         // cycle; the job runs on until then.
         try_defrag(sj, true);
         if (mem_.defrag_target && mem_.defrag_target->job == j.id) {
@@ -74,46 +81,6 @@ void Cycle::handle_running(const SliceJob& started) {
             }
             return;
         }
-        // its nodes that are down or drained (d.failed has every node of a
-        // degraded rack too)
-        std::vector<NodeId> own;
-        for (NodeId id : d.failed)
-            if (!is_healthy(snap_.node(id).state)) own.push_back(id);
-        // No room now, and none being freed: the nodes that free soonest,
-        // by the time limits of the jobs on them, are its target, held for
-        // it with its healthy slices in its own reservation from its
-        // requeue (hold_target()), as Slurm's expedited requeue keeps a
-        // job's nodes: nothing else starts there as they free, and it
-        // starts the moment the last does (finish_placed(), TargetBusy).
-        if (cfg_.repair_hold_max_s > 0 && cfg_.repair_reservation &&
-            (j.reservation.empty() || j.reservation == cfg_.lend_name(j.id))) {
-            const auto ends = end_times();
-            const LaterRoom later{&ends, now_, now_ + cfg_.repair_hold_max_s, cfg_.defrag_repairs};
-            const RepairPlan plan =
-                plan_repair(snap_, placement_of(map_, sj, j.nodes), d.failed, obs_.unprotected, &later);
-            if (plan.feasible) {
-                const bool again = rec.state == RecordState::Repairing;
-                out_.stats.repairs_held += !again;
-                begin_repair(sj, plan, rec, !again, again ? " (retried)" : " (no room now: its target is held)");
-                // the rest of each rack it waits for is held too: the
-                // nodes that free first there are the job's, whichever
-                // they are (swap_held_target())
-                std::vector<NodeId> also;
-                if (plan.ready_at > now_)
-                    for (const auto& s : plan.slices)
-                        if (s.action != RepairAction::Keep && s.to != kNoDomain)
-                            for (NodeId id : map_.domain(s.to).nodes)
-                                if (is_healthy(snap_.node(id).state)) also.push_back(id);
-                pin_and_release(sj, plan.placement, rec, true, also);
-                log(j.id, fmt::format("node(s) {} failed and no rack has room now: requeued, its target held for it "
-                                      "in {}; it starts when the last of it frees, {}",
-                                      hl(own), cfg_.lend_name(j.id),
-                                      plan.ready_at > now_
-                                          ? fmt::format("in {} s by its jobs' time limits", plan.ready_at - now_)
-                                          : std::string("now")));
-                return;
-            }
-        }
         // No room anywhere, and none being freed. Running on, the job
         // would hold its healthy nodes on a failed one (its node's GPUs or
         // NVLink are why it drained) while every node that frees went to
@@ -121,18 +88,16 @@ void Cycle::handle_running(const SliceJob& started) {
         // with its priority: Slurm's backfill and the racks protected for
         // the top slice job keep the nodes that free for it, and it is
         // placed as any waiting slice job is, in whole racks.
-        {
-            ++out_.stats.repairs_requeued_to_wait;
-            const std::string why = fmt::format("node(s) {} failed; {}: requeued to wait for room with its priority",
-                                                hl(own), d.plan.reason);
-            yield_job(j.id, "repair waits: " + why, /*repair_wait=*/true);
-            // native mode: Slurm places it (--segment) off the degraded racks,
-            // not on the nodes an earlier pin named (gate mode: its gate, when
-            // it is pending again, and the placement's pin replace them)
-            if (native(sj)) unpin_native(j);
-            warn(j.id, why);
-            return;
-        }
+        ++out_.stats.repairs_requeued_to_wait;
+        const std::string why = fmt::format("node(s) {} failed; {}: requeued to wait for room with its priority",
+                                            hl(down_or_drained(d.failed)), d.plan.reason);
+        yield_job(j.id, "repair waits: " + why, /*repair_wait=*/true);
+        // native mode: Slurm places it (--segment) off the degraded racks,
+        // not on the nodes an earlier pin named (gate mode: its gate, when
+        // it is pending again, and the placement's pin replace them)
+        if (native(sj)) unpin_native(j);
+        warn(j.id, why);
+        return;
     }
     case RunningCase::Repair:
         // a repair whose requeue failed part way is retried, not counted again
@@ -518,6 +483,47 @@ void Cycle::start_pinned(const SliceJob& sj, const PlacedDecision& d) {
                                                                      : ""));
 }
 
+// The nodes that free soonest, by the time limits of the jobs on them, are
+// its target, held for it with its healthy slices in its own reservation
+// from its requeue, as Slurm's expedited requeue keeps a job's nodes:
+// nothing else starts there as they free, and it starts the moment the last
+// does (finish_placed(), TargetBusy). Checkpointable work there is requeued
+// at once (defrag.for_repairs), after the reservation is made.
+bool Cycle::hold_repair(const SliceJob& sj, const RunningDecision& d, PlacementRecord& rec) {
+    const SlurmJob& j = *sj.job;
+    const auto ends = end_times();
+    const LaterRoom later{&ends, now_, now_ + cfg_.repair_hold_max_s, cfg_.defrag_repairs};
+    const RepairPlan plan = plan_repair(snap_, placement_of(map_, sj, j.nodes), d.failed, obs_.unprotected, &later);
+    if (!plan.feasible) return false;
+    const bool again = rec.state == RecordState::Repairing;
+    out_.stats.repairs_held += !again;
+    begin_repair(sj, plan, rec, !again, again ? " (retried)" : " (no room now: its target is held)");
+    // the rest of each rack it waits for is held too: the nodes that free
+    // first there are the job's, whichever they are (swap_held_target())
+    std::vector<NodeId> also;
+    if (plan.ready_at > now_)
+        for (const auto& s : plan.slices)
+            if (s.action != RepairAction::Keep && s.to != kNoDomain)
+                for (NodeId id : map_.domain(s.to).nodes)
+                    if (is_healthy(snap_.node(id).state)) also.push_back(id);
+    pin_and_release(sj, plan.placement, rec, true, also);
+    log(j.id, fmt::format("node(s) {} failed and no rack has room now: requeued, its target held for it in {}; it "
+                          "starts when the last of it frees, {}",
+                          hl(down_or_drained(d.failed)), cfg_.lend_name(j.id),
+                          plan.ready_at > now_ ? fmt::format("in {} s by its jobs' time limits", plan.ready_at - now_)
+                                               : std::string("now")));
+    // the checkpointable work on the target goes now, once the target is
+    // held; the slice waits only for the work that cannot be requeued
+    std::string evicted;
+    for (JobId victim : plan.evict) {
+        yield_job(victim, fmt::format("requeued to free the target of the repair of job {}", j.id));
+        evicted += (evicted.empty() ? "" : ", ") + std::to_string(victim);
+    }
+    out_.stats.defrag_preemptions += int(plan.evict.size());
+    if (!evicted.empty()) log(j.id, fmt::format("repair frees its target: requeued checkpointable job(s) {}", evicted));
+    return true;
+}
+
 void Cycle::begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count,
                          const char* label) {
     const JobId id = sj.job->id;
@@ -532,15 +538,6 @@ void Cycle::begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRe
         yield_job(victim, fmt::format("its lent spare was taken back to repair job {}", id));
         log(id, fmt::format("repair takes back a lent spare: requeued checkpointable job {}", victim));
     }
-    // a target that frees later: the checkpointable work on it goes now,
-    // the slice waits only for the work that cannot be requeued
-    std::string evicted;
-    for (JobId victim : plan.evict) {
-        yield_job(victim, fmt::format("requeued to free the target of the repair of job {}", id));
-        evicted += (evicted.empty() ? "" : ", ") + std::to_string(victim);
-    }
-    out_.stats.defrag_preemptions += int(plan.evict.size());
-    if (!evicted.empty()) log(id, fmt::format("repair frees its target: requeued checkpointable job(s) {}", evicted));
     for (const auto& s : plan.slices)
         if (s.action != RepairAction::Keep)
             log(id, fmt::format("repair{}: {}: removed {} added {}", label, s.detail, hl(s.removed), hl(s.added)));
