@@ -37,6 +37,10 @@ Slurm's policies bring a failed job back by its plain requeue
                        rest are health-check drains (0.5)
   --slurmd-timeout S   Slurm alone sees a dead node after it (300, Slurm's
                        default; nvlslice's probe: 6 s)
+  --complete-dead S[,S..]  nvlslice, a dead node: seconds from its DOWN to
+                       its job's nodes free (11); several: each failure
+                       draws one (tests/cluster/sim_check.sh gives the
+                       bench's trials)
   --split-speed F      speed of a job whose slice crosses racks (0.57)
   --lend-spares S      none | single-node | checkpointable (checkpointable)
   --defrag on|off --defrag-after S --defrag-interval S
@@ -123,6 +127,16 @@ std::vector<uint64_t> parse_seeds(const std::string& v) {
     }
     if (out.empty()) throw Error(fmt::format("--seeds={}: expected seeds like 1-5 or 1,3,7", v));
     return out;
+}
+
+// nvlslice's dead-node completion as the Assumed line says it: one figure,
+// or the draws' median and range.
+std::string complete_dead_text(const SimParams& p) {
+    if (p.complete_dead_draws.empty()) return fmt::format("{:.0f} s", p.complete_dead_s);
+    std::vector<double> d = p.complete_dead_draws;
+    std::sort(d.begin(), d.end());
+    return fmt::format("one of {} draws from the bench's trials, median {:.0f} s, {:.0f}-{:.0f} s", d.size(),
+                       d[(d.size() - 1) / 2], d.front(), d.back());
 }
 
 std::vector<double> parse_reals(const std::string& opt, const std::string& v, double min, double max) {
@@ -224,6 +238,13 @@ SimParams trace_params(const cli::Options& o) {
     p.requeue_delay_s = o.real("requeue-delay", 121, 0, 1e6);
     p.dead_share = o.real("dead-share", 0.5, 0, 1);
     p.slurmd_timeout_s = o.real("slurmd-timeout", 300, 1, 1e5);
+    if (o.has("complete-dead")) {
+        p.complete_dead_draws = parse_reals("complete-dead", o.str("complete-dead"), 0, 1e5);
+        if (p.complete_dead_draws.size() == 1) {
+            p.complete_dead_s = p.complete_dead_draws.front();
+            p.complete_dead_draws.clear();
+        }
+    }
     p.split_speed = o.real("split-speed", 0.57, 0.01, 1);
     if (o.has("lend-spares")) p.lend = parse_lend_scope(o.str("lend-spares"));
     auto on_off = [&](const char* name, bool& out) {
@@ -395,11 +416,13 @@ void print_table(const SimParams& p, const std::vector<double>& mtbfs, const std
     fmt::print("\nAssumed, from the busy bench (tests/cluster/bench_busy.out, Slurm 26.05), not simulated: a share "
                "{:.2f} of failures kill the node, the rest are drains; a drain requeues the job at once, a dead node "
                "after Slurm's SlurmdTimeout ({:.0f} s) or nvlslice's probe ({:.0f} s); the job's nodes stay its own "
-               "until then and free {:.0f} s later (a dead node: {:.0f} s with nvlslice's aborted steps, {:.0f} s "
-               "under Slurm alone, slurmstepd's wait); the held repair is not modelled (a repair with no room goes to "
-               "the head of the queue), nor are degraded racks and their evacuation (the helper's rack health: a "
+               "until then and free {:.0f} s later (a dead node: {} with nvlslice's aborted steps, {:.0f} s "
+               "under Slurm alone, slurmstepd's wait); a held repair's checkpointable victims free their nodes at "
+               "once (on the cluster they complete first, a second or two); not modelled: degraded racks and their "
+               "evacuation (the helper's rack health: a "
                "rack with more failed nodes than spares stays in use here).\n",
-               p.dead_share, p.slurmd_timeout_s, p.probe_s, p.complete_s, p.complete_dead_s, p.complete_dead_slurm_s);
+               p.dead_share, p.slurmd_timeout_s, p.probe_s, p.complete_s, complete_dead_text(p),
+               p.complete_dead_slurm_s);
     fmt::print("Assumed, not simulated: Slurm's queue is FIFO by submit time{} with a look-ahead of {} jobs "
                "for every policy, {} (a plain requeue resets the submit time: the job queues "
                "behind those waiting){}.\n",
@@ -439,6 +462,7 @@ static int trace_main(int argc, char** argv) {
                     {"requeue-delay", true},
                     {"dead-share", true},
                     {"slurmd-timeout", true},
+                    {"complete-dead", true},
                     {"split-speed", true},
                     {"lend-spares", true},
                     {"defrag", true},

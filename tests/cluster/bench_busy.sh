@@ -18,9 +18,11 @@
 #
 # The backlog: jobs far below the measured job's priority (--nice), sizes
 # 1, 1, 2, 2, 4, 8 or 16 nodes and run times uniform in 20-90 s, half of
-# them checkpointable (--requeue; on the nvlslice side those smaller than
-# a slice also --nvl-slice=SIZE --nvl-checkpointable, the work the helper
-# may lend spares to and requeue first; NVL_BENCH_CKPT, the share, 0.5, as
+# them checkpointable (--requeue; on the nvlslice side also
+# --nvl-slice=SIZE --nvl-checkpointable, as their users would say it: the
+# work the helper may lend spares to and requeue first, the 16-node ones
+# too (a repair's defragmentation may free a rack from them; runs 1-11
+# gave them --requeue alone); NVL_BENCH_CKPT, the share, 0.5, as
 # nvl-sim's trace assumes; 0: none), drawn from NVL_BENCH_SEED (the same
 # list on every side), each with a time
 # limit of 2 minutes, as every job on a production cluster has one (its
@@ -94,7 +96,7 @@ feeder() {
             opts=()
             if [ "$ck" = 1 ]; then
                 opts=(--requeue)
-                [ "$side" = nvlslice ] && [ "$size" -lt 16 ] && opts+=(--nvl-slice="$size" --nvl-checkpointable)
+                [ "$side" = nvlslice ] && [ "$size" -le 16 ] && opts+=(--nvl-slice="$size" --nvl-checkpointable)
             fi
             sbatch -Q -N "$size" "${opts[@]}" --nice=10000 --time=2 -J backlog -o /dev/null \
                 --wrap "trap 'echo \"$side \$SLURM_JOB_ID $size \$(date +%s.%N) stop\" >> $OUT/backlog.log; exit 1' TERM; echo \"$side \$SLURM_JOB_ID $size \$(date +%s.%N) start\" >> $OUT/backlog.log; sleep $secs & wait; echo \"$side \$SLURM_JOB_ID $size \$(date +%s.%N) end\" >> $OUT/backlog.log" >/dev/null
@@ -206,10 +208,13 @@ for side in nvlslice expedite plain; do
     scancel -u root 2>/dev/null
     wait_for 120 bash -c '[ -z "$(squeue -h -o %i)" ] && [ -z "$(sinfo -h -t completing -o %N)" ]'
     if [ "$side" = nvlslice ]; then
-        # shipped defaults, and the silent path on (5 s)
-        grep -q '^repair_not_responding_after:' "$NVL_CLUSTER_DIR/etc/nvlslice.yaml" ||
-            echo "repair_not_responding_after: 5" >> "$NVL_CLUSTER_DIR/etc/nvlslice.yaml"
-        "$CL" kill-helper; "$CL" helper >/dev/null
+        # the shipped defaults (etc/nvlslice.yaml: a cycle a second,
+        # defragmentation for a job blocked an hour, at most one an hour),
+        # and the silent path on (5 s). Runs 1-12 had the test cluster's
+        # tuning instead (cycle 500 ms, defragmentation after 3 s, one per
+        # 10 s) and not the silent path (the helper's start rewrote it)
+        "$CL" kill-helper
+        NVL_HELPER_CONF="repair_not_responding_after: 5" NVL_HELPER_CYCLE_MS=1000 "$CL" helper >/dev/null
         spares_kept() { [ -n "$(resv_nodes)" ]; }
         wait_for 30 spares_kept
     else

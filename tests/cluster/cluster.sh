@@ -20,6 +20,7 @@
 #   NVL_PLUGIN_ARGS    extra plugstack.conf arguments for it
 #   NVL_HELPER         nvlsliced binary to run on the controller host (none)
 #   NVL_HELPER_CONF    extra lines for its configuration DIR/etc/nvlslice.yaml
+#   NVL_HELPER_CYCLE_MS  its cycle_ms (500: the tests'; the shipped default is 1000)
 #   NVL_TOPO           nvl-topo binary (BUILD_DIR/src/tools/nvl-topo): on a
 #                      Slurm with topology/block (23.11+: the 24.11 tier, see
 #                      run.sh) it writes topology.conf from the rack map
@@ -379,7 +380,7 @@ write_helper_conf() { # [b]
     cat > "$(helper_yaml "${1:-}")" <<HCONF
 # nvlsliced configuration for the test cluster (see etc/nvlslice.yaml)
 map: $DIR/etc/nvlslice-map.yaml
-cycle_ms: 500
+cycle_ms: ${NVL_HELPER_CYCLE_MS:-500}
 lock_file: $DIR/run/$base.lock
 metrics_listen: 127.0.0.1:$port
 reservation: nvlslice_spares

@@ -45,10 +45,18 @@ trace() { # KIND
 }
 trace drain > "$work/trace.drain"
 trace dead > "$work/trace.dead"
+# nvlslice's dead node, from its DOWN to its job's nodes free: the bench's
+# own trials (the newest run with killed-slurmd and silent-node trials of
+# nvlslice, each less the probe's 6 s), one drawn per failure: Slurm's step
+# teardown sometimes keeps one node completing a minute (bench_busy.out,
+# "completion process took 80 seconds"), which no fixed figure models
+dead_draws=$(awk '/^# [0-9]+\. / { if (n) { last = cur }; cur = ""; n = 0; next }
+    /^# nvlslice\/(slurmd|silent) #[0-9]+: running again after / { t = $7 - 6; if (t < 0) t = 0; cur = cur (n++ ? "," : "") t }
+    END { if (n) last = cur; print last }' "${NVL_BENCH_OUT:-$HERE/bench_busy.out}")
 common=(--racks 3 --nodes-per-rack 18 --days 2 --restart-hours 0 --requeue-delay 31 --slurmd-timeout 60
     --time-limit 120 --top-jobs 1 --sliced top --repair-hours 0.05 --failjob-busy-wait 120 --seed 1)
 "$SIM" trace --trace "$work/trace.drain" "${common[@]}" > "$work/drain.out"
-"$SIM" trace --trace "$work/trace.dead" "${common[@]}" > "$work/dead.out"
+"$SIM" trace --trace "$work/trace.dead" "${common[@]}" ${dead_draws:+--complete-dead "$dead_draws"} > "$work/dead.out"
 "$SIM" trace --trace "$work/trace.drain" "${common[@]}" --failjob-rack > "$work/rack.out"
 # per policy: the table "Jobs of a slice or more, by failure kind"
 sim_cell() { # RUN POLICY drain|dead -> "N P50 P90"

@@ -395,3 +395,35 @@ TEST_CASE("the busy bench's queue: a top job first, a backlog that asks for node
         CHECK(by(run_trace(p, t), "block_expedite").resume_slice_drain_s.max == Approx(p.complete_s));
     }
 }
+
+TEST_CASE("a repair with no room now is held where the nodes free soonest, the lent work there requeued at once, "
+          "as the helper's",
+          "[sim][quick]") {
+    // 3 racks: the 32-node top job on r1 and r2; r3 busy: a checkpointable
+    // 8-node job of 10 h (lent work: it stands in for r3's spares), 6
+    // one-node jobs that end at 0.1 h, a 2-node job of 10 h. r1 fails whole
+    // at 0.02 h: no rack has room, none frees from checkpointable work alone
+    // (16 of r3's nodes that are not spares), so its slice waits for r3's 6
+    // nodes that free first with the checkpointable job's 8, requeued at
+    // once, and the 2 idle ones; Slurm's backfill alone would wait 10 h for
+    // the checkpointable job
+    std::string text = "job 0 32 10 0\njob 0 8 10 1\n";
+    for (int k = 0; k < 6; ++k) text += "job 0 1 0.1 0\n";
+    text += "job 0 2 10 0\nfailjob 0.02 0 3 drain\n";
+    const Trace t = read_trace(text, "held.txt");
+    SimParams p = queue_only(3);
+    p.spares = 2;
+    p.lend = LendScope::Checkpointable;
+    p.days = 0.5;
+    p.top_jobs = 1;
+    p.sliced_top_only = true;
+    p.failjob_rack = true;
+    const auto nv = by(run_trace(p, t), "nvlslice");
+    REQUIRE(nv.resume_slice_drain_s.n == 1);
+    CHECK(nv.moves == 1);
+    CHECK(nv.restarts == 2); // the failed job, and the lent work taken back
+    CHECK(nv.resume_slice_drain_s.max == Approx((0.1 - 0.02) * 3600).margin(1));
+    // the same under Slurm's expedited requeue: its backfill waits for the
+    // 10-hour jobs
+    CHECK(by(run_trace(p, t), "block_expedite").resume_slice_drain_s.max > 3600);
+}

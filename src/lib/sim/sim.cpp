@@ -17,6 +17,7 @@
 #include <optional>
 #include <queue>
 #include <random>
+#include <unordered_map>
 
 namespace nvl {
 namespace {
@@ -41,12 +42,17 @@ double expo(std::mt19937_64& g, double mean) {
 }
 // A failure's kind, from the seed and its index alone: the same on every
 // policy's replay of one trace (splitmix64).
-bool dead_failure(uint64_t seed, size_t index, double share) {
-    uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (uint64_t(index) + 1);
+// A uniform draw in [0, 1) for failure `index` of the trace, from the seed
+// alone: the same for every policy.
+double failure_draw(uint64_t seed, size_t index, uint64_t salt = 0) {
+    uint64_t z = seed + salt + 0x9e3779b97f4a7c15ULL * (uint64_t(index) + 1);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     z ^= z >> 31;
-    return double(z >> 11) * (1.0 / 9007199254740992.0) < share;
+    return double(z >> 11) * (1.0 / 9007199254740992.0);
+}
+bool dead_failure(uint64_t seed, size_t index, double share) {
+    return failure_draw(seed, index) < share;
 }
 
 } // namespace
@@ -115,6 +121,7 @@ struct RunJob {
     int used = 0;              // nodes doing work
     Placement placement;       // engine policies
     bool lent = false;         // nvlslice: placed on spares lent to it
+    bool held = false;         // nvlslice: its repair's target held for it (placement), started once all of it is
 };
 
 class Sim {
@@ -223,6 +230,18 @@ class Sim {
     bool fail_job(const Event& e, double now);
     PolicyResult summary(double horizon);
     void requeued(int j, double now); // a failed job's requeue: the policy acts
+    // nvlslice, a dead node: its DOWN to its job's nodes free, for the
+    // failure being struck (drawn from complete_dead_draws when given)
+    double complete_dead() const {
+        const auto& d = p_.complete_dead_draws;
+        if (d.empty()) return p_.complete_dead_s;
+        const size_t i = size_t(failure_draw(p_.seed, size_t(res_.failures_hit), 0x5eed) * double(d.size()));
+        return d[std::min(i, d.size() - 1)];
+    }
+    bool hold_repair(int j, double now); // nvlslice: no room now: the target that frees soonest, held
+    void claim_held(double now);         // held targets take the nodes that freed; a whole one starts its job
+    void drop_hold(int j);               // a held target's node failed: back to the head of the queue
+    std::vector<int> held_;              // jobs waiting for a held target
     double last_defrag_ = -1;
     const HelperConfig helper_; // the daemon's defaults: the same defragmentation pace
 };
@@ -451,6 +470,7 @@ void Sim::schedule(double now) {
     // Slurm's backfill: the first job that cannot start holds the nodes
     // it will get when running jobs end by their time limits; a later job
     // starts on them only if its own limit ends before then.
+    claim_held(now);
     int looked = 0;
     Reservation held;
     std::optional<Snapshot> without; // the cluster with the reserved nodes taken
@@ -582,6 +602,10 @@ bool Sim::fail(NodeId node, double now, bool dead) {
     if (st.state != NodeState::Allocated || st.job_id == 0) return true;
     const int j = int(st.job_id) - 1;
     RunJob& r = jobs_[size_t(j)];
+    if (r.held) { // a node of its held target: the hold ends, it waits with its priority
+        drop_hold(j);
+        return true;
+    }
     if (r.requeueing) { // stopped already: one more node for its repair to replace
         r.failed.push_back(node);
         return false;
@@ -603,7 +627,7 @@ bool Sim::fail(NodeId node, double now, bool dead) {
     double after_s = p_.complete_s;
     if (r.dead)
         after_s =
-            pol_ == Policy::Nvlslice ? p_.probe_s + p_.complete_dead_s : p_.slurmd_timeout_s + p_.complete_dead_slurm_s;
+            pol_ == Policy::Nvlslice ? p_.probe_s + complete_dead() : p_.slurmd_timeout_s + p_.complete_dead_slurm_s;
     ev_.push({now + after_s / 3600, Requeued, j, r.gen, 0});
     return false;
 }
@@ -624,6 +648,7 @@ void Sim::requeued(int j, double now) {
                 if (plan.slices[i].action == RepairAction::Wait)
                     k = std::max(k, int(r.placement.slices[i].nodes.size()));
             if (k > 0 && maybe_defrag(j, now, k)) plan = plan_repair(snap_, r.placement, r.failed);
+            if (!plan.feasible && hold_repair(j, now)) return;
         }
         if (plan.feasible) {
             // lent spares come back first: their jobs go back to the queue
@@ -654,6 +679,76 @@ void Sim::requeued(int j, double now) {
         // nvlslice's fallback: the head of the queue, at once
         queue_.push_front(j);
     }
+}
+
+// The helper's held repair (repair_apply.cpp, RepairWaits): no room now and
+// none freed from checkpointable work alone, so the slice goes where the
+// nodes it needs free soonest by the running jobs' time limits, the
+// checkpointable work there requeued at once (plan_repair with LaterRoom,
+// the helper's own), if that is within repair_hold_max; its healthy slices
+// and the target are held for it (its own reservation) and it starts the
+// moment the last node frees. False: the job is requeued to wait.
+bool Sim::hold_repair(int j, double now) {
+    if (helper_.repair_hold_max_s <= 0) return false;
+    RunJob& r = jobs_[size_t(j)];
+    std::unordered_map<JobId, int64_t> ends;
+    for (int k : running_) ends[JobId(k + 1)] = int64_t(std::ceil(expected_end(k) * 3600));
+    const int64_t now_s = int64_t(now * 3600);
+    const LaterRoom later{&ends, now_s, now_s + helper_.repair_hold_max_s, p_.defrag_repairs};
+    r.placement.job_id = JobId(j + 1);
+    const RepairPlan plan = plan_repair(snap_, r.placement, r.failed, NodeSet(), &later);
+    if (!plan.feasible) return false;
+    for (const std::vector<JobId>* victims : {&plan.preempt, &plan.evict})
+        for (JobId v : *victims) {
+            const int vj = int(v) - 1;
+            if (vj < 0 || !jobs_[size_t(vj)].running) continue;
+            failure_lost_ += stop(vj, now, false);
+            ++res_.restarts;
+            res_.defrag_preemptions += victims == &plan.evict;
+            queue_.push_front(vj);
+        }
+    let_go(j);
+    r.placement = plan.placement;
+    r.nodes = plan.placement.nodes();
+    r.held = true;
+    held_.push_back(j);
+    ++res_.repairs;
+    res_.moves += plan.moved;
+    return true;
+}
+
+void Sim::claim_held(double now) {
+    for (size_t i = 0; i < held_.size();) {
+        const int j = held_[i];
+        RunJob& r = jobs_[size_t(j)];
+        if (std::any_of(r.nodes.begin(), r.nodes.end(), [&](NodeId id) { return !is_healthy(snap_.node(id).state); })) {
+            drop_hold(j); // a node of its target failed while another job ran there
+            continue;
+        }
+        bool all = true;
+        for (NodeId id : r.nodes) {
+            const NodeStatus& st = snap_.node(id);
+            if (st.state == NodeState::Idle || st.state == NodeState::SpareReserved)
+                snap_.set(id, {NodeState::Allocated, JobId(j + 1), -1, false});
+            else if (!(st.state == NodeState::Allocated && st.job_id == JobId(j + 1)))
+                all = false;
+        }
+        if (!all) {
+            ++i;
+            continue;
+        }
+        held_.erase(held_.begin() + long(i));
+        r.held = false;
+        run_on(j, r.nodes, now);
+    }
+}
+
+void Sim::drop_hold(int j) {
+    RunJob& r = jobs_[size_t(j)];
+    r.held = false;
+    held_.erase(std::find(held_.begin(), held_.end(), j));
+    let_go(j);
+    queue_.push_front(j);
 }
 
 PolicyResult Sim::run() {

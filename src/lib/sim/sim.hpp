@@ -36,13 +36,16 @@
 //  nvlslice: repaired in place when its rack or another rack has room (the
 //    helper's repair); when none has, a rack is freed from checkpointable
 //    work at once and the slice moves there (the helper's defragmentation
-//    for repairs, defrag.for_repairs); otherwise it goes back to the head
-//    of the queue (the helper places a requeued slice job before new ones,
-//    without the begin-time delay).
+//    for repairs, defrag.for_repairs); otherwise the nodes that free
+//    soonest by the running jobs' time limits, checkpointable work there
+//    requeued at once, are held for it with its healthy slices, and it
+//    starts when the last one frees (the helper's held repair:
+//    plan_repair() with LaterRoom, within repair_hold_max); otherwise it
+//    goes back to the head of the queue (the helper places a requeued
+//    slice job before new ones, without the begin-time delay).
 // How each failure reaches its job is modelled from the bench (SimParams:
 // dead_share, slurmd_timeout_s, probe_s, complete_*): the job's nodes stay
-// its own until its requeue, then the policy acts. Not modelled: the held
-// repair (a repair with no room goes to the head of the queue), the
+// its own until its requeue, then the policy acts. Not modelled: the
 // reverse-tree position of a dead node (one figure for all).
 #pragma once
 
@@ -95,10 +98,13 @@ struct SimParams {
     // for a drain; a dead node after Slurm's SlurmdTimeout, or nvlslice's
     // probe; then after its nodes complete.
     double dead_share = 0.5;
-    double slurmd_timeout_s = 300;     // Slurm's default; the bench ran 60
-    double probe_s = 6;                // nvlslice: silent_after (5 s) and the DOWN
-    double complete_s = 2;             // a drain's requeue to the job's nodes free (bench: 1.6-2.6 s in all)
-    double complete_dead_s = 11;       // nvlslice, a dead node: its steps aborted (bench: 6-23 s)
+    double slurmd_timeout_s = 300; // Slurm's default; the bench ran 60
+    double probe_s = 6;            // nvlslice: silent_after (5 s) and the DOWN
+    double complete_s = 2;         // a drain's requeue to the job's nodes free (bench: 1.6-2.6 s in all)
+    double complete_dead_s = 11;   // nvlslice, a dead node: its steps aborted (bench: 6-23 s)
+    // The same drawn per failure from these (seconds; empty: complete_dead_s):
+    // the bench's own trials, whose step teardown sometimes waits a minute
+    std::vector<double> complete_dead_draws;
     double complete_dead_slurm_s = 60; // Slurm alone: slurmstepd's wait for the dead node's step
     LendScope lend = LendScope::Checkpointable;
     // nvlslice's defragmentation pace, as the helper is configured
