@@ -92,6 +92,8 @@ struct Slot {
     bool operator<(const Slot& o) const {
         return when != o.when ? when < o.when : rank != o.rank ? rank < o.rank : id < o.id;
     }
+    // its work is requeued for the slice: lent (3) or checkpointable (4)
+    bool requeues() const { return rank == 3 || rank == 4; }
 };
 struct SoonestRoom {
     DomainId domain = kNoDomain;
@@ -136,10 +138,10 @@ SoonestRoom soonest_room(const Snapshot& snap, JobId job, const PlacedSlice& sli
         // work requeued for it frees all its nodes: those of them left
         // over take the place of the rack's spares among the chosen
         for (size_t i = size_t(need); i < slots.size(); ++i) {
-            if (slots[i].rank != 3 && slots[i].rank != 4) continue;
+            if (!slots[i].requeues()) continue;
             const JobId owner = snap.node(slots[i].id).job_id;
             const bool goes = std::any_of(slots.begin(), slots.begin() + need, [&](const Slot& s) {
-                return (s.rank == 3 || s.rank == 4) && snap.node(s.id).job_id == owner;
+                return s.requeues() && snap.node(s.id).job_id == owner;
             });
             if (!goes) continue;
             for (size_t k = size_t(need); k-- > 0;)
@@ -150,8 +152,8 @@ SoonestRoom soonest_room(const Snapshot& snap, JobId job, const PlacedSlice& sli
         }
         int64_t when = later.now;
         for (size_t k = 0; k < size_t(need); ++k) when = std::max(when, slots[k].when);
-        const int requeued = int(std::count_if(slots.begin(), slots.begin() + need,
-                                               [](const Slot& s) { return s.rank == 3 || s.rank == 4; }));
+        const int requeued =
+            int(std::count_if(slots.begin(), slots.begin() + need, [](const Slot& s) { return s.requeues(); }));
         if (best.domain == kNoDomain || when < best.when || (when == best.when && requeued < best.requeued)) {
             best.domain = d;
             best.when = when;

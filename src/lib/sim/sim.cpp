@@ -40,10 +40,9 @@ double uniform(std::mt19937_64& g) {
 double expo(std::mt19937_64& g, double mean) {
     return -mean * std::log(1.0 - uniform(g));
 }
-// A failure's kind, from the seed and its index alone: the same on every
-// policy's replay of one trace (splitmix64).
 // A uniform draw in [0, 1) for failure `index` of the trace, from the seed
-// alone: the same for every policy.
+// (and a salt per use) alone: the same on every policy's replay of one
+// trace (splitmix64).
 double failure_draw(uint64_t seed, size_t index, uint64_t salt = 0) {
     uint64_t z = seed + salt + 0x9e3779b97f4a7c15ULL * (uint64_t(index) + 1);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -51,6 +50,7 @@ double failure_draw(uint64_t seed, size_t index, uint64_t salt = 0) {
     z ^= z >> 31;
     return double(z >> 11) * (1.0 / 9007199254740992.0);
 }
+// A failure's kind.
 bool dead_failure(uint64_t seed, size_t index, double share) {
     return failure_draw(seed, index) < share;
 }
@@ -239,9 +239,23 @@ class Sim {
         return d[std::min(i, d.size() - 1)];
     }
     bool hold_repair(int j, double now); // nvlslice: no room now: the target that frees soonest, held
-    void claim_held(double now);         // held targets take the nodes that freed; a whole one starts its job
-    void drop_hold(int j);               // a held target's node failed: back to the head of the queue
-    std::vector<int> held_;              // jobs waiting for a held target
+    // A repair's victims (lent or checkpointable work on its nodes) stop and
+    // go to the head of the queue; how many were running.
+    int take_back(const std::vector<JobId>& victims, double now) {
+        int n = 0;
+        for (JobId v : victims) {
+            const int vj = int(v) - 1;
+            if (vj < 0 || !jobs_[size_t(vj)].running) continue;
+            failure_lost_ += stop(vj, now, false);
+            ++res_.restarts;
+            queue_.push_front(vj);
+            ++n;
+        }
+        return n;
+    }
+    void claim_held(double now); // held targets take the nodes that freed; a whole one starts its job
+    void drop_hold(int j);       // a held target's node failed: back to the head of the queue
+    std::vector<int> held_;      // jobs waiting for a held target
     double last_defrag_ = -1;
     const HelperConfig helper_; // the daemon's defaults: the same defragmentation pace
 };
@@ -652,13 +666,7 @@ void Sim::requeued(int j, double now) {
         }
         if (plan.feasible) {
             // lent spares come back first: their jobs go back to the queue
-            for (JobId v : plan.preempt) {
-                const int vj = int(v) - 1;
-                if (vj < 0 || !jobs_[size_t(vj)].running) continue;
-                failure_lost_ += stop(vj, now, false);
-                ++res_.restarts;
-                queue_.push_front(vj);
-            }
+            take_back(plan.preempt, now);
             let_go(j);
             r.placement = plan.placement;
             run_on(j, plan.placement.nodes(), now); // a restart: it pays the delay
@@ -698,15 +706,8 @@ bool Sim::hold_repair(int j, double now) {
     r.placement.job_id = JobId(j + 1);
     const RepairPlan plan = plan_repair(snap_, r.placement, r.failed, NodeSet(), &later);
     if (!plan.feasible) return false;
-    for (const std::vector<JobId>* victims : {&plan.preempt, &plan.evict})
-        for (JobId v : *victims) {
-            const int vj = int(v) - 1;
-            if (vj < 0 || !jobs_[size_t(vj)].running) continue;
-            failure_lost_ += stop(vj, now, false);
-            ++res_.restarts;
-            res_.defrag_preemptions += victims == &plan.evict;
-            queue_.push_front(vj);
-        }
+    take_back(plan.preempt, now);
+    res_.defrag_preemptions += take_back(plan.evict, now);
     let_go(j);
     r.placement = plan.placement;
     r.nodes = plan.placement.nodes();
