@@ -7,7 +7,8 @@
 # qemu user emulation (qemu-aarch64-static, no binfmt_misc needed):
 #   - every ELF file in the packages is AArch64;
 #   - the unit tests of that build (the same cases as make check);
-#   - Slurm's own arm64 sbatch (Debian's slurm-client:arm64, unpacked) loads
+#   - Slurm's own arm64 sbatch (Debian's slurm-client:arm64 and
+#     slurm-wlm-basic-plugins:arm64 with its libslurmfull, unpacked) loads
 #     the arm64 plugin from a plugstack.conf and lists its options, and
 #     refuses a bad --nvl-slice before any request to slurmctld;
 #   - nvl-topo of arm64 exports the example rack map as a block topology.
@@ -109,8 +110,14 @@ fi
 # request to slurmctld (there is none)
 C=$R/var/tmp/nvlslice-arm64/client
 mkdir -p "$C/etc"
-if in_root sh -c 'cd /var/tmp/nvlslice-arm64 && apt-get download -q slurm-client:arm64' > "$LOG/client.log" 2>&1 &&
-    dpkg-deb -x "$(ls "$W"/slurm-client_*_arm64.deb | head -1)" "$C"; then
+# sbatch links libslurmfull.so, which slurm-wlm-basic-plugins holds (with
+# the plugins), in its own directory: both are unpacked, and the loader
+# under qemu is told where (sbatch's RUNPATH names the installed place)
+SLIB=/var/tmp/nvlslice-arm64/client/usr/lib/aarch64-linux-gnu/slurm-wlm
+if in_root sh -c 'cd /var/tmp/nvlslice-arm64 && apt-get download -q slurm-client:arm64 slurm-wlm-basic-plugins:arm64' > "$LOG/client.log" 2>&1 &&
+    dpkg-deb -x "$(ls "$W"/slurm-client_*_arm64.deb | head -1)" "$C" &&
+    dpkg-deb -x "$(ls "$W"/slurm-wlm-basic-plugins_*_arm64.deb | head -1)" "$C" &&
+    [ -f "$R$SLIB/libslurmfull.so" ]; then
     map=/var/tmp/nvlslice-arm64/unpacked/usr/share/doc/nvlsliced/examples/nvlslice-map.yaml
     [ -f "$R$map" ] || map=$(cd "$R" && find var/tmp/nvlslice-arm64/unpacked -name 'nvlslice-map*.yaml*' | head -1 | sed 's|^|/|')
     case $map in *.gz) gunzip -kf "$R$map"; map=${map%.gz} ;; esac
@@ -118,27 +125,28 @@ if in_root sh -c 'cd /var/tmp/nvlslice-arm64 && apt-get download -q slurm-client
 ClusterName=arm64
 SlurmctldHost=localhost
 PlugStackConfig=/var/tmp/nvlslice-arm64/client/etc/plugstack.conf
+PluginDir=$SLIB
 NodeName=nvl[0001-0036] CPUs=1 State=UNKNOWN
 PartitionName=all Nodes=ALL Default=YES
 EOF
     echo "required /var/tmp/nvlslice-arm64/unpacked/usr/lib/aarch64-linux-gnu/nvlslice/spank_nvlslice.so map=$map check_gpus=off mode=gate" \
         > "$C/etc/plugstack.conf"
     help=$(in_root env SLURM_CONF=/var/tmp/nvlslice-arm64/client/etc/slurm.conf \
-        qemu-aarch64-static /var/tmp/nvlslice-arm64/client/usr/bin/sbatch --help 2>&1)
+        qemu-aarch64-static -E LD_LIBRARY_PATH="$SLIB" /var/tmp/nvlslice-arm64/client/usr/bin/sbatch --help 2>&1)
     if grep -q -- '--nvl-slice' <<< "$help"; then
         ok "arm64 sbatch (slurm-client $(dpkg-deb -f "$(ls "$W"/slurm-client_*_arm64.deb | head -1)" Version)) loads the arm64 plugin: $(grep -c -- '--nvl-' <<< "$help") --nvl-* options listed"
     else
         not_ok "arm64 sbatch --help lists no --nvl-slice: $(tail -5 <<< "$help" | tr '\n' ' ')"
     fi
     bad=$(in_root env SLURM_CONF=/var/tmp/nvlslice-arm64/client/etc/slurm.conf \
-        qemu-aarch64-static /var/tmp/nvlslice-arm64/client/usr/bin/sbatch -N 20 --nvl-slice=16 --wrap true 2>&1)
+        qemu-aarch64-static -E LD_LIBRARY_PATH="$SLIB" /var/tmp/nvlslice-arm64/client/usr/bin/sbatch -N 20 --nvl-slice=16 --wrap true 2>&1)
     if grep -q 'nvlslice: --nvl-slice=16: -N 20 is not a multiple of the slice size' <<< "$bad"; then
         ok "arm64 sbatch refuses -N 20 --nvl-slice=16 in the plugin, naming the fix"
     else
         not_ok "arm64 sbatch -N 20 --nvl-slice=16: $(tail -3 <<< "$bad" | tr '\n' ' ')"
     fi
 else
-    not_ok "slurm-client:arm64 for its sbatch: $(tail -3 "$LOG/client.log" | tr '\n' ' ')"
+    not_ok "slurm-client:arm64 and slurm-wlm-basic-plugins:arm64 (libslurmfull.so) for its sbatch: $(tail -3 "$LOG/client.log" | tr '\n' ' ')"
 fi
 
 # nvl-topo of arm64 exports the example map as Slurm's block topology
