@@ -110,34 +110,27 @@ auto read_or_say(Load&& load, bool& failed, const char* again, const char* witho
     }
 }
 
-// A reload that renames a reservation of the helper's (reservation,
-// gate_reservation, protect_reservation, lend_reservation): the old ones
-// go, their jobs taken out of them; the next cycles make the new ones. A
-// failure is said and left: the old reservation stays, visible in sinfo -T.
-void retire_renamed(SlurmCluster& slurm, const HelperConfig& old_cfg, const HelperConfig& new_cfg) {
-    std::vector<std::string> gone;
-    for (auto [o, n] : {std::pair{&old_cfg.reservation, &new_cfg.reservation},
-                        std::pair{&old_cfg.gate_reservation, &new_cfg.gate_reservation},
-                        std::pair{&old_cfg.protect_reservation, &new_cfg.protect_reservation}})
-        if (!o->empty() && *o != *n) gone.push_back(*o);
-    std::vector<Reservation> lends;
+// The reservations a reload renamed (Renamed, removal.hpp), retired once
+// this helper acts: the old ones go, their jobs taken out of them; the
+// cycles make the new ones. A failure is said and kept for the next
+// cycle; the old reservation stays meanwhile, visible in sinfo -T.
+void retire_renamed(SlurmCluster& slurm, Renamed& renamed, bool dry) {
     try {
-        if (old_cfg.lend_reservation != new_cfg.lend_reservation)
-            slurm.load_reservations({}, old_cfg.lend_reservation, &lends);
-        for (const auto& name : gone) {
-            slurm.end_lend(0, {}, name); // takes nobody out; deletes it (gone already: fine)
-            say(LOG_INFO, fmt::format("reload: reservation {} renamed: deleted", name));
+        std::vector<Reservation> every;
+        slurm.load_reservations({}, "", nullptr, &every);
+        for (const Retire& r : plan_retirement(renamed, every)) {
+            if (dry) {
+                say(LOG_INFO, fmt::format("(dry run) would delete the renamed reservation {}", r.name));
+                continue;
+            }
+            slurm.end_lend(r.job, {}, r.name); // deletes it (gone already: fine)
+            say(LOG_INFO, r.job ? fmt::format("reservation {} renamed: job {} taken out of it, deleted", r.name, r.job)
+                                : fmt::format("reservation {} renamed: deleted", r.name));
         }
-        for (const auto& r : lends) {
-            const JobId id = old_cfg.lend_job(r.name);
-            if (!id) continue;
-            slurm.end_lend(id, {}, r.name);
-            say(LOG_INFO, fmt::format("reload: lend reservation {} renamed ({}_*): job {} taken out of it, deleted",
-                                      r.name, new_cfg.lend_reservation, id));
-        }
+        renamed = {};
     } catch (const std::exception& e) {
-        say(LOG_WARNING, fmt::format("reload: a renamed reservation could not be deleted: {} (delete it by hand: "
-                                     "scontrol delete reservation=NAME)",
+        say(LOG_WARNING, fmt::format("a renamed reservation could not be deleted: {} (tried again next cycle; or "
+                                     "delete it by hand: scontrol delete reservation=NAME)",
                                      e.what()));
     }
 }
@@ -586,6 +579,7 @@ int main(int argc, char** argv) {
                 since.reset();
             }
         } outage;
+        Renamed retiring; // reservations a reload renamed, deleted once this helper acts
         while (!g_stop) {
             if (g_reload) {
                 // Re-read both files; the state lives in Slurm and in `mem`
@@ -594,7 +588,7 @@ int main(int argc, char** argv) {
                 try {
                     Loaded next = load_for_reload(config, s, features);
                     for (const auto& n : next.s.notices) say(LOG_WARNING, n);
-                    retire_renamed(slurm, s.reconcile, next.s.reconcile);
+                    retiring.add(s.reconcile, next.s.reconcile);
                     s = std::move(next.s);
                     map = std::move(next.map);
                     metrics.set_racks(rack_names(map));
@@ -693,6 +687,9 @@ int main(int argc, char** argv) {
                     continue;
                 }
             }
+            // acting from here on: the reservations a reload renamed go now
+            // (a standby's reload leaves them to the helper that uses them)
+            if (!retiring.empty()) retire_renamed(slurm, retiring, dry);
             bool failed = false;
             CycleStats stats;
             CyclePhases phases;

@@ -568,17 +568,22 @@ wait_for 10 bash -c "grep -q 'reload refused' '$LOG'"
 expect_match "a bad new configuration is refused, the running one kept" \
     "error: reload refused, the running configuration is kept: .*nvlslice.yaml:2:11: .*cycle_ms" "$(cat "$LOG")"
 check "the helper still runs (pid $HPID)" kill -0 "$HPID"
-# a reservation renamed: the old one goes, the new one is made
-{ grep -v '^reservation:' "$OUT/nvlslice.yaml.good"; echo "reservation: nvlslice_spares_b"; } > "$HCONF"
+# reservations renamed (the spares', and the gate's in gate mode): the old
+# ones go, the new ones are made
+{ grep -Ev '^(reservation|gate_reservation):' "$OUT/nvlslice.yaml.good"
+  echo "reservation: nvlslice_spares_b"; echo "gate_reservation: nvlslice_gate_b"; } > "$HCONF"
 kill -HUP "$HPID"
 renamed() { ! scontrol show reservation nvlslice_spares >/dev/null 2>&1 &&
-    scontrol show reservation nvlslice_spares_b 2>/dev/null | grep -q 'Nodes=nvl'; }
-if wait_for 20 renamed; then ok "reload: the spare reservation renamed, the old one deleted"
-else not_ok "reload: renamed spare reservation: $(scontrol -o show reservation | cut -c1-200)"; fi
+    scontrol show reservation nvlslice_spares_b 2>/dev/null | grep -q 'Nodes=nvl' &&
+    if [ "$MODE" = gate ]; then ! scontrol show reservation nvlslice_gate >/dev/null 2>&1 &&
+        scontrol show reservation nvlslice_gate_b 2>/dev/null | grep -q 'Licenses=nvlslice_gate'; fi; }
+if wait_for 20 renamed; then ok "reload: the spare reservation$([ "$MODE" = gate ] && echo " and the gate") renamed, the old deleted"
+else not_ok "reload: renamed reservations: $(scontrol -o show reservation | cut -c1-300)"; fi
 cp "$OUT/nvlslice.yaml.good" "$HCONF"
 kill -HUP "$HPID"
-back() { ! scontrol show reservation nvlslice_spares_b >/dev/null 2>&1 && [ -n "$(resv_nodes)" ]; }
-wait_for 20 back || not_ok "reload: the spare reservation back under its name: $(scontrol -o show reservation | cut -c1-200)"
+back() { ! scontrol show reservation nvlslice_spares_b >/dev/null 2>&1 && [ -n "$(resv_nodes)" ] &&
+    ! scontrol show reservation nvlslice_gate_b >/dev/null 2>&1; }
+wait_for 20 back || not_ok "reload: the reservations back under their names: $(scontrol -o show reservation | cut -c1-300)"
 # each reservation of the helper's ends within its lease (an hour), not in 2100
 for r in nvlslice_spares $([ "$MODE" = gate ] && echo nvlslice_gate); do
     end=$(scontrol -o show reservation "$r" 2>/dev/null | sed -n 's/.*EndTime=\([^ ]*\).*/\1/p')

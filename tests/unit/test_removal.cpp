@@ -119,3 +119,41 @@ TEST_CASE("removal undoes the gate, the helper's pin, hold and record, and only 
             CHECK(e->others == std::vector<JobId>{9, 10});
     }
 }
+
+TEST_CASE("a reload's renamed reservations are gathered until the helper acts, then each is retired once",
+          "[removal][quick]") {
+    HelperConfig a, b;
+    b.reservation = "spares_b";
+    b.gate_reservation = "gate_b";
+    b.lend_reservation = "lend_b";
+    Renamed r;
+    CHECK(r.empty());
+    r.add(a, a); // a reload that renames nothing
+    CHECK(r.empty());
+    r.add(a, b);
+    CHECK(r.names == std::vector<std::string>{"nvlslice_spares", "nvlslice_gate"});
+    CHECK(r.lend_prefixes == std::vector<std::string>{"nvlslice_lend"});
+    // a second reload (standing by meanwhile) to a third name: both old
+    // names retired, each once
+    HelperConfig c = b;
+    c.reservation = "spares_c";
+    r.add(b, c);
+    CHECK(r.names == std::vector<std::string>{"nvlslice_spares", "nvlslice_gate", "spares_b"});
+
+    std::vector<Reservation> resvs(4);
+    resvs[0].name = "nvlslice_lend_42";
+    resvs[1].name = "nvlslice_lend_x"; // not a lend reservation's name
+    resvs[2].name = "lend_b_7";        // the new prefix's: kept
+    resvs[3].name = "nvlslice_spares";
+    // the old names that exist (nvlslice_gate and spares_b do not), then
+    // the lend reservations of the old prefix with their jobs
+    const auto plan = plan_retirement(r, resvs);
+    REQUIRE(plan.size() == 2);
+    CHECK((plan[0].name == "nvlslice_spares" && plan[0].job == 0));
+    CHECK((plan[1].name == "nvlslice_lend_42" && plan[1].job == 42));
+
+    // renamed back before the helper acted: the names in use are not retired
+    r.add(c, a);
+    CHECK(r.names == std::vector<std::string>{"spares_b", "spares_c", "gate_b"});
+    CHECK(r.lend_prefixes == std::vector<std::string>{"lend_b"});
+}

@@ -2,6 +2,8 @@
 
 #include "slice_job.hpp"
 
+#include <algorithm>
+
 namespace nvl {
 
 namespace {
@@ -63,6 +65,41 @@ Removal plan_removal(const std::vector<SlurmJob>& jobs, const std::vector<Reserv
             if ((j.state == JobState::Pending || j.state == JobState::Running) && j.reservation == r.name)
                 in.push_back(j.id);
         out.actions.push_back({0, action::EndLend{r.name, std::move(in)}});
+    }
+    return out;
+}
+
+void Renamed::add(const HelperConfig& old_cfg, const HelperConfig& new_cfg) {
+    const auto keep_unique = [](std::vector<std::string>& v, const std::string& x) {
+        if (!x.empty() && std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+    };
+    for (auto [o, n] : {std::pair{&old_cfg.reservation, &new_cfg.reservation},
+                        std::pair{&old_cfg.gate_reservation, &new_cfg.gate_reservation},
+                        std::pair{&old_cfg.protect_reservation, &new_cfg.protect_reservation}})
+        if (*o != *n) keep_unique(names, *o);
+    if (old_cfg.lend_reservation != new_cfg.lend_reservation) keep_unique(lend_prefixes, old_cfg.lend_reservation);
+    // a name the new configuration uses (again) is not retired
+    const std::string* in_use[] = {&new_cfg.reservation, &new_cfg.gate_reservation, &new_cfg.protect_reservation};
+    names.erase(std::remove_if(names.begin(), names.end(),
+                               [&](const std::string& x) {
+                                   return std::any_of(std::begin(in_use), std::end(in_use),
+                                                      [&](const std::string* u) { return *u == x; });
+                               }),
+                names.end());
+    lend_prefixes.erase(std::remove(lend_prefixes.begin(), lend_prefixes.end(), new_cfg.lend_reservation),
+                        lend_prefixes.end());
+}
+
+std::vector<Retire> plan_retirement(const Renamed& renamed, const std::vector<Reservation>& reservations) {
+    std::vector<Retire> out;
+    for (const auto& n : renamed.names)
+        if (std::any_of(reservations.begin(), reservations.end(), [&](const Reservation& r) { return r.name == n; }))
+            out.push_back({n, 0});
+    HelperConfig old;
+    for (const auto& prefix : renamed.lend_prefixes) {
+        old.lend_reservation = prefix;
+        for (const Reservation& r : reservations)
+            if (const JobId id = old.lend_job(r.name)) out.push_back({r.name, id});
     }
     return out;
 }
