@@ -210,6 +210,13 @@ TEST_CASE("topology.yaml beside a site's own topology: its tree kept as the defa
         CHECK(read_topology_yaml(y, "y").domain(0).name == "s1");
         CHECK(read_topology_yaml(y, "y", {}, "nvlslice").domains().size() == 2);
     }
+    SECTION("a site's empty list or mapping stays one, on its key's line (the fuzzer found key:[])") {
+        const std::string site = "- topology: te\n  block:\n    block_sizes: [ ]\n    opts: {}\n";
+        const std::string y = write_topology_yaml_beside(map, site, "topology.yaml");
+        CHECK(y.find("- topology: te\n  block:\n    block_sizes: []\n    opts: {}\n") != std::string::npos);
+        const std::string again = write_topology_yaml_beside(map, y, "topology.yaml");
+        CHECK(again.substr(again.find('\n')) == y.substr(y.find('\n')));
+    }
     SECTION("blocks of the site's own") {
         const std::string y =
             write_topology_yaml_beside(map, "BlockName=b1 Nodes=n[01-36]\nBlockSizes=36\n", "topology.conf");

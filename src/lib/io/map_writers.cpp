@@ -148,6 +148,18 @@ namespace nvl {
 
 namespace {
 
+// Whether a node is written on its key's line ("key: value", "key: []"):
+// a scalar and an empty list or mapping; the caller writes the blank
+// (without it, "key:[]" reads back as one scalar).
+bool on_key_line(const yaml_node_t* n) {
+    switch (n->type) {
+    case YAML_SCALAR_NODE: return true;
+    case YAML_SEQUENCE_NODE: return n->data.sequence.items.start == n->data.sequence.items.top;
+    case YAML_MAPPING_NODE: return n->data.mapping.pairs.start == n->data.mapping.pairs.top;
+    default: return false;
+    }
+}
+
 // A YAML node written back in block style, `indent` blanks deep (the caller
 // has written its "key:" or "- " on the current line).
 void emit_node(YamlDoc& doc, yaml_node_t* n, int indent, std::string& out) {
@@ -171,7 +183,7 @@ void emit_node(YamlDoc& doc, yaml_node_t* n, int indent, std::string& out) {
                     if (!first) out += pad + "  ";
                     first = false;
                     out += doc.scalar(k, "key") + ":";
-                    if (v->type == YAML_SCALAR_NODE) out += ' ';
+                    if (on_key_line(v)) out += ' ';
                     emit_node(doc, v, indent + 4, out);
                 });
             } else {
@@ -188,7 +200,7 @@ void emit_node(YamlDoc& doc, yaml_node_t* n, int indent, std::string& out) {
         out += '\n';
         doc.for_each_entry(n, [&](yaml_node_t* k, yaml_node_t* v) {
             out += pad + doc.scalar(k, "key") + ":";
-            if (v->type == YAML_SCALAR_NODE) out += ' ';
+            if (on_key_line(v)) out += ' ';
             emit_node(doc, v, indent + 2, out);
         });
         return;
@@ -290,7 +302,7 @@ std::string write_topology_yaml_beside(const RackMap& map, std::string_view site
                 one += first ? "- " : "  ";
                 first = false;
                 one += doc.scalar(k, "key") + ":";
-                if (v->type == YAML_SCALAR_NODE) one += ' ';
+                if (on_key_line(v)) one += ' ';
                 emit_node(doc, v, 4, one);
             });
             kept += one;
