@@ -278,7 +278,7 @@ test_suite() {
             { as_root env NVL_PROMTOOL="$promtool" NVL_ACCOUNTING=after "$SRC/tests/cluster/run.sh" "$BUILD"; echo $? > "$out.rc"; } 2>&1 |
                 tee "$out" ;;
         24.11)
-            { as_root env NVL_SLURM="$tier" NVL_ROOT_STEP=test NVL_TESTS="${NVL_TESTS:-test_native test_helper lend_depth busy_repair}" "$SRC/tests/cluster/run.sh"; echo $? > "$out.rc"; } 2>&1 |
+            { as_root env NVL_SLURM="$tier" NVL_ROOT_STEP=test NVL_TESTS="${NVL_TESTS:-test_native test_helper test_rules lend_depth busy_repair}" "$SRC/tests/cluster/run.sh"; echo $? > "$out.rc"; } 2>&1 |
                 tee "$out" ;;
         *)
             { as_root env NVL_SLURM="$tier" NVL_ROOT_STEP=test NVL_ACCOUNTING=after "$SRC/tests/cluster/run.sh"; echo $? > "$out.rc"; } 2>&1 | tee "$out" ;;

@@ -192,6 +192,8 @@ top_held_case() { # top_held_case plain|slice dependency|begin: prints the secon
     t0=$(now)
     if wait_for 40 bash -c "[ \"\$(squeue -h -j $o -o %T)\" = RUNNING ]"; then echo "$(secs "$t0" "$(now)")"; else echo never; fi
     echo "$(state "$t") $(squeue -h -j "$t" -o %r) $(scontrol show reservation nvlslice_protect 2>/dev/null | grep -o 'Nodes=[^ ]*')" > "$OUT/top-$1-$2.txt"
+    # not even for one cycle (the helper's first look at it included)
+    grep -c "job $t: top priority, waits: racks kept" "$LOG" > "$OUT/top-$1-$2.kept"
 }
 for variant in dependency begin; do
     d_plain=$(top_held_case plain "$variant"); d_slice=$(top_held_case slice "$variant")
@@ -200,6 +202,7 @@ for variant in dependency begin; do
     check "plain Slurm ($variant): the other job starts while the top job waits" [ "$d_plain" != never ]
     check "slice jobs ($variant): the same (${d_slice} s)" [ "$d_slice" != never ]
     expect_match "the top slice job still waits with Slurm's reason, no racks protected for it" "^PENDING ($want|None|Licenses) *\$" "$(cat "$OUT/top-slice-$variant.txt")"
+    expect_eq "no cycle kept racks for it, not even the first that saw it (log)" "0" "$(cat "$OUT/top-slice-$variant.kept")"
 done
 
 echo "# rules: jobs Slurm holds back for what a gated or new job's reason hides (licenses in use, a DOWN or INACTIVE partition, its MaxNodes or MaxTime, a reservation not started) get nothing, as with plain Slurm"
