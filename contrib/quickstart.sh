@@ -198,6 +198,15 @@ test_suite() {
         echo "not ok - the shipped alert rules (promtool: ${rules_tool:-could not be downloaded})"
         hf=$(( ${hf:-0} + 1 ))
     fi
+    echo "==> the admin guide's step 3 (licenses into slurm.conf) on slurm.conf files as sites have them (tests/guide_licenses.sh)"
+    if "$SRC/tests/guide_licenses.sh" > "$BUILD/guide_licenses.log" 2>&1; then
+        echo "ok - the guide's licenses step: $(tail -1 "$BUILD/guide_licenses.log")"
+        hp=$(( ${hp:-0} + 1 ))
+    else
+        grep '^not ok' "$BUILD/guide_licenses.log"
+        echo "not ok - the guide's licenses step: $(tail -1 "$BUILD/guide_licenses.log")"
+        hf=$(( ${hf:-0} + 1 ))
+    fi
     echo "==> the figures in README and doc/figures.txt, as tests/cluster/figures.sh makes them from the kept outputs"
     if "$SRC/tests/cluster/figures.sh" --check; then
         echo "ok - README's bench figures and doc/figures.txt's measured lines are the kept outputs', not typed by hand"
