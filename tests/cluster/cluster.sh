@@ -252,6 +252,10 @@ write_conf() {
     local nodes_line="" r lo hi feat ACCOUNTING_LINES CTL_LINES GRES_ATTR="" i
     local LICENSES="Licenses=nvlslice_gate:1,lic_a:4,nvlslice_lease:1"
     [ -n "$SITE" ] && LICENSES="Licenses=lic_a:4"
+    # the settings doc/admin-guide.txt recommends for nvlslice (a site
+    # before it has Slurm's defaults: TreeWidth 16, batch_sched_delay 3)
+    local TREE_LINE="TreeWidth=${NVL_TREE_WIDTH:-64}" SCHED_DELAY=",batch_sched_delay=0"
+    [ -n "$SITE" ] && TREE_LINE="# TreeWidth: Slurm's default (a site before nvlslice)" && SCHED_DELAY=""
     write_hosts
     if [ "$ACCOUNTING" = 1 ]; then
         # slurmdbd over munge: with a munged of its own, the connection
@@ -324,13 +328,13 @@ SlurmdTimeout=${NVL_SLURMD_TIMEOUT:-10}
 # to each of its nodes itself, so that a silent node heads no branch of the
 # fan-out (its branch would wait MessageTimeout for it), as
 # doc/admin-guide.txt ("silent") tells sites (Slurm's default: 16)
-TreeWidth=${NVL_TREE_WIDTH:-64}
+$TREE_LINE
 JobRequeue=1
 UnkillableStepTimeout=120
 MinJobAge=600
 # batch_sched_delay=0: as doc/admin-guide.txt tells sites to set it (a released job
 # is scheduled at the next second, not up to 3 s later)
-SchedulerParameters=sched_interval=5,bf_interval=5,batch_sched_delay=0
+SchedulerParameters=sched_interval=5,bf_interval=5$SCHED_DELAY
 # Slurm's own ordering, which slice jobs must keep: multifactor with
 # non-zero weights (fair-share and QOS need accounting, which this cluster
 # does not run).
