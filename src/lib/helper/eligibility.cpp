@@ -16,7 +16,7 @@ bool reason_holds_back(std::string_view r) {
 
 HeldBack HeldBack::from_text(std::string text) {
     const std::string_view name = std::string_view(text).substr(0, text.find(' '));
-    HeldBack h{reason_kind(name), {}, name == "PartitionInactive"};
+    HeldBack h{reason_kind(name), {}, refuses_updates(name)};
     h.text = std::move(text);
     return h;
 }
@@ -45,7 +45,7 @@ std::optional<HeldBack> held_back_by_slurm(const SlurmJob& j, int64_t now, std::
     if (!first_start && k == ReasonKind::BeginTime) return std::nullopt;
     if (k == ReasonKind::Unknown)
         return HeldBack{k, fmt::format("{} (a reason this nvlslice does not know)", j.reason.name())};
-    return HeldBack{k, j.reason.name(), j.reason.name() == "PartitionInactive"};
+    return HeldBack{k, j.reason.name(), j.reason.refuses_updates()};
 }
 
 namespace {

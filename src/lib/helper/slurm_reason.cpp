@@ -117,6 +117,10 @@ ReasonKind reason_kind(std::string_view name) {
     return K::Unknown; // "InvalidReason" (libslurm's own unknown), a number, a later Slurm's name
 }
 
+bool refuses_updates(std::string_view name) {
+    return name == "PartitionInactive";
+}
+
 bool holds_back(ReasonKind k) {
     switch (k) {
     case K::None:

@@ -42,6 +42,11 @@ ReasonKind reason_kind(std::string_view name);
 // BeginTime counts only for a job's first start (eligibility.hpp).
 bool holds_back(ReasonKind k);
 
+// Whether slurmctld refuses every update of a job waiting for this reason
+// (its partition INACTIVE: "PartitionInactive"), so that the helper
+// writes nothing to it until the reason changes.
+bool refuses_updates(std::string_view name);
+
 // A job's pending reason: its name (for logs and records) and its kind
 // (for the policy), decoded once where it is made.
 class PendingReason {
@@ -52,6 +57,7 @@ class PendingReason {
     const std::string& name() const { return name_; }
     ReasonKind kind() const { return kind_; }
     bool is(ReasonKind k) const { return kind_ == k; }
+    bool refuses_updates() const { return nvl::refuses_updates(name_); }
 
   private:
     std::string name_;
