@@ -1,10 +1,10 @@
 #!/bin/bash
-# The figures in README and doc/figures.txt that the tests measure, made from
-# the outputs kept in the tree, never typed:
-#   tests/cluster/figures.sh                  print both blocks
+# The figures in README and doc/figures.txt that the tests and the tools
+# measure, made from the outputs kept in the tree, never typed:
+#   tests/cluster/figures.sh                  print every block
 #   tests/cluster/figures.sh --update         write them into README and
 #                                             doc/figures.txt
-#   tests/cluster/figures.sh --check          exit 1 when either differs
+#   tests/cluster/figures.sh --check          exit 1 when any differs
 #   tests/cluster/figures.sh --cells          the bench's chosen summary
 #                                             lines, "SIDE KIND TRIALS P50
 #                                             P90 MAX", one a line
@@ -13,67 +13,185 @@
 #                                             of a test command's log (LOG,
 #                                             run on COMMIT) in
 #                                             tests/cluster/measured.out
-# README's block: for each kind of failure and each side (nvlslice; Slurm
-# alone with its expedited requeue; Slurm alone with its plain requeue) the
-# summary line of the newest run in tests/cluster/bench_busy.out with the
-# most trials of that kind and side, and that run named (its number, the
-# commit of the binaries or "Slurm alone", its date); a kind or side never
-# measured reads "not run". doc/figures.txt's block: the test command's
-# measured lines, tier by tier, with the commit and date of that run.
+# Each block sits between its own first and last line (the "(made by
+# tests/cluster/figures.sh from ...)" line names its kept output) and says
+# the commit and date of what it shows:
+#   README, the bench: for each kind of failure and each side (nvlslice;
+#     Slurm alone with its expedited requeue; Slurm alone with its plain
+#     requeue) the summary line of the newest run in bench_busy.out with the
+#     most trials of that kind and side, and that run named (its number, the
+#     commit of the binaries or "Slurm alone", its date); a kind or side
+#     never measured reads "not run". Then each side's newest steady phase
+#     (the backlog's node-hours an hour beside the measured job, no
+#     failure), the goals against those lines, and the simulator's rows
+#     from sim_check.out.
+#   doc/figures.txt, the test command: its measured lines, tier by tier,
+#     from measured.out, with the commit and date of that run.
+#   doc/figures.txt, the busy bench: the same runs as README's, with p50,
+#     p90 and the slowest trial, the steady phases and the goals.
+#   doc/figures.txt, the simulator beside the bench: sim_check.out's table.
+#   doc/figures.txt, the replay: replay.out's summary.
+#   doc/figures.txt, nvl-sim capacity, nvl-sim trace and nvl-bench: the
+#     kept outputs sim_capacity.out, sim_trace.out and nvl_bench.out (a
+#     "# run: COMMIT, DATE, ..." line, the command, its output as printed),
+#     with the goals the trace and the benchmark are held to.
+# The goals are the project's, written here once; whether each is met is
+# computed from the kept figures.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 OUT=${NVL_BENCH_OUT:-$HERE/bench_busy.out}
 SIMOUT=${NVL_SIM_CHECK_OUT:-$HERE/sim_check.out}
 MEASURED=${NVL_MEASURED_OUT:-$HERE/measured.out}
+REPLAY=${NVL_REPLAY_OUT:-$HERE/replay.out}
+CAPACITY=${NVL_SIM_CAPACITY_OUT:-$HERE/sim_capacity.out}
+TRACE=${NVL_SIM_TRACE_OUT:-$HERE/sim_trace.out}
+NVLBENCH=${NVL_NVL_BENCH_OUT:-$HERE/nvl_bench.out}
 README=${NVL_README:-$TOP/README}
 FIGURES=${NVL_FIGURES:-$TOP/doc/figures.txt}
 BEGIN='  (made by tests/cluster/figures.sh from tests/cluster/bench_busy.out and sim_check.out)'
 END='  (end of the bench'"'"'s figures)'
 MBEGIN='  (made by tests/cluster/figures.sh from tests/cluster/measured.out)'
 MEND='  (end of the measured lines)'
+BBEGIN='  (made by tests/cluster/figures.sh from tests/cluster/bench_busy.out)'
+BEND='  (end of the busy bench'"'"'s figures)'
+SBEGIN='  (made by tests/cluster/figures.sh from tests/cluster/sim_check.out)'
+SEND='  (end of the simulator beside the bench)'
+RBEGIN='  (made by tests/cluster/figures.sh from tests/cluster/replay.out)'
+REND='  (end of the replay'"'"'s figures)'
+CBEGIN='  (made by tests/cluster/figures.sh from tests/cluster/sim_capacity.out)'
+CEND='  (end of the capacity figures)'
+TBEGIN='  (made by tests/cluster/figures.sh from tests/cluster/sim_trace.out)'
+TEND='  (end of the trace figures)'
+NBEGIN='  (made by tests/cluster/figures.sh from tests/cluster/nvl_bench.out)'
+NEND='  (end of the benchmark'"'"'s figures)'
 
-block() {
-    awk -v begin="$BEGIN" -v end="$END" -v cells="${CELLS:-0}" '
+# wrap(TEXT, FIRST, REST): words to 78 columns, FIRST indents the first
+# line, REST the others (awk, put before the programs that use it)
+WRAP='
+function wrap(t, first, rest,   n, w, i, line) {
+    n = split(t, w, " "); line = first
+    for (i = 1; i <= n; i++) {
+        if (line != first && length(line) + 1 + length(w[i]) > 78) { print line; line = rest }
+        line = line (line == first || line == rest ? "" : " ") w[i]
+    }
+    print line
+}'
+
+# bench MODE: from bench_busy.out, MODE readme (README's rows and sources),
+# busy (doc/figures.txt's table), cells (--cells); readme and busy end with
+# the steady phases and the goals
+bench() {
+    awk -v mode="$1" "$WRAP"'
         /^# [0-9]+\. / {
             run = $2; sub(/\.$/, "", run)
             what = "Slurm alone"
             if (match($0, /binaries of [0-9a-f]+/)) what = substr($0, RSTART + 12, RLENGTH - 12)
             date = ""
             if (match($0, /20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]/)) date = substr($0, RSTART, RLENGTH)
+            steady = 0
             next
         }
         $1 == "#" && $4 ~ /^[0-9]+$/ && $5 == "runs" && $6 == "p50" {
             side = $2; kind = $3; n = $4 + 0; key = side "/" kind
             if (!(key in best) || n >= best[key]) {
-                best[key] = n; p50[key] = $7; p90[key] = $9; mx[key] = $11
+                best[key] = n; p50[key] = $7; p90[key] = $9; mx[key] = $11; whole[key] = $17
                 src[key] = "run " run ", " what (date != "" ? ", " date : "")
             }
+        }
+        # the steady phase: the backlog beside the measured job, no failure
+        /^# bench_busy: / { steady = ($0 ~ /the backlog beside the measured job, no failure/) }
+        steady && $1 == "#" && $2 ~ /^(nvlslice|expedite|plain)$/ && $4 == "s" && $8 == "node-h/h" {
+            s = $2; ssec[s] = $3; snh[s] = $7; srun[s] = "run " run
+            sbusy[s] = ""
+            if (match($0, /[0-9]+ % of the cluster/)) sbusy[s] = substr($0, RSTART, RLENGTH)
         }
         function cell(key) {
             if (!(key in best)) return sprintf("%-22s", "not run")
             return sprintf("%6.1f / %5.1f s (%2d)  ", p50[key], p90[key], best[key])
         }
+        function steadyline(s) {
+            return sprintf("%s %.1f (%s, %d s)", name[s], snh[s], srun[s], ssec[s])
+        }
+        # the goals, nvlslice against its own and Slurm alone'"'"'s lines
+        function goals(first, rest,   i, k, key, e, lim, b, bs, loss) {
+            wrap("the goals, met or not by the lines above (p99 of fewer than 100 trials: the slowest):", first, first)
+            for (i = 1; i <= 4; i++) {
+                k = kinds[i]; key = "nvlslice/" k; e = "expedite/" k
+                if (!(key in best)) { wrap(label[k] ": not run", first, rest); continue }
+                lim = (k == "drain") ? 5 : (k == "slurmd" || k == "silent") ? 20 : 0
+                if (lim)
+                    wrap(sprintf("%s, p99 <= %d s: %s (%.1f s)", label[k], lim,
+                        mx[key] <= lim ? "met" : "not met", mx[key]), first, rest)
+                if (e in best)
+                    wrap(sprintf("%s, p50 at most a third of the expedited requeue'"'"'s: %s (%.1f s against %.1f s)",
+                        label[k], 3 * p50[key] <= p50[e] ? "met" : "not met", p50[key], p50[e]), first, rest)
+                if (k == "rack")
+                    wrap(sprintf("%s, every trial within 60 s: %s (the slowest %.1f s)", label[k],
+                        mx[key] <= 60 ? "met" : "not met", mx[key]), first, rest)
+            }
+            if (!("nvlslice" in snh) || (!("expedite" in snh) && !("plain" in snh))) {
+                wrap("the spares'"'"' price: not measured", first, rest); return
+            }
+            b = "expedite"
+            if (!(b in snh) || (("plain" in snh) && snh["plain"] > snh[b])) b = "plain"
+            loss = 100 * (snh[b] - snh["nvlslice"]) / snh[b]
+            wrap(sprintf("the spares'"'"' price, the backlog'"'"'s node-hours an hour at most the spares'"'"' share (2 of 18 nodes, 11 %%) below Slurm alone'"'"'s best: %s (%.0f %% below the %s'"'"'s)",
+                loss <= 100 * 2 / 18 ? "met" : "not met", loss, name[b]), first, rest)
+        }
+        function steadies(first, rest,   j, t) {
+            t = ""
+            for (j = 1; j <= 3; j++)
+                if (sides[j] in snh) t = t (t == "" ? "" : ", ") steadyline(sides[j])
+            if (t == "") return
+            wrap("the backlog beside the measured job, no failure, node-hours an hour: " t, first, rest)
+        }
         END {
-            if (cells) {
+            if (mode == "cells") {
                 for (key in best) { split(key, sk, "/"); print sk[1], sk[2], best[key], p50[key], p90[key], mx[key] }
                 exit
             }
-            print begin
-            printf "  %-18s %-22s %-22s %s\n", "p50 / p90 (trials)", "nvlslice", "expedited requeue", "plain requeue"
             split("drain slurmd silent rack", kinds, " ")
             label["drain"] = "a drained node"; label["slurmd"] = "a killed slurmd"
             label["silent"] = "a silent node"; label["rack"] = "its whole rack"
+            split("nvlslice expedite plain", sides, " ")
+            name["nvlslice"] = "nvlslice"; name["expedite"] = "expedited requeue"; name["plain"] = "plain requeue"
+            if (mode == "busy") {
+                print "  seconds from the failure to the job running again, p50 / p90 / slowest"
+                print "  (trials; trials with each slice in one rack), measured in:"
+                sources()
+                for (i = 1; i <= 4; i++) {
+                    k = kinds[i]
+                    printf "\n  %s\n", label[k]
+                    for (j = 1; j <= 3; j++) {
+                        key = sides[j] "/" k
+                        if (!(key in best)) { printf "    %-18s not run\n", name[sides[j]]; continue }
+                        printf "    %-18s %5.1f / %5.1f / %5.1f (%d; %s)\n", name[sides[j]],
+                            p50[key], p90[key], mx[key], best[key], whole[key]
+                    }
+                }
+                print ""
+                steadies("  ", "    ")
+                print ""
+                goals("  ", "    ")
+                exit
+            }
+            print "  p50 / p90 (trials) nvlslice               expedited requeue      plain requeue"
             for (i = 1; i <= 4; i++) {
                 k = kinds[i]
                 row = sprintf("  %-18s %s %s %s", label[k], cell("nvlslice/" k), cell("expedite/" k), cell("plain/" k))
                 sub(/ +$/, "", row)
                 print row
             }
-            # where each side was measured: one line a side when every kind
-            # comes from the same run, else a line a kind
-            split("nvlslice expedite plain", sides, " ")
-            name["nvlslice"] = "nvlslice"; name["expedite"] = "expedited requeue"; name["plain"] = "plain requeue"
+            sources()
+            print ""
+            steadies("  ", "    ")
+            print ""
+            goals("  ", "    ")
+        }
+        # where each side was measured: one line a side when every kind
+        # comes from the same run, else a line a kind
+        function sources(   i, j, s, same, differ, any, key) {
             for (j = 1; j <= 3; j++) {
                 s = sides[j]; same = ""; differ = 0; any = 0
                 for (i = 1; i <= 4; i++) {
@@ -88,7 +206,11 @@ block() {
                     if ((s "/" kinds[i]) in src) printf "  %s, %s: %s\n", name[s], label[kinds[i]], src[s "/" kinds[i]]
             }
         }' "$OUT"
-    [ "${CELLS:-0}" = 1 ] && return
+}
+
+block() {
+    echo "$BEGIN"
+    bench readme
     # the simulator on the bench's cluster and load (tests/cluster/sim_check.sh)
     [ -r "$SIMOUT" ] && awk '
         $1 == "#" && $2 ~ /^(drain|slurmd|silent|rack)$/ && $3 ~ /^(nvlslice|expedite|plain)$/ {
@@ -97,6 +219,7 @@ block() {
             v[$2 "/" $3] = sprintf("%6.1f / %5.1f s (%2d)  ", c[1], c[3], c[4])
         }
         END {
+            print ""
             print "  nvl-sim, a model of this bench (tests/cluster/sim_check.sh: its cluster,"
             print "  load and failures; the simulator has one kind for a killed slurmd and a"
             print "  silent node), p50 / p90 (failures):"
@@ -114,36 +237,161 @@ block() {
 
 measured_block() {
     echo "$MBEGIN"
-    awk '
-        # wrap(TEXT, FIRST, REST): words to 78 columns, FIRST indents the
-        # first line, REST the others
-        function wrap(t, first, rest,   n, w, i, line) {
-            n = split(t, w, " "); line = first
-            for (i = 1; i <= n; i++) {
-                if (line != first && length(line) + 1 + length(w[i]) > 78) { print line; line = rest }
-                line = line (line == first || line == rest ? "" : " ") w[i]
-            }
-            print line
-        }
+    awk "$WRAP"'
         /^# run: / { sub(/^# run: /, ""); wrap("measured by the test command on " $0, "  ", "    "); next }
         /^## / { sub(/^## /, ""); printf "\n  %s\n", $0; next }
         /^# measured: / { sub(/^# measured: /, ""); wrap($0, "    ", "      ") }' "$MEASURED"
     echo "$MEND"
 }
 
+busy_block() {
+    echo "$BBEGIN"
+    bench busy
+    echo "$BEND"
+}
+
+# sim_check.out's table as it is kept: nvl-sim is deterministic, and the
+# test command checks on every run that the tree's nvl-sim prints it
+simcheck_block() {
+    echo "$SBEGIN"
+    echo "  nvl-sim of the tree (the test command checks on every run that it prints"
+    echo "  this), beside the bench's runs of the block above; seconds, p50 / p90"
+    echo "  (failures); a cell agrees within a factor of 3 or 20 s, p50 and p90:"
+    echo
+    awk '$1 == "#" && $2 ~ /^(kind|drain|slurmd|silent|rack)$/ { sub(/^# /, "  "); print }' "$SIMOUT"
+    echo "$SEND"
+}
+
+# replay.out: its first line (date, commit of the binaries, settings), the
+# trace, and the table of real against simulated
+replay_block() {
+    echo "$RBEGIN"
+    awk "$WRAP"'
+        NR == 1 { sub(/^# tests\/cluster\/replay.sh /, ""); wrap("measured by tests/cluster/replay.sh " $0, "  ", "    "); next }
+        /^# replay: slurm-wlm / { sub(/^# replay: /, ""); wrap($0, "  ", "    "); next }
+        /^# time from a node failure/ { sub(/^# /, ""); wrap($0 ":", "  ", "    "); print ""; next }
+        $1 == "#" && ($2 == "policy" || (($2 == "nvlslice" || $2 == "expedite") && ($3 == "real" || $3 == "sim"))) {
+            sub(/^# /, "  "); print }' "$REPLAY"
+    echo "$REND"
+}
+
+# a kept tool output (sim_capacity.out, nvl_bench.out): its run line, then
+# the command and what it printed
+kept_block() { # FILE
+    awk "$WRAP"'
+        /^# run: / { sub(/^# run: /, ""); wrap("measured on " $0 ":", "  ", "    "); print ""; next }
+        /^# / { next }
+        { print ($0 == "" ? "" : "  " $0) }' "$1"
+}
+
+capacity_block() {
+    echo "$CBEGIN"
+    kept_block "$CAPACITY"
+    echo "$CEND"
+}
+
+# sim_trace.out, per MTBF: each policy's goodput and the seconds from a
+# failure to its job running again; nvlslice's goodput against expedited
+# block seed by seed; and the goal, at least 1.00x at every MTBF
+trace_block() {
+    echo "$TBEGIN"
+    awk "$WRAP"'
+        /^# run: / { sub(/^# run: /, ""); wrap("measured on " $0 ":", "  ", "    "); print ""; next }
+        /^# / { next }
+        /^\$ / { print "  " $0; next }
+        /^trace: / { wrap($0, "  ", "    "); next }
+        /^MTBF [0-9]+ days per node/ {
+            m = $2; ms[++nm] = m; t = 0
+            printf "\n  MTBF %s days per node, means over the seeds\n", m
+            printf "  %-15s %7s %9s   %s\n", "policy", "goodput", "failures", "p50 / p90 / p99 s, failure -> running again"
+            next
+        }
+        /^policy +goodput/ { t = 1; next }
+        /^What a failed job loses/ { t = 2; next }
+        /^Jobs of a slice or more/ { t = 3; next }
+        /^nvlslice goodput, seed by seed/ {
+            if (match($0, /[0-9.]+x \([0-9.]+-[0-9.]+\) block_expedite/)) {
+                vs[m] = substr($0, RSTART, RLENGTH); sub(/ block_expedite$/, "", vs[m])
+                r[m] = vs[m]; sub(/x .*/, "", r[m])
+            }
+            next
+        }
+        t == 1 && NF > 5 && $2 ~ /^[0-9.]+$/ { gp[$1] = $2; order[++np] = $1; next }
+        t == 2 && $1 == "policy" { next }
+        t == 2 && NF > 5 && $2 ~ /^[0-9]+$/ {
+            printf "  %-15s %7s %9s   %s / %s / %s\n", $1, gp[$1], $2, $3, $4, $5
+            next
+        }
+        t == 2 && NF == 0 && m != "" && !(m in done) {
+            done[m] = 1
+            if (m in vs) wrap("nvlslice'"'"'s goodput against block_expedite, seed by seed (mean, min-max): " vs[m], "  ", "    ")
+        }
+        END {
+            miss = ""
+            for (i = 1; i <= nm; i++) if (ms[i] in r && r[ms[i]] + 0 < 1) miss = miss (miss == "" ? "" : ", ") ms[i] " days (" r[ms[i]] "x)"
+            print ""
+            wrap("the goal, nvlslice'"'"'s goodput at least 1.00x expedited block'"'"'s at every MTBF: " (miss == "" ? "met" : "not met at " miss), "  ", "    ")
+        }' "$TRACE"
+    echo "$TEND"
+}
+
+# nvl_bench.out, and its targets (the tool prints them) met or not
+nvlbench_block() {
+    echo "$NBEGIN"
+    kept_block "$NVLBENCH"
+    awk "$WRAP"'
+        /^engine / { ep99 = $6 }
+        /^speedup / { s99 = $2; s50 = $5; sub(/x.*/, "", s99); sub(/x.*/, "", s50)
+            if (match($0, /p99 < [0-9]+ us/)) { t = substr($0, RSTART + 6, RLENGTH - 6); sub(/ us/, "", t); tp99 = t + 0 }
+            if (match($0, /speedup >= [0-9]+/)) tsp = substr($0, RSTART + 11, RLENGTH - 11) + 0 }
+        /^steady cycle / { c50 = $4; cmax = $7 }
+        /^ratio of p50s/ {
+            if (match($0, /: [0-9.]+x median/)) { ratio = substr($0, RSTART + 2, RLENGTH - 2); sub(/x median/, "", ratio) }
+            if (match($0, /cycle <= [0-9]+ ms/)) { t = substr($0, RSTART + 9, RLENGTH - 9); sub(/ ms/, "", t); tcyc = t + 0 }
+            if (match($0, />= [0-9]+x\)/)) { t = substr($0, RSTART + 3, RLENGTH - 3); sub(/x\)/, "", t); tratio = t + 0 } }
+        END {
+            print ""
+            print "  its targets:"
+            wrap(sprintf("placement p99 < %d us: %s (%s us)", tp99, ep99 + 0 < tp99 ? "met" : "not met", ep99), "  ", "    ")
+            wrap(sprintf("placement speedup >= %dx: %s (%sx at p99, %sx at p50)", tsp,
+                s99 + 0 >= tsp && s50 + 0 >= tsp ? "met" : "not met", s99, s50), "  ", "    ")
+            wrap(sprintf("steady cycle <= %d ms: %s (p50 %s ms, max %s ms)", tcyc,
+                cmax + 0 <= tcyc ? "met" : "not met", c50, cmax), "  ", "    ")
+            wrap(sprintf("cycle >= %dx faster than its baseline: %s (%sx, the median of the runs)", tratio,
+                ratio + 0 >= tratio ? "met" : "not met", ratio), "  ", "    ")
+        }' "$NVLBENCH"
+    echo "$NEND"
+}
+
+# every block: FILE-NAME BEGIN END FUNCTION KEPT-OUTPUT
+BLOCKS=(
+    "README|$BEGIN|$END|block|bench_busy.out and sim_check.out"
+    "doc/figures.txt|$MBEGIN|$MEND|measured_block|measured.out"
+    "doc/figures.txt|$BBEGIN|$BEND|busy_block|bench_busy.out"
+    "doc/figures.txt|$SBEGIN|$SEND|simcheck_block|sim_check.out"
+    "doc/figures.txt|$RBEGIN|$REND|replay_block|replay.out"
+    "doc/figures.txt|$CBEGIN|$CEND|capacity_block|sim_capacity.out"
+    "doc/figures.txt|$TBEGIN|$TEND|trace_block|sim_trace.out"
+    "doc/figures.txt|$NBEGIN|$NEND|nvlbench_block|nvl_bench.out"
+)
+
 # replace FILE BEGIN END BLOCKFILE: FILE with the lines from BEGIN to END
 # replaced by BLOCKFILE (to stdout); exit 3 when FILE has no BEGIN line
 replace() {
     awk -v begin="$2" -v end="$3" -v blockfile="$4" '
-        $0 == begin { while ((getline l < blockfile) > 0) print l; skip = 1; found = 1; next }
+        $0 == begin { while ((getline l < blockfile) > 0) print l; close(blockfile); skip = 1; found = 1; next }
         skip && $0 == end { skip = 0; next }
         !skip { print }
         END { if (!found) exit 3 }' "$1"
 }
 
+path_of() { case $1 in README) echo "$README" ;; doc/figures.txt) echo "$FIGURES" ;; esac; }
+
 case "${1:-}" in
-"") block; echo; measured_block ;;
---cells) CELLS=1 block | sort ;;
+"")
+    for b in "${BLOCKS[@]}"; do IFS='|' read -r _ _ _ fn _ <<< "$b"; "$fn"; echo; done
+    ;;
+--cells) bench cells | sort ;;
 --record)
     log=${2:?usage: figures.sh --record LOG COMMIT}
     commit=${3:?usage: figures.sh --record LOG COMMIT}
@@ -158,21 +406,28 @@ case "${1:-}" in
 --update | --check)
     work=$(mktemp -d)
     trap 'rm -rf "$work"' EXIT
-    block > "$work/bench"
-    measured_block > "$work/measured"
-    replace "$README" "$BEGIN" "$END" "$work/bench" > "$work/README" ||
-        { echo "figures.sh: README has no line \"$BEGIN\"" >&2; exit 1; }
-    replace "$FIGURES" "$MBEGIN" "$MEND" "$work/measured" > "$work/figures" ||
-        { echo "figures.sh: doc/figures.txt has no line \"$MBEGIN\"" >&2; exit 1; }
+    cp "$README" "$work/README"
+    cp "$FIGURES" "$work/doc-figures.txt"
+    rc=0
+    for b in "${BLOCKS[@]}"; do
+        IFS='|' read -r file begin end fn kept <<< "$b"
+        new=$work/${file//\//-}
+        "$fn" > "$work/block"
+        replace "$new" "$begin" "$end" "$work/block" > "$work/next" ||
+            { echo "figures.sh: $file has no line \"$begin\"" >&2; exit 1; }
+        if [ "$1" = --check ] && ! cmp -s "$work/next" "$new"; then
+            echo "figures.sh: $file's block \"${begin#  }\" differs from tests/cluster/$kept (tests/cluster/figures.sh --update):" >&2
+            diff "$new" "$work/next" >&2 || true
+            rc=1
+        fi
+        mv "$work/next" "$new"
+    done
     if [ "$1" = --check ]; then
-        rc=0
-        cmp -s "$work/README" "$README" || { echo "figures.sh: README's bench figures differ from tests/cluster/bench_busy.out (tests/cluster/figures.sh --update):" >&2; diff "$README" "$work/README" >&2; rc=1; }
-        cmp -s "$work/figures" "$FIGURES" || { echo "figures.sh: doc/figures.txt's measured lines differ from tests/cluster/measured.out (tests/cluster/figures.sh --update):" >&2; diff "$FIGURES" "$work/figures" >&2; rc=1; }
-        [ "$rc" = 0 ] && echo "figures: README's bench figures are bench_busy.out's, doc/figures.txt's measured lines measured.out's"
+        [ "$rc" = 0 ] && echo "figures: README's and doc/figures.txt's ${#BLOCKS[@]} blocks of figures are the kept outputs' (tests/cluster/*.out)"
         exit "$rc"
     fi
     cp "$work/README" "$README"
-    cp "$work/figures" "$FIGURES"
+    cp "$work/doc-figures.txt" "$FIGURES"
     ;;
-*) echo "usage: figures.sh [--update|--check|--record LOG COMMIT]" >&2; exit 2 ;;
+*) echo "usage: figures.sh [--update|--check|--cells|--record LOG COMMIT [NOTE]]" >&2; exit 2 ;;
 esac
