@@ -209,10 +209,10 @@ test_suite() {
     fi
     echo "==> the figures in README and doc/figures.txt, as tests/cluster/figures.sh makes them from the kept outputs"
     if "$SRC/tests/cluster/figures.sh" --check; then
-        echo "ok - README's bench figures and doc/figures.txt's measured lines are the kept outputs', not typed by hand"
+        echo "ok - the figures in README and doc/figures.txt are the kept outputs' (tests/cluster/*.out), not typed by hand"
         hp=$(( ${hp:-0} + 1 ))
     else
-        echo "not ok - README or doc/figures.txt differ from tests/cluster/bench_busy.out or measured.out"
+        echo "not ok - README or doc/figures.txt differ from the kept outputs in tests/cluster/*.out"
         hf=$(( ${hf:-0} + 1 ))
     fi
     echo "==> the simulator against the busy bench: nvl-sim on the bench's cluster and load (tests/cluster/sim_check.sh)"
