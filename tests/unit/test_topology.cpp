@@ -217,6 +217,13 @@ TEST_CASE("topology.yaml beside a site's own topology: its tree kept as the defa
         const std::string again = write_topology_yaml_beside(map, y, "topology.yaml");
         CHECK(again.substr(again.find('\n')) == y.substr(y.find('\n')));
     }
+    SECTION("a name with a line break or a tab keeps it, escaped (the fuzzer found a folded name)") {
+        const std::string site = "- topology: \"a\\tb\\n\\nc\"\n  flat: true\n";
+        const std::string y = write_topology_yaml_beside(map, site, "topology.yaml");
+        CHECK(y.find("- topology: \"a\\tb\\n\\nc\"\n  flat: true\n") != std::string::npos);
+        const std::string again = write_topology_yaml_beside(map, y, "topology.yaml");
+        CHECK(again.substr(again.find('\n')) == y.substr(y.find('\n')));
+    }
     SECTION("blocks of the site's own") {
         const std::string y =
             write_topology_yaml_beside(map, "BlockName=b1 Nodes=n[01-36]\nBlockSizes=36\n", "topology.conf");

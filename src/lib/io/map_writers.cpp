@@ -20,13 +20,31 @@ std::string int_list(const std::vector<int>& v) {
 
 // Quote a YAML scalar only when it would otherwise not read back as itself.
 std::string yaml_str(const std::string& s) {
-    bool plain = !s.empty() && s.find_first_of(":#{}&*!|>'\"%@`,\n") == std::string::npos && s.front() != '-' &&
-                 s.front() != '[' && s.front() != ' ' && s.back() != ' ';
+    const bool control = std::any_of(s.begin(), s.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7f;
+    });
+    bool plain = !s.empty() && !control && s.find_first_of(":#{}&*!|>'\"%@`,") == std::string::npos &&
+                 s.front() != '-' && s.front() != '[' && s.front() != ' ' && s.back() != ' ';
     if (plain) return s;
+    // double-quoted: a line break or tab written as itself would fold into
+    // a blank when read back, so every control character is escaped
     std::string q = "\"";
     for (char c : s) {
-        if (c == '"' || c == '\\') q += '\\';
-        q += c;
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '"' || c == '\\') {
+            q += '\\';
+            q += c;
+        } else if (c == '\n') {
+            q += "\\n";
+        } else if (c == '\t') {
+            q += "\\t";
+        } else if (c == '\r') {
+            q += "\\r";
+        } else if (u < 0x20 || u == 0x7f) {
+            q += fmt::format("\\x{:02x}", unsigned(u));
+        } else {
+            q += c;
+        }
     }
     return q + "\"";
 }
