@@ -189,7 +189,7 @@ scancel "$J" 2>/dev/null
 scontrol update nodename=nvl[0001-0036] state=resume 2>/dev/null
 
 if [ "$SITE" = tree ] && at_least 25.05; then
-    echo "# beside the site's tree (Slurm $v reads topology.yaml): the guide's block, then its prose's edits"
+    echo "# beside the site's tree (Slurm $v reads topology.yaml): the guide's two blocks"
     wait_for 60 bash -c '[ -z "$(squeue -h -o %i)" ] && [ -z "$(sinfo -h -t completing -o %N)" ]'
     awk '/^Beside a topology the site already has/ { f = 1; next } /^The site.s topology stays/ { f = 0 } f && /^  / { print substr($0, 3) }' \
         "$GUIDE" > "$OUT/beside.guide"
