@@ -244,7 +244,18 @@ for side in nvlslice expedite plain; do
         fi
         wait_for 120 saturated
         STEADY_T0[$side]=$(now)
-        sleep "$STEADY"
+        # where the node-hours go: every 5 s the idle nodes, those of them
+        # in nvlslice_spares, and the nodes lent out of it (lend
+        # reservations and lent=1 jobs are the helper's; Slurm alone has
+        # neither), so that the price of the spares is seen, not guessed
+        end=$(awk -v a="${STEADY_T0[$side]}" -v d="$STEADY" 'BEGIN { printf "%d", a + d }')
+        while [ "$(date +%s)" -lt "$end" ]; do
+            idle=$(sinfo -h -N -t idle -o %N | sort -u)
+            spare=$(scontrol show hostnames "$(scontrol show reservation nvlslice_spares 2>/dev/null | grep -o ' Nodes=[^ ]*' | cut -d= -f2)" 2>/dev/null | sort -u)
+            lent=$(squeue -h -t R -o '%i' | while read -r j; do scontrol show job "$j" | grep -q 'AdminComment=.*lent=1' && echo "$j"; done | wc -l)
+            echo "$(grep -c . <<< "$idle") $(comm -12 <(echo "$idle") <(echo "$spare") | grep -c .) $lent" >> "$OUT/steady-$side.samples"
+            sleep 5
+        done
         STEADY_T1[$side]=$(now)
     fi
     stop_feeder
@@ -285,6 +296,9 @@ if [ "$STEADY" -gt 0 ]; then
                   printf "# %-9s %6.0f s  %5.1f jobs/h  %6.1f node-h/h (of %d nodes; with the measured job 32 nodes busy: %.0f %% of the cluster)\n",
                       m, b - a, done / h, ns / 3600 / h, '"$NODES"', 100 * (ns + 32 * (b - a)) / ('"$NODES"' * (b - a)) }' \
             "$OUT/backlog.log" 2>/dev/null
+        awk -v m="$side" '{ n++; i += $1; s += $2; l += $3 }
+            END { if (n) printf "# %-9s steady, %d samples 5 s apart: idle nodes %.1f on average, %.1f of them spares; lent jobs running %.1f\n", m, n, i / n, s / n, l / n }' \
+            "$OUT/steady-$side.samples" 2>/dev/null
     done
 fi
 while read -r line; do ok "trial: $line"; done < <(awk '$4 ~ /^[0-9.]+$/' "$RESULTS")
