@@ -17,8 +17,8 @@ void Cycle::keep_defrag_target() {
         if (waits == jobs_.end() || mono_ - t->since > cfg_.replace_after_s || t->domain >= map_.domains().size()) {
             t.reset();
         } else {
-            off_defrag_target_ = NodeSet(map_.node_count(), true);
-            for (NodeId id : map_.domain(t->domain).nodes) off_defrag_target_.erase(id);
+            st_.off_defrag_target = NodeSet(map_.node_count(), true);
+            for (NodeId id : map_.domain(t->domain).nodes) st_.off_defrag_target.erase(id);
         }
     }
 }
@@ -26,7 +26,7 @@ void Cycle::keep_defrag_target() {
 void Cycle::apply_rack_verdicts(const RackVerdicts& v) {
     const size_t nd = map_.domains().size();
     if (mem_.degraded.size() != nd) mem_.degraded.assign(nd, std::string());
-    out_.stats.racks = v.stats;
+    st_.out.stats.racks = v.stats;
     for (const auto& c : v.changes) {
         const std::string& name = map_.domain(c.domain).name;
         if (!c.why.empty())
@@ -42,15 +42,15 @@ void Cycle::apply_rack_verdicts(const RackVerdicts& v) {
     // and one would only turn a waiting job's reason to BadConstraints when
     // the healthy racks are too few for it. Without one, the exclusion is
     // the fallback, from the helper's first look at the job.
-    degraded_nodes_ =
+    st_.degraded_nodes =
         v.out_of_service.none() || !cfg_.reservation.empty() ? std::string() : v.out_of_service.hostlist(map_);
 }
 
 void Cycle::not_responding() {
     SilentNodes silent =
-        judge_silent(map_, nodes_, snap_, mem_.not_responding_since, mono_, cfg_.repair_not_responding_after_s,
+        judge_silent(map_, nodes_, st_.snap, mem_.not_responding_since, mono_, cfg_.repair_not_responding_after_s,
                      cfg_.silent_after_s, [&](JobId job) {
-                         return std::any_of(slice_jobs_.begin(), slice_jobs_.end(), [&](const SliceJob& sj) {
+                         return std::any_of(st_.slice_jobs.begin(), st_.slice_jobs.end(), [&](const SliceJob& sj) {
                              return sj.job->id == job && sj.job->state == JobState::Running;
                          });
                      });
@@ -59,14 +59,14 @@ void Cycle::not_responding() {
         // Slurm lets go of its nodes (the DOWN requeues it) no other job
         // takes them, nor the spare (the repair of a later cycle pins it
         // there: hold_target() again, the same nodes)
-        for (const SliceJob& sj : slice_jobs_) {
+        for (const SliceJob& sj : st_.slice_jobs) {
             const SlurmJob& j = *sj.job;
             if (j.id != d.job || j.state != JobState::Running || !j.requeue || !j.batch) continue;
             auto node = map_.find_node(d.node);
             if (!node || !(has_placement(sj) || native(sj))) break;
             std::vector<NodeId> failed{*node};
             for (const auto& n : j.nodes)
-                if (auto id = map_.find_node(n); id && *id != *node && needs_repair(obs_, snap_, *id))
+                if (auto id = map_.find_node(n); id && *id != *node && needs_repair(obs_, st_.snap, *id))
                     failed.push_back(*id);
             if (cfg_.abort_steps && !did(j.id, ActionKind::AbortSteps)) {
                 // Its steps end now, on every node that answers: killed by
@@ -77,7 +77,8 @@ void Cycle::not_responding() {
                 log(j.id, fmt::format("its steps aborted, so that its nodes need not wait for {}'s", d.node));
             }
             try {
-                const RepairPlan plan = plan_repair(snap_, placement_of(map_, sj, j.nodes), failed, obs_.unprotected);
+                const RepairPlan plan =
+                    plan_repair(st_.snap, placement_of(map_, sj, j.nodes), failed, obs_.unprotected);
                 if (plan.feasible && plan.preempt.empty()) {
                     hold_target(sj, plan.placement.nodes());
                     take(plan.placement.nodes(), j.id);
@@ -150,11 +151,11 @@ void Cycle::collect_slice_jobs() {
         case JobVerdict::Kind::Slice:
             if (v.taken_back && tag_change_due(id))
                 log(id, "its nvlslice tag describes the job again: nvlslice takes it back");
-            slice_jobs_.push_back(std::move(*v.slice));
+            st_.slice_jobs.push_back(std::move(*v.slice));
             break;
         }
     }
-    sort_by_priority(slice_jobs_);
+    sort_by_priority(st_.slice_jobs);
     // A job requeued for a repair or a move is still completing for a
     // moment (it is no slice job of this cycle then), or waits held: the
     // nodes it was pinned to are spoken for, whatever job comes first in
@@ -174,10 +175,10 @@ void Cycle::collect_slice_jobs() {
         if (j.state == JobState::Completing)
             if (auto it = mem_.requeued_at.find(j.id);
                 it != mem_.requeued_at.end() && now_ - it->second <= kFollowCompletingS)
-                out_.follow_up = true;
+                st_.out.follow_up = true;
         // the record, written before the pin, names the target
         for (NodeId id : recorded_nodes(*rec))
-            if (is_free(snap_.node(id).state)) snap_.set(id, {NodeState::Allocated, j.id, -1, false});
+            if (is_free(st_.snap.node(id).state)) st_.snap.set(id, {NodeState::Allocated, j.id, -1, false});
     }
     // A job whose repair is under way or due, waiting (or completing) in
     // its own reservation: the nodes it holds are its (a repair's target
@@ -191,12 +192,12 @@ void Cycle::collect_slice_jobs() {
                                   [&](const Reservation& x) { return x.name == j.reservation; });
             if (r == lends_->end()) continue;
             for (const auto& n : hostlist_expand(r->nodes))
-                if (auto node = map_.find_node(n); node && is_free(snap_.node(*node).state))
-                    snap_.set(*node, {NodeState::Allocated, j.id, -1, false});
+                if (auto node = map_.find_node(n); node && is_free(st_.snap.node(*node).state))
+                    st_.snap.set(*node, {NodeState::Allocated, j.id, -1, false});
         }
     // Nodes pinned to released jobs that Slurm has not started yet are
     // spoken for: no other slice may be placed there meanwhile.
-    for (const auto& sj : slice_jobs_) {
+    for (const auto& sj : st_.slice_jobs) {
         const SlurmJob& j = *sj.job;
         if (j.state != JobState::Pending || j.held || !has_placement(sj)) continue; // released, record caught up or not
         // gate mode: its ReqNodeList; native: the nodes it was pinned to
@@ -206,14 +207,14 @@ void Cycle::collect_slice_jobs() {
         // pin (which may not have followed)
         const bool target_in_record = sj.rec->state != RecordState::Placed && !sj.rec->slices.empty();
         for (NodeId id : target_in_record ? recorded_nodes(*sj.rec) : pinned_nodes(map_, sj))
-            if (is_free(snap_.node(id).state)) snap_.set(id, {NodeState::Allocated, j.id, -1, false});
+            if (is_free(st_.snap.node(id).state)) st_.snap.set(id, {NodeState::Allocated, j.id, -1, false});
     }
 }
 
 void Cycle::take(const std::vector<NodeId>& ids, JobId job) {
-    shapes_.clear(); // the snapshot changes: what did not fit may fit now
+    st_.shapes.clear(); // the snapshot changes: what did not fit may fit now
     for (NodeId id : ids) {
-        NodeStatus st = snap_.node(id);
+        NodeStatus st = st_.snap.node(id);
         if (is_free(st.state)) st.state = NodeState::Allocated;
         st.job_id = job;
         // the taker's now, not lent work any more: a later repair or
@@ -222,7 +223,7 @@ void Cycle::take(const std::vector<NodeId>& ids, JobId job) {
         st.preemptible = false;
         st.lent = false;
         st.slice = -1;
-        snap_.set(id, st);
+        st_.snap.set(id, st);
     }
 }
 
@@ -288,7 +289,7 @@ CycleOutput Cycle::run() {
         prune(mem_.records);
     }
     // a reason a later Slurm gives: held back (eligibility.hpp), said once
-    for (const auto& sj : slice_jobs_)
+    for (const auto& sj : st_.slice_jobs)
         if (sj.job->state == JobState::Pending && sj.job->reason.is(ReasonKind::Unknown) &&
             mem_.unknown_reasons.insert(sj.job->reason.name()).second)
             warn(sj.job->id, fmt::format("Slurm's pending reason \"{}\" is one this nvlslice does not know: a job "
@@ -299,9 +300,9 @@ CycleOutput Cycle::run() {
     // elsewhere (Slurm 22.05 holds a job whose nodes lie outside its
     // reservation)
     keep_lends();
-    for (const auto& sj : slice_jobs_) {
+    for (const auto& sj : st_.slice_jobs) {
         if (backing_off(sj)) {
-            settled_.insert(sj.job->id);
+            st_.settled.insert(sj.job->id);
             continue;
         }
         try {
@@ -317,7 +318,7 @@ CycleOutput Cycle::run() {
     // Jobs that yielded their nodes to defragmentation come last, so the
     // job they yielded to gets the freed rack first.
     for (int yielded = 0; yielded < 2; ++yielded)
-        for (const auto& sj : slice_jobs_) {
+        for (const auto& sj : st_.slice_jobs) {
             if ((sj.rec && sj.rec->state == RecordState::Yielded) != (yielded == 1)) continue;
             try {
                 if (sj.job->state == JobState::Pending) place_waiting(sj);
@@ -332,17 +333,17 @@ CycleOutput Cycle::run() {
     if (cfg_.hand_off != HandOff::Native) keep_weights();
     keep_gate();
     plan();
-    return std::move(out_);
+    return std::move(st_.out);
 }
 
 void Cycle::plan() {
-    std::vector<size_t> order(out_.actions.size());
+    std::vector<size_t> order(st_.out.actions.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return phases_[a] < phases_[b]; });
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return st_.phases[a] < st_.phases[b]; });
     std::vector<Action> sorted;
     sorted.reserve(order.size());
-    for (size_t i : order) sorted.push_back(std::move(out_.actions[i]));
-    out_.actions = std::move(sorted);
+    for (size_t i : order) sorted.push_back(std::move(st_.out.actions[i]));
+    st_.out.actions = std::move(sorted);
 }
 
 } // namespace nvl::detail

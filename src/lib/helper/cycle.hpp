@@ -49,6 +49,32 @@
 
 namespace nvl::detail {
 
+// What one cycle's passes learn and hand on to the passes after them, as
+// one value (the Kubernetes scheduler's CycleState): made from the
+// observation at the cycle's start, read by the stages it is passed to,
+// changed only by the cycle's applying. Nothing in it outlives the cycle
+// (what does is HelperMemory's).
+struct CycleState {
+    explicit CycleState(const Snapshot& s) : snap(s) {}
+    // The snapshot as this cycle's decisions leave it: the nodes each
+    // repair and placement takes (take()), for the stages after it.
+    Snapshot snap;
+    std::vector<SliceJob> slice_jobs; // this cycle's slice jobs, in Slurm's priority order
+    std::vector<SliceJob> evacuees;   // running jobs to move off degraded racks
+    std::string degraded_nodes;       // every node of the degraded racks, a hostlist, when no reservation holds them
+    std::unordered_map<JobId, std::string> exclusion; // native jobs: the exclusion set this cycle
+    std::unordered_set<JobId> settled;                // jobs pass 1 has dealt with: not placed again in pass 2
+    std::unordered_map<JobId, uint32_t> acted;        // per job: a bit per ActionKind asked for
+    std::vector<Phase> phases;                        // per action of out: when it is sent (plan())
+    std::unordered_map<JobId, Phase> last_phase;      // per job: the phase of its latest action
+    ShapeMemo shapes;                                 // the shapes that did not fit: valid until the next take()
+    bool defrag_done = false;                         // defragmentation acted this cycle
+    std::unordered_map<JobId, Reason> waits;          // why each job placed this cycle could not be
+    NodeSet off_defrag_target;                        // outside the rack defragmentation freed (unsized: none)
+    JobId top = 0;                                    // the first job placement was tried for: the top priority
+    CycleOutput out;                                  // the actions, records, log lines and stats so far
+};
+
 class Cycle {
   public:
     Cycle(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now, int64_t mono,
@@ -58,7 +84,7 @@ class Cycle {
           array_running_(view.gates ? nvl::count_array_tasks(view.jobs) : std::unordered_map<JobId, int>{}), cfg_(cfg),
           now_(now), mono_(mono), mem_(mem),
           obs_(observe(map, view, cfg.lend, compiled(mem, cfg).drain, mem.patterns.rack, &mem.records)),
-          snap_(obs_.snap) {}
+          st_(obs_.snap) {}
 
     CycleOutput run();
 
@@ -147,7 +173,7 @@ class Cycle {
     // Back to Slurm's own placement: the pin (either kind) lifted; still
     // kept off degraded racks.
     void unpin_native(const SlurmJob& j) {
-        if (j.exc_nodes != degraded_nodes_) act({j.id, action::Exclude{degraded_nodes_}});
+        if (j.exc_nodes != st_.degraded_nodes) act({j.id, action::Exclude{st_.degraded_nodes}});
         if (cfg_.node_pools && !j.req_nodes.empty()) act({j.id, action::PinOnly{}});
     }
     bool pinned_now(JobId id) const {
@@ -174,7 +200,7 @@ class Cycle {
     std::vector<NodeId> down_or_drained(const std::vector<NodeId>& ids) const {
         std::vector<NodeId> out;
         for (NodeId id : ids)
-            if (!is_healthy(snap_.node(id).state)) out.push_back(id);
+            if (!is_healthy(st_.snap.node(id).state)) out.push_back(id);
         return out;
     }
     void keep_spares();
@@ -219,7 +245,7 @@ class Cycle {
     std::optional<std::vector<std::vector<NodeId>>> swap_held_target(const SliceJob& sj) const;
     std::string hl(const std::vector<NodeId>& ids) const { return hostlist_compress(map_.node_names(ids)); }
     // A decision about one job (0: about the cluster), in words.
-    void log(JobId job, std::string s) { out_.log.push_back({Severity::Info, job, std::move(s)}); }
+    void log(JobId job, std::string s) { st_.out.log.push_back({Severity::Info, job, std::move(s)}); }
     // The end a reservation of the helper's is made with or moved to (its
     // lease), and whether one that ends at `end` is due for it: half of the
     // lease gone, or an end further on than the lease (made without end by
@@ -235,7 +261,7 @@ class Cycle {
     }
     void log(std::string s) { log(0, std::move(s)); }
     // A line an operator should look at (nvlsliced logs it as a warning).
-    void warn(JobId job, std::string s) { out_.log.push_back({Severity::Warning, job, std::move(s)}); }
+    void warn(JobId job, std::string s) { st_.out.log.push_back({Severity::Warning, job, std::move(s)}); }
     void warn(std::string s) { warn(0, std::move(s)); }
     void say_once(JobId job, const std::string& s) { say_once(mem_.said, job, s); }
     // The same in a slot of its own: two lines about one job that share a
@@ -262,20 +288,20 @@ class Cycle {
             auto it = mem_.cluster_backoff.find(backoff_key(a));
             if (it != mem_.cluster_backoff.end() && it->second.until > mono_) return;
         }
-        if (a.job) acted_[a.job] |= 1u << unsigned(a.kind());
+        if (a.job) st_.acted[a.job] |= 1u << unsigned(a.kind());
         // the steps of a repair or a restart follow each other closely
-        out_.follow_up = out_.follow_up || a.follow_up(now_);
+        st_.out.follow_up = st_.out.follow_up || a.follow_up(now_);
         Phase p = a.phase(now_);
         if (a.job && !a.own_order()) {
-            auto [it, fresh] = last_phase_.try_emplace(a.job, p);
+            auto [it, fresh] = st_.last_phase.try_emplace(a.job, p);
             if (!fresh) it->second = p = std::max(p, it->second);
         }
-        phases_.push_back(p);
-        out_.actions.push_back(std::move(a));
+        st_.phases.push_back(p);
+        st_.out.actions.push_back(std::move(a));
     }
     bool did(JobId job, ActionKind k) const {
-        auto it = acted_.find(job);
-        return it != acted_.end() && (it->second & (1u << unsigned(k)));
+        auto it = st_.acted.find(job);
+        return it != st_.acted.end() && (it->second & (1u << unsigned(k)));
     }
 
     const RackMap& map_;
@@ -300,23 +326,10 @@ class Cycle {
     HelperMemory& mem_;
     // What Slurm reports, read once (observe.hpp): never changed by a stage.
     const Observation obs_;
-    // The snapshot as this cycle's decisions leave it: the nodes each
-    // repair and placement takes (take()), for the stages after it.
-    Snapshot snap_;
-    std::vector<SliceJob> evacuees_;
-    std::string degraded_nodes_; // every node of the degraded racks, a hostlist, when no reservation holds them
-    std::unordered_map<JobId, std::string> exclusion_; // native jobs: the exclusion set this cycle
-    std::vector<SliceJob> slice_jobs_;
-    std::unordered_set<JobId> settled_;           // jobs pass 1 has dealt with: not placed again in pass 2
-    std::unordered_map<JobId, uint32_t> acted_;   // per job: a bit per ActionKind asked for
-    std::vector<Phase> phases_;                   // per action of out_: when it is sent (plan())
-    std::unordered_map<JobId, Phase> last_phase_; // per job: the phase of its latest action
-    ShapeMemo shapes_;                            // the shapes that did not fit: valid until the next take()
-    bool defrag_done_ = false;
-    std::unordered_map<JobId, Reason> waits_; // why each job placed this cycle could not be
-    NodeSet off_defrag_target_;               // outside the rack defragmentation freed (unsized: none)
-    JobId top_ = 0;                           // the first job placement was tried for: the top priority
-    CycleOutput out_;
+    // Everything this cycle's passes learn and hand on: one value
+    // (CycleState, above), made from the observation and passed to each
+    // stage that reads it.
+    CycleState st_;
 };
 
 } // namespace nvl::detail

@@ -29,7 +29,7 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
         const int64_t start = start_time(*sj.job);
         pin(sj, nodes, start);
         if (native(sj) && !held_by_us(sj) && !gated(*sj.job)) mem_.schedule_at[id] = start;
-        settled_.insert(id);
+        st_.settled.insert(id);
         break;
     }
     case PlacedRecord::Route::FirstStart:
@@ -53,8 +53,8 @@ void Cycle::start_requeued_now(const SlurmJob& j) {
     // default): native mode's exclusion carries the earlier StartTime; the
     // exclusion itself stays.
     if (j.restarts == 0 || j.begin_time <= start_time(j)) return;
-    auto set = exclusion_.find(j.id);
-    act({j.id, action::Exclude{set != exclusion_.end() ? set->second : j.exc_nodes, start_time(j)}});
+    auto set = st_.exclusion.find(j.id);
+    act({j.id, action::Exclude{set != st_.exclusion.end() ? set->second : j.exc_nodes, start_time(j)}});
 }
 
 void Cycle::hold_target(const SliceJob& sj, const std::vector<NodeId>& target, const std::vector<NodeId>& hold_also) {
@@ -79,14 +79,14 @@ void Cycle::hold_target(const SliceJob& sj, const std::vector<NodeId>& target, c
 }
 
 SliceJob Cycle::keep_off_degraded(const SliceJob& sj) {
-    OffDegraded d = nvl::keep_off_degraded(sj, degraded_nodes_);
+    OffDegraded d = nvl::keep_off_degraded(sj, st_.degraded_nodes);
     if (!d.rec) return sj;
     SliceJob out = sj;
     out.rec = std::move(d.rec);
     if (d.exclusion) {
         const SlurmJob& j = *sj.job;
         act({j.id, action::Exclude{*d.exclusion}});
-        exclusion_[j.id] = *d.exclusion;
+        st_.exclusion[j.id] = *d.exclusion;
         log(j.id, d.exclusion->empty()
                       ? std::string("the racks recovered: its exclusion is lifted, Slurm may place it anywhere")
                       : fmt::format("kept off degraded racks: ExcNodeList={}", *d.exclusion));
@@ -98,7 +98,7 @@ void Cycle::place_waiting(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
     const bool is_gated = gated(j); // parsed once: thousands of waiting jobs, every cycle
     const bool open = !j.held && !is_gated;
-    switch (decide_waiting(sj, settled_.count(j.id) || pinned_now(j.id), is_gated, held_by_us(sj),
+    switch (decide_waiting(sj, st_.settled.count(j.id) || pinned_now(j.id), is_gated, held_by_us(sj),
                            native(sj) ? native_pinned(j) : !j.req_nodes.empty())) {
     case WaitingCase::Done:
     case WaitingCase::OthersHold: // theirs to release
@@ -130,7 +130,7 @@ void Cycle::place_waiting(const SliceJob& sj) {
         }
         const auto why = stays_behind(sj, holds, retry);
         if (!why) break; // placed
-        if (!holds && retry) out_.follow_up = out_.follow_up || r->second - mono_ <= 1;
+        if (!holds && retry) st_.out.follow_up = st_.out.follow_up || r->second - mono_ <= 1;
         if (open) {
             gate(sj);
             say_escape(sj);
@@ -176,8 +176,8 @@ void Cycle::hand_back(const SliceJob& sj) {
     record(sj, rec);
     log(j.id, fmt::format("no room for it now ({}): released from the helper's hold, it waits with its priority",
                           rec.reason.empty() ? "no placement" : rec.reason));
-    settled_.insert(j.id);
-    out_.follow_up = true; // placed by the next cycle
+    st_.settled.insert(j.id);
+    st_.out.follow_up = true; // placed by the next cycle
 }
 
 void Cycle::say_escape(const SliceJob& sj) {
@@ -191,20 +191,20 @@ void Cycle::say_escape(const SliceJob& sj) {
 
 bool Cycle::place_job(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
-    if (!top_) top_ = j.id; // the first job placement is tried for: the top priority
+    if (!st_.top) st_.top = j.id; // the first job placement is tried for: the top priority
     PlaceLimits limits;
     // (a job in a reservation of its own runs on that reservation's nodes)
     limits.may_lend = may_borrow_spares({sj.tag.checkpointable, j.requeue, j.batch, sj.tag.nodes}, cfg_.lend) &&
                       (j.reservation.empty() || cfg_.lend_job(j.reservation) == j.id);
     // Racks protected for the top-priority job: others may use them only
     // if they end before its expected start (as Slurm's backfill allows).
-    if (kept_from_protection(j, top_ == j.id, obs_.unprotected, protection_, now_)) {
+    if (kept_from_protection(j, st_.top == j.id, obs_.unprotected, protection_, now_)) {
         limits.unprotected = &obs_.unprotected;
         limits.protection_start = protection_ ? protection_->start_time : 0;
     }
     // the rack defragmentation freed for another job stays its own
-    if (!off_defrag_target_.unsized() && mem_.defrag_target && mem_.defrag_target->job != j.id)
-        limits.off_target = &off_defrag_target_;
+    if (!st_.off_defrag_target.unsized() && mem_.defrag_target && mem_.defrag_target->job != j.id)
+        limits.off_target = &st_.off_defrag_target;
     // A job whose repair found no room anywhere waits as any other, but it
     // may take the kept spares of the racks it goes to, as its repair would
     // have inside its own rack: they are kept for repairs.
@@ -212,16 +212,16 @@ bool Cycle::place_job(const SliceJob& sj) {
     SliceRequest req = slice_request(sj, now_, cfg_.prefer_wait_s);
     req.use_spares = repair_wait;
     if (repair_wait) limits.may_lend = false; // its spares are given, not lent
-    PlaceDecision d = decide_place(snap_, req, limits, shapes_);
+    PlaceDecision d = decide_place(st_.snap, req, limits, st_.shapes);
     const PlacementResult& r = d.result;
     if (repair_wait && r.ok)
         for (NodeId id : r.placement.nodes())
-            d.on_spares = d.on_spares || snap_.node(id).state == NodeState::SpareReserved;
+            d.on_spares = d.on_spares || st_.snap.node(id).state == NodeState::SpareReserved;
     PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
     rec.lent = d.lent;
     if (!r.ok) {
-        ++out_.stats.pending_by_reason[to_string(r.reason)];
-        waits_[j.id] = r.reason;
+        ++st_.out.stats.pending_by_reason[to_string(r.reason)];
+        st_.waits[j.id] = r.reason;
         // Its backfill keeps no node for a job that may not start yet: the
         // nodes its requeue freed went to the backlog. Eligible from the
         // next second, it waits with its priority at once (Slurm's
@@ -269,7 +269,7 @@ bool Cycle::place_job(const SliceJob& sj) {
         }
         return true;
     }
-    ++out_.stats.placements;
+    ++st_.out.stats.placements;
     std::string where;
     for (const auto& s : r.placement.slices)
         where += fmt::format("{}{} {}", where.empty() ? "" : ", ",
@@ -307,7 +307,7 @@ bool Cycle::place_job(const SliceJob& sj) {
 // the same at once, once per failure: the freed rack is then the job's
 // until its repair moves the slice there.
 void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
-    if (defrag_done_ || !(for_repair ? cfg_.defrag_repairs : cfg_.defrag)) return;
+    if (st_.defrag_done || !(for_repair ? cfg_.defrag_repairs : cfg_.defrag)) return;
     const SlurmJob& blocked = *sj.job;
     if (for_repair && mem_.defrag_target && mem_.defrag_target->job == blocked.id) return; // freed already
     std::unordered_map<JobId, const SlurmJob*> by_id;
@@ -316,10 +316,10 @@ void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
                           mem_.last_defrag ? double(mono_ - mem_.last_defrag) : -1.0, double(cfg_.defrag_after_s),
                           double(cfg_.defrag_interval_s)};
     const int k = sj.tag.slice;
-    const auto due = decide_defrag(snap_, k, pace, [&](JobId id) {
+    const auto due = decide_defrag(st_.snap, k, pace, [&](JobId id) {
         if (by_id.empty()) {
             for (const auto& j : jobs_) by_id[j.id] = &j;
-            for (const auto& s : slice_jobs_) tags[s.job->id] = &s.tag;
+            for (const auto& s : st_.slice_jobs) tags[s.job->id] = &s.tag;
         }
         VictimInfo v;
         auto it = by_id.find(id);
@@ -342,7 +342,7 @@ void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
         say_once(mem_.said_defrag, blocked.id,
                  fmt::format("{}; no rack can be freed from checkpointable jobs alone",
                              for_repair ? "its repair finds no room" : "blocked by fragmentation"));
-        defrag_done_ = true;
+        st_.defrag_done = true;
         return;
     }
     std::string list;
@@ -351,10 +351,10 @@ void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
                                  for_repair ? "the repair of job" : "job", blocked.id));
         list += (list.empty() ? "" : ", ") + std::to_string(v);
     }
-    out_.stats.defrag_preemptions += int(best_victims.size());
+    st_.out.stats.defrag_preemptions += int(best_victims.size());
     if (!for_repair) mem_.last_defrag = mono_; // a repair's does not delay the paced ones
     mem_.defrag_target = HelperMemory::DefragTarget{blocked.id, best, mono_, for_repair};
-    defrag_done_ = true;
+    st_.defrag_done = true;
     log(blocked.id, fmt::format("defragmentation{}: requeued checkpointable job(s) {} to free {} for a {}-node slice "
                                 "(cost {:.0f} node-seconds)",
                                 for_repair ? " for its repair" : "", list, map_.domain(best).name, k, best_cost));
@@ -362,7 +362,7 @@ void Cycle::try_defrag(const SliceJob& sj, bool for_repair) {
 
 void Cycle::yield_job(JobId v, const std::string& why, bool repair_wait) {
     if (did(v, ActionKind::Requeue)) return; // already on its way out this cycle
-    for (const auto& s : slice_jobs_)
+    for (const auto& s : st_.slice_jobs)
         if (s.job->id == v) {
             PlacementRecord rec = s.rec.value_or(PlacementRecord{});
             rec.state = RecordState::Yielded;
@@ -386,17 +386,17 @@ void Cycle::yield_job(JobId v, const std::string& why, bool repair_wait) {
 void Cycle::protect_top() {
     if (!cfg_.protect || cfg_.protect_reservation.empty()) return;
     const SliceJob* top = nullptr;
-    for (const auto& sj : slice_jobs_) {
-        if (sj.job->id != top_) continue;
+    for (const auto& sj : st_.slice_jobs) {
+        if (sj.job->id != st_.top) continue;
         top = &sj;
         break;
     }
     // only while it waits for room: not for a reason of Slurm's
     std::optional<Protection> want;
-    if (auto w = top ? waits_.find(top->job->id) : waits_.end();
-        w != waits_.end() &&
+    if (auto w = top ? st_.waits.find(top->job->id) : st_.waits.end();
+        w != st_.waits.end() &&
         (w->second == Reason::Busy || w->second == Reason::Fragmented || w->second == Reason::WouldConsumeSpares)) {
-        want = plan_protection(snap_, jobs_, top->tag.slice, top->tag.count, top->job->time_limit, now_);
+        want = plan_protection(st_.snap, jobs_, top->tag.slice, top->tag.count, top->job->time_limit, now_);
         if (!want)
             say_once(top->job->id,
                      fmt::format("top priority, waits: no racks kept for it, since too few healthy racks free {} "

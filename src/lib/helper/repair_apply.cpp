@@ -12,7 +12,7 @@ void Cycle::handle_running(const SliceJob& started) {
     mem_.placed_since.erase(j.id);
     // yielded to a repair earlier in this cycle: its record and requeue are asked for
     if (did(j.id, ActionKind::Requeue)) return;
-    const RunningDecision d = decide_running(map_, obs_, snap_, started);
+    const RunningDecision d = decide_running(map_, obs_, st_.snap, started);
     if (d.kind == RunningCase::Healthy) return; // most running jobs, most cycles: nothing copied
     SliceJob sj = started;
     if (d.recorded) sj.rec = d.recorded;
@@ -28,8 +28,8 @@ void Cycle::handle_running(const SliceJob& started) {
         // a repair Slurm made counts in the metrics as the helper's do
         const bool repaired = rec.repairs > started.rec->repairs;
         const int moved = rec.moves - started.rec->moves;
-        out_.stats.repairs_in_rack += repaired && moved == 0;
-        out_.stats.moves += moved;
+        st_.out.stats.repairs_in_rack += repaired && moved == 0;
+        st_.out.stats.moves += moved;
         record(sj, rec);
         log(j.id, fmt::format("Slurm restarted it (requeued by Slurm{}) on {}: its record follows",
                               repaired ? " after a node of its placement failed" : "", hostlist_compress(j.nodes)));
@@ -42,13 +42,13 @@ void Cycle::handle_running(const SliceJob& started) {
         return;
     case RunningCase::Started: apply_started(sj); return;
     case RunningCase::Evacuee:
-        evacuees_.push_back(sj); // moved out after this pass (evacuate())
+        st_.evacuees.push_back(sj); // moved out after this pass (evacuate())
         return;
     case RunningCase::NotRepairable:
         // Reported once, in its record and the log, and left to Slurm and
         // its owner. No repair is counted, nothing is pinned, no spare
         // leaves its rack.
-        ++out_.stats.unrepairable;
+        ++st_.out.stats.unrepairable;
         if (rec.why != Why::NotRepaired) {
             const std::string failed_hl = hl(d.failed);
             rec.set_reason(
@@ -88,7 +88,7 @@ void Cycle::handle_running(const SliceJob& started) {
         // with its priority: Slurm's backfill and the racks protected for
         // the top slice job keep the nodes that free for it, and it is
         // placed as any waiting slice job is, in whole racks.
-        ++out_.stats.repairs_requeued_to_wait;
+        ++st_.out.stats.repairs_requeued_to_wait;
         const std::string why = fmt::format("node(s) {} failed; {}: requeued to wait for room with its priority",
                                             hl(down_or_drained(d.failed)), d.plan.reason);
         yield_job(j.id, "repair waits: " + why, /*repair_wait=*/true);
@@ -108,11 +108,11 @@ void Cycle::handle_running(const SliceJob& started) {
 }
 
 void Cycle::evacuate() {
-    order_evacuees(evacuees_);
-    for (const SliceJob& sj : evacuees_) {
+    order_evacuees(st_.evacuees);
+    for (const SliceJob& sj : st_.evacuees) {
         const SlurmJob& j = *sj.job;
         try {
-            const MoveDecision d = decide_move(map_, snap_, sj, obs_.unprotected);
+            const MoveDecision d = decide_move(map_, st_.snap, sj, obs_.unprotected);
             PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
             switch (d.kind) {
             case MoveCase::NotMovable:
@@ -134,7 +134,7 @@ void Cycle::evacuate() {
                 }
                 break;
             case MoveCase::Move:
-                out_.stats.evacuations += !d.retried;
+                st_.out.stats.evacuations += !d.retried;
                 begin_repair(sj, d.plan, rec, !d.retried,
                              sj.tag.checkpointable ? " (rack degraded, checkpointable)" : " (rack degraded)");
                 pin_and_release(sj, d.plan.placement, rec, true);
@@ -183,11 +183,11 @@ void Cycle::apply_started(const SliceJob& sj) {
 
 void Cycle::finish_placed(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
-    const PlacedDecision d = decide_placed(map_, obs_, snap_, sj, gated(j), held_by_us(sj));
+    const PlacedDecision d = decide_placed(map_, obs_, st_.snap, sj, gated(j), held_by_us(sj));
     const std::vector<NodeId>& pinned = d.pinned;
     switch (d.kind) {
-    case PlacedCase::OthersHold: settled_.insert(j.id); return; // theirs to release
-    case PlacedCase::NoPlacement: return;                       // placed in pass 2
+    case PlacedCase::OthersHold: st_.settled.insert(j.id); return; // theirs to release
+    case PlacedCase::NoPlacement: return;                          // placed in pass 2
     case PlacedCase::Released: keep_released(sj, d); return;
     case PlacedCase::TargetBusy:
         // A repair's target still busy: the borrower of a lent spare being
@@ -226,7 +226,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
             if (cfg_.repair_hold_max_s > 0) {
                 const auto ends = end_times();
                 for (NodeId id : pinned) {
-                    const NodeStatus& st = snap_.node(id);
+                    const NodeStatus& st = st_.snap.node(id);
                     // (not running: completing, at most seconds)
                     if (is_free(st.state) || !st.job_id || st.job_id == j.id || st.preemptible ||
                         !ends.count(st.job_id))
@@ -240,9 +240,9 @@ void Cycle::finish_placed(const SliceJob& sj) {
                 (busy_until != INT64_MAX && now_ < busy_until + cfg_.replace_after_s)) {
                 // closely followed only while its nodes complete, not while
                 // other jobs run there
-                out_.follow_up = out_.follow_up || busy_until == 0;
+                st_.out.follow_up = st_.out.follow_up || busy_until == 0;
                 take(pinned, j.id);
-                settled_.insert(j.id);
+                st_.settled.insert(j.id);
                 say_once(j.id, fmt::format("repair waits for its nodes {} to be free", hl(pinned)));
             }
         }
@@ -255,7 +255,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
     // down): the repair decides where it runs.
     if (d.gate_first) gate(sj);
     if (d.kind == PlacedCase::NotRequeueable) return;
-    const RepairPlan plan = plan_pinned_repair(map_, snap_, sj, d, obs_.unprotected);
+    const RepairPlan plan = plan_pinned_repair(map_, st_.snap, sj, d, obs_.unprotected);
     if (!plan.feasible) {
         say_once(j.id, fmt::format("pinned node(s) {} failed; {}", hl(d.failed), plan.reason));
         try_defrag(sj, true);
@@ -300,7 +300,7 @@ void Cycle::keep_released(const SliceJob& sj, const PlacedDecision& d) {
         say_once(j.id, fmt::format("pinned to {}, held back by Slurm: {} (left as it is: Slurm refuses updates of "
                                    "its jobs until the partition is active again)",
                                    hl(pinned), holds->text));
-        settled_.insert(j.id);
+        st_.settled.insert(j.id);
         return;
     }
     const ReleasedCase what = decide_released(sj, d, holds.has_value(), overdue, waited_past);
@@ -313,13 +313,13 @@ void Cycle::keep_released(const SliceJob& sj, const PlacedDecision& d) {
         // for the pass, as a release does (mem_.schedule_at).
         if (auto at = mem_.schedule_at.find(j.id); at != mem_.schedule_at.end() && j.state == JobState::Pending) {
             if (at->second > now_) {
-                out_.follow_up = true; // the next cycle 100 ms on, until the second has come
+                st_.out.follow_up = true; // the next cycle 100 ms on, until the second has come
             } else {
                 mem_.schedule_at.erase(at);
                 if (!d.taken) pin(sj, pinned, now_);
             }
         }
-        settled_.insert(j.id); // most released jobs, most cycles: nothing copied
+        st_.settled.insert(j.id); // most released jobs, most cycles: nothing copied
         return;
     }
     PlacementRecord rec = *sj.rec;
@@ -348,7 +348,7 @@ void Cycle::keep_released(const SliceJob& sj, const PlacedDecision& d) {
         log(j.id, fmt::format("its array's task job {} started on its placement {}; the rest of the array is "
                               "placed afresh",
                               d.split_task, hl(pinned)));
-        out_.follow_up = true; // placed by the next cycle, 100 ms on
+        st_.out.follow_up = true; // placed by the next cycle, 100 ms on
         break;
     case ReleasedCase::HeldBack:
     case ReleasedCase::NotStarted:
@@ -387,7 +387,7 @@ void Cycle::keep_released(const SliceJob& sj, const PlacedDecision& d) {
         }
         break;
     }
-    settled_.insert(j.id);
+    st_.settled.insert(j.id);
 }
 
 std::optional<std::vector<std::vector<NodeId>>> Cycle::swap_held_target(const SliceJob& sj) const {
@@ -399,7 +399,7 @@ std::optional<std::vector<std::vector<NodeId>>> Cycle::swap_held_target(const Sl
     // the nodes its reservation holds that are free for it (marked its own
     // by collect_slice_jobs())
     auto usable = [&](NodeId id) {
-        const NodeStatus& st = snap_.node(id);
+        const NodeStatus& st = st_.snap.node(id);
         return is_healthy(st.state) && (is_free(st.state) || st.job_id == j.id);
     };
     std::vector<NodeId> held;
@@ -421,7 +421,7 @@ std::optional<std::vector<std::vector<NodeId>>> Cycle::swap_held_target(const Sl
             continue;
         }
         const DomainId d = map_.domain_of(slice.front());
-        if (d == kNoDomain || snap_.degraded(d)) return std::nullopt;
+        if (d == kNoDomain || st_.snap.degraded(d)) return std::nullopt;
         // its planned nodes that are free first, then the others held there
         std::vector<NodeId> pick;
         for (NodeId id : slice)
@@ -446,7 +446,7 @@ void Cycle::start_pinned(const SliceJob& sj, const PlacedDecision& d) {
     const std::vector<NodeId>& pinned = d.pinned;
     mem_.blocked_since.erase(j.id);
     take(pinned, j.id);
-    settled_.insert(j.id);
+    st_.settled.insert(j.id);
     // A requeued job may start only from the second after its requeue
     // (start_time()), where Slurm would wait cred_expire: its StartTime is
     // brought forward to that second (Slurm shows the job pending only once
@@ -460,10 +460,10 @@ void Cycle::start_pinned(const SliceJob& sj, const PlacedDecision& d) {
     switch (decide_start_step(j, start, now_, d.repin)) {
     case StartStep::BringForward:
         pin(sj, pinned, start);
-        out_.follow_up = true;
+        st_.out.follow_up = true;
         return;
     case StartStep::WaitSecond:
-        out_.follow_up = true; // released as soon as its second has come
+        st_.out.follow_up = true; // released as soon as its second has come
         return;
     case StartStep::Release: break;
     }
@@ -493,10 +493,10 @@ bool Cycle::hold_repair(const SliceJob& sj, const RunningDecision& d, PlacementR
     const SlurmJob& j = *sj.job;
     const auto ends = end_times();
     const LaterRoom later{&ends, now_, now_ + cfg_.repair_hold_max_s, cfg_.defrag_repairs};
-    const RepairPlan plan = plan_repair(snap_, placement_of(map_, sj, j.nodes), d.failed, obs_.unprotected, &later);
+    const RepairPlan plan = plan_repair(st_.snap, placement_of(map_, sj, j.nodes), d.failed, obs_.unprotected, &later);
     if (!plan.feasible) return false;
     const bool again = rec.state == RecordState::Repairing;
-    out_.stats.repairs_held += !again;
+    st_.out.stats.repairs_held += !again;
     begin_repair(sj, plan, rec, !again, again ? " (retried)" : " (no room now: its target is held)");
     // the rest of each rack it waits for is held too: the nodes that free
     // first there are the job's, whichever they are (swap_held_target())
@@ -505,7 +505,7 @@ bool Cycle::hold_repair(const SliceJob& sj, const RunningDecision& d, PlacementR
         for (const auto& s : plan.slices)
             if (s.action != RepairAction::Keep && s.to != kNoDomain)
                 for (NodeId id : map_.domain(s.to).nodes)
-                    if (is_healthy(snap_.node(id).state)) also.push_back(id);
+                    if (is_healthy(st_.snap.node(id).state)) also.push_back(id);
     pin_and_release(sj, plan.placement, rec, true, also);
     log(j.id, fmt::format("node(s) {} failed and no rack has room now: requeued, its target held for it in {}; it "
                           "starts when the last of it frees, {}",
@@ -519,7 +519,7 @@ bool Cycle::hold_repair(const SliceJob& sj, const RunningDecision& d, PlacementR
         yield_job(victim, fmt::format("requeued to free the target of the repair of job {}", j.id));
         evicted += (evicted.empty() ? "" : ", ") + std::to_string(victim);
     }
-    out_.stats.defrag_preemptions += int(plan.evict.size());
+    st_.out.stats.defrag_preemptions += int(plan.evict.size());
     if (!evicted.empty()) log(j.id, fmt::format("repair frees its target: requeued checkpointable job(s) {}", evicted));
     return true;
 }
@@ -531,8 +531,8 @@ void Cycle::begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRe
     if (count) {
         rec.repairs += 1;
         rec.moves += plan.moved;
-        out_.stats.repairs_in_rack += plan.replaced_in_domain;
-        out_.stats.moves += plan.moved;
+        st_.out.stats.repairs_in_rack += plan.replaced_in_domain;
+        st_.out.stats.moves += plan.moved;
     }
     for (JobId victim : plan.preempt) {
         yield_job(victim, fmt::format("its lent spare was taken back to repair job {}", id));

@@ -9,7 +9,7 @@ namespace nvl::detail {
 
 void Cycle::keep_spares() {
     if (cfg_.reservation.empty()) return;
-    const auto list = wanted_spares(snap_, obs_.reserved, spares_.has_value(), obs_.unprotected);
+    const auto list = wanted_spares(st_.snap, obs_.reserved, spares_.has_value(), obs_.unprotected);
     if (!list) {
         // the same nodes: its lease moved on when half of it is gone
         if (spares_ && lease_due(spares_->end_time)) {
@@ -28,8 +28,8 @@ void Cycle::keep_spares() {
 
 void Cycle::keep_lends() {
     if (!lends_ || lends_->empty()) return;
-    const LendContext c{obs_.jobs, cfg_, snap_, obs_.failed,
-                        mem_,      now_, mono_, [this](JobId id) { return did(id, ActionKind::Lend); }};
+    const LendContext c{obs_.jobs, cfg_, st_.snap, obs_.failed,
+                        mem_,      now_, mono_,    [this](JobId id) { return did(id, ActionKind::Lend); }};
     for (LendVerdict& v : decide_lends(*lends_, c)) {
         const Reservation& r = *v.resv;
         if (v.kind == LendVerdict::Kind::Renew) {
@@ -65,7 +65,7 @@ void Cycle::keep_lends() {
 
 void Cycle::keep_weights() {
     if (!cfg_.steer_weights) return;
-    for (auto& c : weight_changes(snap_, nodes_)) act({0, action::SetWeight{std::move(c.nodes), c.weight}});
+    for (auto& c : weight_changes(st_.snap, nodes_)) act({0, action::SetWeight{std::move(c.nodes), c.weight}});
     // not logged: it changes with every job that starts or ends (sinfo -o %w shows it)
 }
 
