@@ -251,7 +251,7 @@ for side in nvlslice expedite plain; do
         end=$(awk -v a="${STEADY_T0[$side]}" -v d="$STEADY" 'BEGIN { printf "%d", a + d }')
         while [ "$(date +%s)" -lt "$end" ]; do
             idle=$(sinfo -h -N -t idle -o %N | sort -u)
-            spare=$(scontrol show hostnames "$(scontrol show reservation nvlslice_spares 2>/dev/null | grep -o ' Nodes=[^ ]*' | cut -d= -f2)" 2>/dev/null | sort -u)
+            spare=$(scontrol show hostnames "$(resv_nodes)" 2>/dev/null | sort -u)
             lent=$(squeue -h -t R -o '%i' | while read -r j; do scontrol show job "$j" | grep -q 'AdminComment=.*lent=1' && echo "$j"; done | wc -l)
             echo "$(grep -c . <<< "$idle") $(comm -12 <(echo "$idle") <(echo "$spare") | grep -c .) $lent" >> "$OUT/steady-$side.samples"
             sleep 5

@@ -46,6 +46,12 @@ echo "# lease: a standby's reload that renames the reservations deletes none of 
 HB=$NVL_CLUSTER_DIR/etc/nvlslice-b.yaml
 MODE=$(nvl_mode)
 HB_GOOD=$(mktemp)
+reload_b() { # reload_b WHAT: SIGHUP to the second helper, awaited in its log
+    local n0
+    n0=$(grep -c "reloaded $HB" "$LOG2")
+    kill -HUP "$(cat "$NVL_CLUSTER_DIR/run/nvlsliced-b.pid")"
+    wait_for 10 bash -c "[ \$(grep -c 'reloaded $HB' '$LOG2') -gt $n0 ]" || not_ok "$1: $(tail -2 "$LOG2")"
+}
 cp "$HB" "$HB_GOOD"
 { grep -Ev '^(reservation|gate_reservation):' "$HB_GOOD"
   echo "reservation: nvlslice_spares_b"; echo "gate_reservation: nvlslice_gate_b"; } > "$HB"
@@ -54,18 +60,14 @@ cp "$HB" "$HB_GOOD"
 starts() { for r in nvlslice_spares $([ "$MODE" = gate ] && echo nvlslice_gate); do
     echo "$r $(scontrol -o show reservation "$r" 2>/dev/null | grep -o 'StartTime=[^ ]*')"; done | xargs; }
 before=$(starts)
-n0=$(grep -c "reloaded $HB" "$LOG2")
-kill -HUP "$(cat "$NVL_CLUSTER_DIR/run/nvlsliced-b.pid")"
-wait_for 10 bash -c "[ \$(grep -c 'reloaded $HB' '$LOG2') -gt $n0 ]" || not_ok "the standby reloads: $(tail -2 "$LOG2")"
+reload_b "the standby reloads"
 # a standby's cycle comes every second: three of them, and the active
 # helper's reservations are the same ones, never deleted
 sleep 3
 expect_eq "the active helper's reservations kept, never made again" "$before" "$(starts)"
 expect_eq "the standby said it deleted none" "0" "$(grep -c 'renamed: deleted' "$LOG2")"
 cp "$HB_GOOD" "$HB"; rm -f "$HB_GOOD"
-n0=$(grep -c "reloaded $HB" "$LOG2")
-kill -HUP "$(cat "$NVL_CLUSTER_DIR/run/nvlsliced-b.pid")"
-wait_for 10 bash -c "[ \$(grep -c 'reloaded $HB' '$LOG2') -gt $n0 ]" || not_ok "the standby reloads its own names again: $(tail -2 "$LOG2")"
+reload_b "the standby reloads its own names again"
 
 echo "# lease: a repair is the active helper's alone"
 J=$(sbatch --parsable -N 16 --nvl-slice=16 --requeue -J leased --wrap 'sleep 600')
