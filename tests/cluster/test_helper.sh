@@ -194,6 +194,33 @@ scancel "$L"
 # the repaired job's batch step has started before it is cancelled
 wait_for 15 bash -c "squeue -h -s -o %i 2>/dev/null | grep -q '^$J\.batch\$'"
 
+if [ "$MODE" = native ]; then
+    echo "# helper (native): checkpointable work Slurm starts before the helper's cycle sees it stands in for its rack's spares"
+    # Slurm starts such work at submission, or by its backfill while the
+    # helper saw no room for it: recorded lent by the placement's rule all
+    # the same, so that its rack's spares may take other work (as they do
+    # for the work the helper itself placed, above)
+    cleanup; resume_all
+    settle
+    spares_are() { [ "$(resv_nodes)" = "$1" ]; }
+    wait_for 10 spares_are 'nvl[0017-0018,0035-0036]'
+    SPID=$(cat "$NVL_CLUSTER_DIR/run/nvlsliced.pid")
+    kill -STOP "$SPID" # no cycle while Slurm starts it
+    S=$(sbatch --parsable -N 2 --nvl-slice=2 --nvl-checkpointable --requeue -J small --wrap 'sleep 300')
+    wait_for 15 bash -c "[ \"\$(squeue -h -j $S -t R -o %i | wc -l)\" = 1 ]"
+    expect_eq "Slurm started it before any cycle of the helper saw it" "RUNNING " "$(squeue -h -j "$S" -o %T) $(record "$S")"
+    kill -CONT "$SPID"
+    small_lent() { record "$S" | grep -q 'lent=1'; }
+    wait_for 10 small_lent
+    expect_match "recorded as lent once the helper sees it" 'placed slice=2 .*lent=1' "$(record "$S")"
+    case $(rack_of "$S") in rack001) OTHER='nvl[0035-0036]' ;; *) OTHER='nvl[0017-0018]' ;; esac
+    wait_for 10 spares_are "$OTHER"
+    expect_eq "its rack's spares left the reservation: other work may run there" "$OTHER" "$(resv_nodes)"
+    scancel "$S"
+    wait_for 15 spares_are 'nvl[0017-0018,0035-0036]'
+    expect_eq "kept again once it ended" "nvl[0017-0018,0035-0036]" "$(resv_nodes)"
+fi
+
 echo "# helper: rack001 out of spares -> the slice moves to the other rack, or waits with the reason"
 cleanup; resume_all
 settle

@@ -243,33 +243,65 @@ TEST_CASE("repair stage: how a job started without a record of ours", "[repair_s
     const SlurmJob& whole = w.run(1, "n[001-016]");
     const SlurmJob& across = w.run(2, "n[009-024]");
     const SlurmJob& stuck = w.run(3, "n[009-024]", false, true);
-    auto native = decide_started(w.map, slice_job_of(whole, 16, std::nullopt, true));
+    auto native = decide_started(w.map, slice_job_of(whole, 16, std::nullopt, true), LendScope::Checkpointable);
     CHECK(native.kind == StartCase::Native);
     CHECK(native.rec.why == Why::None);
     CHECK(native.rec.slices == std::vector<std::string>{"n[001-016]"});
-    auto native_across = decide_started(w.map, slice_job_of(across, 16, std::nullopt, true));
+    auto native_across = decide_started(w.map, slice_job_of(across, 16, std::nullopt, true), LendScope::Checkpointable);
     CHECK(native_across.kind == StartCase::Native);
     CHECK(native_across.rec.why == Why::AcrossRacks);
     CHECK(native_across.rec.split);
     // started where the helper pinned it: the record catches up, even across racks
-    auto ours = decide_started(w.map, slice_job_of(across, 16, placed(2, {"n[009-024]"}, RecordState::Restarting)));
+    auto ours = decide_started(w.map, slice_job_of(across, 16, placed(2, {"n[009-024]"}, RecordState::Restarting)),
+                               LendScope::Checkpointable);
     CHECK(ours.kind == StartCase::Ours);
     CHECK(ours.rec.state == RecordState::Placed);
     CHECK_FALSE(ours.rec.hold);
     SliceJob task = slice_job_of(whole, 16);
     task.copied_from = 9;
-    CHECK(decide_started(w.map, task).kind == StartCase::ArrayTask);
-    CHECK(decide_started(w.map, slice_job_of(whole, 16)).kind == StartCase::GateOff);
+    CHECK(decide_started(w.map, task, LendScope::Checkpointable).kind == StartCase::ArrayTask);
+    CHECK(decide_started(w.map, slice_job_of(whole, 16), LendScope::Checkpointable).kind == StartCase::GateOff);
     // rack-blind: requeued to be placed, or said once when it cannot be
-    auto escaped = decide_started(w.map, slice_job_of(across, 16));
+    auto escaped = decide_started(w.map, slice_job_of(across, 16), LendScope::Checkpointable);
     CHECK(escaped.kind == StartCase::Escaped);
     CHECK(escaped.rec.state == RecordState::Waiting);
     CHECK(escaped.rec.slices.empty());
     CHECK(escaped.rec.why == Why::Escaped);
-    auto blind = decide_started(w.map, slice_job_of(stuck, 16));
+    auto blind = decide_started(w.map, slice_job_of(stuck, 16), LendScope::Checkpointable);
     CHECK(blind.kind == StartCase::RanRackBlind);
     CHECK(blind.rec.why == Why::RanRackBlind);
-    CHECK(decide_started(w.map, slice_job_of(stuck, 16, blind.rec)).kind == StartCase::Said);
+    CHECK(decide_started(w.map, slice_job_of(stuck, 16, blind.rec), LendScope::Checkpointable).kind == StartCase::Said);
+}
+
+TEST_CASE("repair stage: work Slurm started natively stands in for spares by the placement's rule",
+          "[repair_stage][quick]") {
+    World w;
+    const SlurmJob& small = w.run(1, "n[001-004]");
+    const SlurmJob& slice = w.run(2, "n[019-034]");
+    const SlurmJob& interactive = w.run(3, "n[037-038]", true, false);
+    const auto lent = [&](const SlurmJob& j, bool ckpt, std::optional<PlacementRecord> rec = std::nullopt,
+                          LendScope lend = LendScope::Checkpointable) {
+        const StartDecision d = decide_started(w.map, slice_job_of(j, int(j.nodes.size()), rec, true, ckpt), lend);
+        CHECK(d.kind == StartCase::Native);
+        return d.rec.lent;
+    };
+    // started at submission, or by Slurm's backfill while the helper saw no
+    // room: no record said lent, and its nodes stood in for no spare
+    CHECK(lent(small, true));
+    // a record written while it waited (no room then) changes nothing
+    PlacementRecord waiting;
+    waiting.job = 1;
+    waiting.state = RecordState::Waiting;
+    CHECK(lent(small, true, waiting));
+    // not checkpointable, a slice or more, interactive, or lending off
+    CHECK_FALSE(lent(small, false));
+    CHECK_FALSE(lent(slice, true));
+    CHECK_FALSE(lent(interactive, true));
+    CHECK_FALSE(lent(small, true, std::nullopt, LendScope::None));
+    CHECK_FALSE(lent(small, true, std::nullopt, LendScope::SingleNode));
+    // a repaired job waiting for room was given the spares, not lent them
+    waiting.repair_wait = true;
+    CHECK_FALSE(lent(small, true, waiting));
 }
 
 TEST_CASE("repair stage: evacuees move to a healthy rack, checkpointable first", "[repair_stage][quick]") {

@@ -132,10 +132,7 @@ PlacementResult place_or_borrow(const Snapshot& snap, SliceRequest req, bool may
     PlacementResult r = place(snap, req);
     if (r.ok) {
         // Preemptible work smaller than a slice stands in for its rack's
-        // spares wherever it runs: a repair there takes it back as it takes
-        // back a lent spare, so the rack's idle spare nodes may take other
-        // work instead of waiting for repairs that rarely come. A slice job
-        // does not (its own failure needs the spares it would give away).
+        // spares wherever it runs (stands_in_for_spares()).
         lent = may_borrow && n < snap.map().defaults().default_slice;
         return r;
     }

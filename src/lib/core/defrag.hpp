@@ -57,6 +57,16 @@ inline bool may_borrow_spares(const JobTraits& t, LendScope scope = LendScope::C
     return scope == LendScope::Checkpointable || t.nodes == 1;
 }
 
+// Does the job stand in for its rack's spares wherever it runs? Work that
+// may borrow spares and is smaller than the map's default slice: a repair
+// there takes it back as it takes back a lent spare, so the rack's idle
+// spares may take other work. A slice job does not (its own failure needs
+// the spares it would give away). Whoever started it: the helper's
+// placement (place_or_borrow) and Slurm's own (native mode) alike.
+inline bool stands_in_for_spares(const JobTraits& t, LendScope scope, int default_slice) {
+    return may_borrow_spares(t, scope) && t.nodes < default_slice;
+}
+
 // Placement with the lending rule. A job that may borrow spares goes first
 // to racks whose idle kept spares can take it whole (spares first: they are
 // idle until a repair, and the racks' slice room stays whole); else `req` as

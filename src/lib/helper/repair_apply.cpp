@@ -148,7 +148,7 @@ void Cycle::evacuate() {
 
 void Cycle::apply_started(const SliceJob& sj) {
     const SlurmJob& j = *sj.job;
-    const StartDecision d = decide_started(map_, sj);
+    const StartDecision d = decide_started(map_, sj, cfg_.lend);
     auto where = [&] { return hostlist_compress(j.nodes); }; // only for the lines that name it
     switch (d.kind) {
     case StartCase::Said: return;

@@ -198,7 +198,7 @@ RunningDecision decide_running(const RackMap& map, const Observation& obs, const
     return d;
 }
 
-StartDecision decide_started(const RackMap& map, const SliceJob& sj) {
+StartDecision decide_started(const RackMap& map, const SliceJob& sj, LendScope lend) {
     const SlurmJob& j = *sj.job;
     StartDecision d;
     const PlacementRecord rec = sj.rec.value_or(PlacementRecord{});
@@ -211,6 +211,14 @@ StartDecision decide_started(const RackMap& map, const SliceJob& sj) {
         // the rack map and topology.conf make one rack
         d.kind = StartCase::Native;
         d.rec = std::move(placed.rec);
+        // Lent work by the placement's rule, whoever started it: Slurm
+        // starts such work at submission or by its backfill while the
+        // helper saw no room for it, before any record said lent, and it
+        // would then never stand in for its rack's spares. A repaired job
+        // waiting for room was given spares, not lent them.
+        if (!(sj.rec && sj.rec->repair_wait))
+            d.rec.lent = stands_in_for_spares({sj.tag.checkpointable, j.requeue, j.batch, int(j.nodes.size())}, lend,
+                                              map.defaults().default_slice);
         if (!placed.whole)
             d.rec.set_reason(Why::AcrossRacks, "Slurm placed its segments across racks: do topology.conf and the rack "
                                                "map agree (nvl-topo check)?");

@@ -24,6 +24,7 @@
 //                        pinned node failed (plan_pinned_repair()).
 #pragma once
 
+#include "defrag.hpp"
 #include "model.hpp"
 #include "observe.hpp"
 #include "placement.hpp"
@@ -99,7 +100,10 @@ struct StartDecision {
     StartCase kind = StartCase::Said;
     PlacementRecord rec; // the record it gets
 };
-StartDecision decide_started(const RackMap& map, const SliceJob& sj);
+// `lend`: the helper's lend_spares; work Slurm started natively that may
+// borrow spares and is smaller than a slice is recorded lent
+// (stands_in_for_spares()), as the helper's own placement records it.
+StartDecision decide_started(const RackMap& map, const SliceJob& sj, LendScope lend);
 
 // Every node of a record's slices, in map order.
 std::vector<NodeId> recorded_nodes(const RackMap& map, const PlacementRecord& r);
