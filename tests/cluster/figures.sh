@@ -114,7 +114,7 @@ bench() {
             return sprintf("%s %.1f (%s, %d s)", name[s], snh[s], srun[s], ssec[s])
         }
         # the goals, nvlslice against its own and Slurm alone'"'"'s lines
-        function goals(first, rest,   i, k, key, e, lim, b, bs, loss) {
+        function goals(first, rest,   i, k, key, e, lim, b, bs, loss, whole_c, bn, bb) {
             wrap("the goals, met or not by the lines above (p99 of fewer than 100 trials: the slowest):", first, first)
             for (i = 1; i <= 4; i++) {
                 k = kinds[i]; key = "nvlslice/" k; e = "expedite/" k
@@ -136,8 +136,14 @@ bench() {
             b = "expedite"
             if (!(b in snh) || (("plain" in snh) && snh["plain"] > snh[b])) b = "plain"
             loss = 100 * (snh[b] - snh["nvlslice"]) / snh[b]
-            wrap(sprintf("the spares'"'"' price, the backlog'"'"'s node-hours an hour at most the spares'"'"' share (2 of 18 nodes, 11 %%) below Slurm alone'"'"'s best: %s (%.0f %% below the %s'"'"'s)",
-                loss <= 100 * 2 / 18 ? "met" : "not met", loss, name[b]), first, rest)
+            # and the whole cluster'"'"'s busy share, the measured job'"'"'s nodes counted
+            whole_c = ""
+            if (sbusy["nvlslice"] != "" && sbusy[b] != "") {
+                bn = sbusy["nvlslice"]; bb = sbusy[b]; sub(/ of the cluster/, "", bn); sub(/ of the cluster/, "", bb)
+                whole_c = sprintf("; the whole cluster, the measured job'"'"'s nodes counted: %s busy against %s", bn, bb)
+            }
+            wrap(sprintf("the spares'"'"' price, the backlog'"'"'s node-hours an hour at most the spares'"'"' share (2 of 18 nodes, 11 %%) below Slurm alone'"'"'s best: %s (%.0f %% below the %s'"'"'s%s)",
+                loss <= 100 * 2 / 18 ? "met" : "not met", loss, name[b], whole_c), first, rest)
         }
         function steadies(first, rest,   j, t) {
             t = ""
