@@ -114,7 +114,7 @@ auto read_or_say(Load&& load, bool& failed, const char* again, const char* witho
 // this helper acts: the old ones go, their jobs taken out of them; the
 // cycles make the new ones. A failure is said and kept for the next
 // cycle; the old reservation stays meanwhile, visible in sinfo -T.
-void retire_renamed(SlurmCluster& slurm, Renamed& renamed, bool dry) {
+void retire_renamed(SlurmCluster& slurm, const HelperConfig& cfg, Renamed& renamed, bool dry) {
     try {
         std::vector<Reservation> every;
         slurm.load_reservations({}, "", nullptr, &every);
@@ -123,7 +123,7 @@ void retire_renamed(SlurmCluster& slurm, Renamed& renamed, bool dry) {
                 say(LOG_INFO, fmt::format("(dry run) would delete the renamed reservation {}", r.name));
                 continue;
             }
-            slurm.end_lend(r.job, {}, r.name); // deletes it (gone already: fine)
+            slurm.apply({r.job, action::EndLend{r.name, {}}}, action_names(cfg)); // deletes it (gone already: fine)
             say(LOG_INFO, r.job ? fmt::format("reservation {} renamed: job {} taken out of it, deleted", r.name, r.job)
                                 : fmt::format("reservation {} renamed: deleted", r.name));
         }
@@ -689,7 +689,7 @@ int main(int argc, char** argv) {
             }
             // acting from here on: the reservations a reload renamed go now
             // (a standby's reload leaves them to the helper that uses them)
-            if (!retiring.empty()) retire_renamed(slurm, retiring, dry);
+            if (!retiring.empty()) retire_renamed(slurm, s.reconcile, retiring, dry);
             bool failed = false;
             CycleStats stats;
             CyclePhases phases;

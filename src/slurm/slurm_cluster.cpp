@@ -1,4 +1,5 @@
 #include "slurm_cluster.hpp"
+#include "action.hpp"
 
 #include "config.h"
 
@@ -156,23 +157,24 @@ class SlurmClusterImpl final : public SlurmCluster {
     std::optional<LeaseView> load_lease(const std::string& name) override;
     bool take_lease(const std::string& name, const std::string& license, const std::string& id, int64_t end) override;
     void renew_lease(const std::string& name, int64_t end) override;
-    void pin_job(JobId id, const std::string& nodes, int64_t start_at) override;
-    void set_record(JobId id, const std::string& record) override;
-    void hold(JobId id) override;
-    void release(JobId id) override;
-    void requeue_hold(JobId id) override;
-    void requeue(JobId id) override;
-    void allow_requeue(JobId id) override;
-    void exclude_nodes(JobId id, const std::string& nodes, int64_t start_at) override;
-    void set_licenses(JobId id, const std::string& licenses) override;
-    void set_reservation(const std::string& name, const std::string& nodes, int64_t start_at, int64_t end_at) override;
-    void ensure_gate(const std::string& reservation, const std::string& license, int64_t end_at) override;
-    void lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& nodes,
-                    int64_t end_at) override;
-    void end_lend(JobId id, const std::vector<JobId>& others, const std::string& name) override;
-    void set_node_weight(const std::string& nodes, uint32_t weight) override;
-    void set_node_down(const std::string& node, const std::string& reason) override;
-    void abort_steps(JobId id) override;
+    void apply(const Action& a, const action::Names& names) override { a.run(*this, names); }
+    // The calls of the actions (action.hpp names each one's)
+    void pin_job(JobId id, const std::string& nodes, int64_t start_at);
+    void set_record(JobId id, const std::string& record);
+    void hold(JobId id);
+    void release(JobId id);
+    void requeue_hold(JobId id);
+    void requeue(JobId id);
+    void allow_requeue(JobId id);
+    void exclude_nodes(JobId id, const std::string& nodes, int64_t start_at);
+    void set_licenses(JobId id, const std::string& licenses);
+    void set_reservation(const std::string& name, const std::string& nodes, int64_t start_at, int64_t end_at);
+    void ensure_gate(const std::string& reservation, const std::string& license, int64_t end_at);
+    void lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& nodes, int64_t end_at);
+    void end_lend(JobId id, const std::vector<JobId>& others, const std::string& name);
+    void set_node_weight(const std::string& nodes, uint32_t weight);
+    void set_node_down(const std::string& node, const std::string& reason);
+    void abort_steps(JobId id);
 
   private:
     struct Cache;                  // frees the messages it holds

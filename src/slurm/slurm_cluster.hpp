@@ -18,8 +18,9 @@ class LeaseUnconfigured : public Error {
 
 // Slurm through libslurm: ClusterApi, and the reads only the helper and
 // the tools make. Its implementation, one class in slurm_cluster.cpp, is
-// the only place that says how each ClusterApi call becomes a libslurm
-// request: a new call is declared in ClusterApi and written there.
+// the only place that says how each action (action.hpp) becomes a libslurm
+// request: a new kind's call is written there, with the name its payload
+// gives it.
 class SlurmCluster : public ClusterApi {
   public:
     // The cluster of SLURM_CONF (libslurm's own configuration): one owner

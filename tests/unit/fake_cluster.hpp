@@ -5,6 +5,7 @@
 // and failures injected per operation and job.
 #pragma once
 
+#include "action.hpp"
 #include "cluster_api.hpp"
 #include "reconcile.hpp"
 #include "error.hpp"
@@ -49,29 +50,31 @@ class FakeCluster : public ClusterApi {
 
     std::vector<SlurmNode> load_nodes() override { return nodes; }
     std::vector<SlurmJob> load_jobs() override { return jobs; }
+    // every action by its kind (action.hpp): the method of its name below
+    void apply(const Action& a, const action::Names& names) override { a.run(*this, names); }
     std::optional<Reservation> load_reservation(const std::string& name) override {
         auto it = reservations.find(name);
         return it == reservations.end() ? std::nullopt : it->second;
     }
-    void pin_job(JobId id, const std::string& n, int64_t start_at) override {
+    void pin_job(JobId id, const std::string& n, int64_t start_at) {
         call(fmt::format("pin {}", id), fmt::format(" {} {}", n, start_at));
         job(id).req_nodes = n;
         if (start_at > 0) job(id).begin_time = start_at;
     }
-    void exclude_nodes(JobId id, const std::string& n, int64_t start_at) override {
+    void exclude_nodes(JobId id, const std::string& n, int64_t start_at) {
         call(fmt::format("exclude {}", id), fmt::format(" {} {}", n, start_at));
         job(id).exc_nodes = n;
         if (start_at > 0) job(id).begin_time = start_at;
     }
-    void set_record(JobId id, const std::string& record) override {
+    void set_record(JobId id, const std::string& record) {
         call(fmt::format("record {}", id));
         job(id).admin_comment = with_record(job(id).admin_comment, record);
     }
-    void hold(JobId id) override {
+    void hold(JobId id) {
         call(fmt::format("hold {}", id));
         held(job(id));
     }
-    void release(JobId id) override {
+    void release(JobId id) {
         call(fmt::format("release {}", id));
         SlurmJob& j = job(id);
         j.held = j.admin_held = false;
@@ -81,24 +84,24 @@ class FakeCluster : public ClusterApi {
         j.priority = p != held_priority.end() ? p->second : std::max<uint32_t>(j.priority, 1);
         held_priority.erase(id);
     }
-    void requeue_hold(JobId id) override {
+    void requeue_hold(JobId id) {
         call(fmt::format("requeue-hold {}", id));
         requeued(job(id));
         held(job(id));
     }
-    void requeue(JobId id) override {
+    void requeue(JobId id) {
         call(fmt::format("requeue {}", id));
         requeued(job(id));
     }
-    void allow_requeue(JobId id) override {
+    void allow_requeue(JobId id) {
         call(fmt::format("allow-requeue {}", id));
         job(id).requeue = true;
     }
-    void set_licenses(JobId id, const std::string& l) override {
+    void set_licenses(JobId id, const std::string& l) {
         call(fmt::format("licenses {}", id), " \"" + l + "\"");
         job(id).licenses = l;
     }
-    void set_reservation(const std::string& name, const std::string& n, int64_t start_at, int64_t end_at) override {
+    void set_reservation(const std::string& name, const std::string& n, int64_t start_at, int64_t end_at) {
         call("reservation", fmt::format(" {} {} {} {}", name, n, start_at, end_at));
         if (n.empty())
             reservations[name].reset(); // as the adapter does: no nodes, no reservation
@@ -111,13 +114,12 @@ class FakeCluster : public ClusterApi {
     // As slurmctld: the reservation (for the job's owner), then the job in
     // it; ended, the job leaves it first (a reservation a job still uses is
     // not deleted: ESLURM_RESERVATION_BUSY).
-    void lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& n,
-                    int64_t end_at) override {
+    void lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& n, int64_t end_at) {
         call(fmt::format("lend {}", id), fmt::format(" {} {} {}", user_id, name, n));
         reservations[name] = Reservation{name, n, now, end_at};
         job(id).reservation = name;
     }
-    void end_lend(JobId id, const std::vector<JobId>& others, const std::string& name) override {
+    void end_lend(JobId id, const std::vector<JobId>& others, const std::string& name) {
         call(fmt::format("end-lend {}", id), " " + name);
         // a job that ended meanwhile is no error
         for (auto& j : jobs)
@@ -135,21 +137,21 @@ class FakeCluster : public ClusterApi {
             if (r && cfg.lend_job(name)) out.push_back(*r);
         return out;
     }
-    void ensure_gate(const std::string& reservation, const std::string& license, int64_t end_at) override {
+    void ensure_gate(const std::string& reservation, const std::string& license, int64_t end_at) {
         call("gate", fmt::format(" {} {}", reservation, license));
         if (!reservations[reservation])
             reservations[reservation] = Reservation{reservation, "", now, end_at};
         else if (end_at > 0)
             reservations[reservation]->end_time = end_at;
     }
-    void set_node_weight(const std::string& n, uint32_t w) override {
+    void set_node_weight(const std::string& n, uint32_t w) {
         call(fmt::format("weight {}", w), " " + n);
         for (const auto& name : hostlist_expand(n))
             for (auto& x : nodes)
                 if (x.name == name) x.weight = w;
     }
-    void abort_steps(JobId id) override { call(fmt::format("abort-steps {}", id)); }
-    void set_node_down(const std::string& n, const std::string& reason) override {
+    void abort_steps(JobId id) { call(fmt::format("abort-steps {}", id)); }
+    void set_node_down(const std::string& n, const std::string& reason) {
         call("down " + n, " \"" + reason + "\"");
         for (auto& x : nodes)
             if (x.name == n) {

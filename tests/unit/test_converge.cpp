@@ -11,6 +11,7 @@
 // the spare reservation; a requeued job completes for a second (it is
 // neither running nor pending then), then waits with a begin time later; a
 // node marked DOWN requeues its job.
+#include "action.hpp"
 #include "cluster_api.hpp"
 #include "error.hpp"
 #include "fixtures.hpp"
@@ -52,53 +53,55 @@ class SlurmModel final : public ClusterApi {
 
     std::vector<SlurmNode> load_nodes() override { return nodes; }
     std::vector<SlurmJob> load_jobs() override { return jobs; }
+    // every action by its kind (action.hpp): the method of its name below
+    void apply(const Action& a, const action::Names& names) override { a.run(*this, names); }
     std::optional<Reservation> load_reservation(const std::string& name) override {
         auto it = resvs.find(name);
         if (it == resvs.end()) return std::nullopt;
         return it->second;
     }
-    void pin_job(JobId id, const std::string& n, int64_t start_at) override {
+    void pin_job(JobId id, const std::string& n, int64_t start_at) {
         SlurmJob& j = pending(id, "pin");
         j.req_nodes = n;
         if (start_at) j.begin_time = start_at;
     }
-    void exclude_nodes(JobId id, const std::string& n, int64_t start_at) override {
+    void exclude_nodes(JobId id, const std::string& n, int64_t start_at) {
         SlurmJob& j = pending(id, "exclude");
         j.exc_nodes = n;
         if (start_at) j.begin_time = start_at;
     }
-    void set_licenses(JobId id, const std::string& l) override { pending(id, "licenses").licenses = l; }
-    void set_record(JobId id, const std::string& record) override {
+    void set_licenses(JobId id, const std::string& l) { pending(id, "licenses").licenses = l; }
+    void set_record(JobId id, const std::string& record) {
         job(id, "record").admin_comment = with_record(job(id, "record").admin_comment, record);
     }
-    void hold(JobId id) override {
+    void hold(JobId id) {
         SlurmJob& j = pending(id, "hold");
         j.held = j.admin_held = true;
         j.priority = 0;
     }
-    void release(JobId id) override {
+    void release(JobId id) {
         SlurmJob& j = pending(id, "release");
         j.held = j.admin_held = false;
         j.priority = 1000;
     }
-    void requeue_hold(JobId id) override { requeue_job(job(id, "requeue-hold"), true); }
-    void requeue(JobId id) override { requeue_job(job(id, "requeue"), false); }
-    void allow_requeue(JobId id) override { job(id, "allow-requeue").requeue = true; }
-    void set_reservation(const std::string& name, const std::string& n, int64_t start_at, int64_t end_at) override {
+    void requeue_hold(JobId id) { requeue_job(job(id, "requeue-hold"), true); }
+    void requeue(JobId id) { requeue_job(job(id, "requeue"), false); }
+    void allow_requeue(JobId id) { job(id, "allow-requeue").requeue = true; }
+    void set_reservation(const std::string& name, const std::string& n, int64_t start_at, int64_t end_at) {
         tick("reservation");
         if (n.empty())
             resvs.erase(name);
         else
             resvs[name] = Reservation{name, n, start_at, end_at};
     }
-    void lend_nodes(JobId id, uint32_t, const std::string& name, const std::string& n, int64_t end_at) override {
+    void lend_nodes(JobId id, uint32_t, const std::string& name, const std::string& n, int64_t end_at) {
         tick("lend");
         resvs[name] = Reservation{name, n, 0, end_at};
         find(id).reservation = name;
     }
     // as slurmctld: a reservation a job still uses (pending, running or
     // completing) is not deleted
-    void end_lend(JobId id, const std::vector<JobId>& others, const std::string& name) override {
+    void end_lend(JobId id, const std::vector<JobId>& others, const std::string& name) {
         tick("end-lend");
         for (auto& j : jobs)
             if (j.id == id || std::count(others.begin(), others.end(), j.id)) j.reservation.clear();
@@ -112,18 +115,18 @@ class SlurmModel final : public ClusterApi {
             if (cfg.lend_job(name)) out.push_back(r);
         return out;
     }
-    void ensure_gate(const std::string& reservation, const std::string&, int64_t end_at) override {
+    void ensure_gate(const std::string& reservation, const std::string&, int64_t end_at) {
         tick("gate");
         resvs[reservation] = Reservation{reservation, "", 0, end_at};
     }
     // Updates Slurm accepts on a job that is pending or still completing.
-    void set_node_weight(const std::string& n, uint32_t w) override {
+    void set_node_weight(const std::string& n, uint32_t w) {
         tick("weight");
         for (const auto& name : hostlist_expand(n)) node(name).weight = w;
     }
     // the steps' end comes with the requeue that follows
-    void abort_steps(JobId) override { tick("abort-steps"); }
-    void set_node_down(const std::string& n, const std::string& reason) override {
+    void abort_steps(JobId) { tick("abort-steps"); }
+    void set_node_down(const std::string& n, const std::string& reason) {
         tick("down");
         failed.insert(n);
         node(n).failed = true;

@@ -292,9 +292,10 @@ TEST_CASE("slurmctld away in the middle of a batch: apply stops there; a stop re
           "[safety][apply][quick]") {
     struct Away final : FakeCluster {
         int calls_left = 2;
-        void set_record(JobId id, const std::string& text) override {
-            if (calls_left-- <= 0) throw Unreachable("Unable to contact slurm controller (connect failure)");
-            FakeCluster::set_record(id, text);
+        void apply(const Action& a, const action::Names& names) override {
+            if (a.kind() == ActionKind::SetRecord && calls_left-- <= 0)
+                throw Unreachable("Unable to contact slurm controller (connect failure)");
+            FakeCluster::apply(a, names);
         }
     } fake;
     for (JobId id : {1u, 2u, 3u, 4u}) {

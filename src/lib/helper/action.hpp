@@ -1,8 +1,11 @@
 // nvlslice — what a cycle asks Slurm to do: one typed payload per kind.
 //
-// Each payload names itself, holds exactly what its kind needs, makes its
-// own ClusterApi call, and says what the cycle and apply() need to know of
-// it (each a default unless the kind says otherwise):
+// Each kind is described here, in one place: its payload holds exactly
+// what it needs, says what Slurm is asked (its contract, in the comment
+// above it), names the call it makes on the applier (run(): the adapter's
+// and the tests' fakes' method of that name), and says what the cycle and
+// apply() need to know of it (each a default unless the kind says
+// otherwise):
 //   phase(job, now)   when the cycle sends it (Phase; Prepare by default)
 //   follow_up(now)    whether the steps of a repair or restart follow it
 //                     closely (the next cycle comes sooner)
@@ -12,11 +15,12 @@
 //   after_refused_lend  skipped after such a refusal
 //   requeues          a requeue: its time is remembered (requeued_at)
 //   key()             what a refusal backs off, for kinds with many targets
-// Adding a kind touches three files: this one (the payload, its place in
-// ActionKind and ActionPayload), cluster_api.hpp (the call) and
-// src/slurm/slurm_cluster.cpp (the call through libslurm); the tests'
-// FakeCluster models it. apply(), the planner, the logs and the backoff
-// take it from here.
+// ClusterApi takes every kind through one call, apply(Action). Adding a
+// kind touches this file (the payload, its place in ActionKind and
+// ActionPayload) and src/slurm/slurm_cluster.cpp (its method through
+// libslurm: the build fails until it is there); the tests' fakes model it
+// the same way. apply(), the planner, the logs and the backoff take it
+// from here.
 #pragma once
 
 #include "cluster_api.hpp"
@@ -55,14 +59,14 @@ struct Names {
 // Admin hold (priority 0).
 struct Hold {
     static constexpr const char* name = "hold";
-    void run(ClusterApi& api, JobId job, const Names&) const { api.hold(job); }
+    template <class Api> void run(Api& api, JobId job, const Names&) const { api.hold(job); }
 };
-// Required nodes and StartTime.
+// Required node list and, when start_at > 0, StartTime (epoch seconds).
 struct Pin {
     static constexpr const char* name = "pin";
     std::string nodes;
     int64_t start_at = 0;
-    void run(ClusterApi& api, JobId job, const Names&) const { api.pin_job(job, nodes, start_at); }
+    template <class Api> void run(Api& api, JobId job, const Names&) const { api.pin_job(job, nodes, start_at); }
     Phase phase(JobId, int64_t) const { return Phase::Start; }
     bool follow_up(int64_t now) const { return start_at > now; }
 };
@@ -70,65 +74,80 @@ struct Pin {
 struct PinOnly {
     static constexpr const char* name = "pin-nodes";
     std::string nodes;
-    void run(ClusterApi& api, JobId job, const Names&) const { api.pin_job(job, nodes, 0); }
+    template <class Api> void run(Api& api, JobId job, const Names&) const { api.pin_job(job, nodes, 0); }
 };
-// Native mode's pin: the excluded nodes ("" = none), StartTime when > 0.
+// Native mode's pin: every node but the target excluded (ExcNodeList),
+// and StartTime when start_at > 0; "" clears the exclusion. Slurm
+// 24.05-25.05 refuse a ReqNodeList on a job of several segments.
 struct Exclude {
     static constexpr const char* name = "exclude";
     std::string nodes;
     int64_t start_at = 0;
-    void run(ClusterApi& api, JobId job, const Names&) const { api.exclude_nodes(job, nodes, start_at); }
+    template <class Api> void run(Api& api, JobId job, const Names&) const { api.exclude_nodes(job, nodes, start_at); }
     Phase phase(JobId, int64_t) const { return start_at > 0 ? Phase::Start : Phase::Prepare; }
     bool follow_up(int64_t now) const { return start_at > now; }
 };
 struct Release {
     static constexpr const char* name = "release";
-    void run(ClusterApi& api, JobId job, const Names&) const { api.release(job); }
+    template <class Api> void run(Api& api, JobId job, const Names&) const { api.release(job); }
     Phase phase(JobId, int64_t) const { return Phase::Start; }
     bool follow_up(int64_t) const { return true; }
 };
+// Requeue a running batch job, held (RequeueHold) or not (Requeue). Slurm
+// refuses interactive allocations and --no-requeue jobs.
 struct RequeueHold {
     static constexpr const char* name = "requeue-hold";
     static constexpr bool requeues = true;
-    void run(ClusterApi& api, JobId job, const Names&) const { api.requeue_hold(job); }
+    template <class Api> void run(Api& api, JobId job, const Names&) const { api.requeue_hold(job); }
     bool follow_up(int64_t) const { return true; }
 };
 struct Requeue {
     static constexpr const char* name = "requeue";
     static constexpr bool requeues = true;
-    void run(ClusterApi& api, JobId job, const Names&) const { api.requeue(job); }
+    template <class Api> void run(Api& api, JobId job, const Names&) const { api.requeue(job); }
     bool follow_up(int64_t) const { return true; }
 };
-// The helper's record (its part of the job's admin_comment; "" takes it
-// out, the site's text kept).
+// The helper's record into the job's AdminComment, in place of the one
+// there, the site's text around it kept as it stands (with_record); ""
+// takes the record out.
 struct SetRecord {
     static constexpr const char* name = "record";
     std::string text;
-    void run(ClusterApi& api, JobId job, const Names&) const { api.set_record(job, text); }
+    template <class Api> void run(Api& api, JobId job, const Names&) const { api.set_record(job, text); }
 };
-// The spare reservation's nodes, until end_at (its lease).
+// The spare reservation's nodes, until end_at (its lease). A node
+// reservation for root (IGNORE_JOBS: nodes may still run jobs), created,
+// updated or (nodes empty) deleted; Protect's too. start_at / end_at 0:
+// from now, without end; a start in the future keeps off the nodes only
+// the jobs that would still run then (Slurm's own rule). An existing one
+// is given end_at too (when not 0).
 struct SetReservation {
     static constexpr const char* name = "reservation";
     static constexpr bool after_refused_lend = true;
     std::string nodes;
     int64_t end_at = 0;
-    void run(ClusterApi& api, JobId, const Names& n) const { api.set_reservation(n.reservation, nodes, 0, end_at); }
+    template <class Api> void run(Api& api, JobId, const Names& n) const {
+        api.set_reservation(n.reservation, nodes, 0, end_at);
+    }
     Phase phase(JobId, int64_t) const { return Phase::Spares; }
 };
+// Slurm's scheduling weight of the nodes (a hostlist): Slurm gives a job
+// the lowest-weight nodes that fit.
 struct SetWeight {
     static constexpr const char* name = "weight";
     std::string nodes;
     uint32_t weight = 0;
-    void run(ClusterApi& api, JobId, const Names&) const { api.set_node_weight(nodes, weight); }
+    template <class Api> void run(Api& api, JobId, const Names&) const { api.set_node_weight(nodes, weight); }
     Phase phase(JobId, int64_t) const { return Phase::Upkeep; }
     // a refusal backs off this change only, not every weight
     std::string key() const { return std::string(name) + " " + nodes + " " + std::to_string(weight); }
 };
-// The job's whole license request (the gate on or off).
+// The job's license request, replaced as a whole ("" = none): how the
+// gate license is put on a job and taken off it.
 struct SetLicenses {
     static constexpr const char* name = "licenses";
     std::string licenses;
-    void run(ClusterApi& api, JobId job, const Names&) const { api.set_licenses(job, licenses); }
+    template <class Api> void run(Api& api, JobId job, const Names&) const { api.set_licenses(job, licenses); }
     Phase phase(JobId job, int64_t) const { return job ? Phase::Start : Phase::Prepare; }
 };
 // The protection reservation: nodes ("" = none) from start_at to end_at.
@@ -137,37 +156,49 @@ struct Protect {
     std::string nodes;
     int64_t start_at = 0;
     int64_t end_at = 0;
-    void run(ClusterApi& api, JobId, const Names& n) const {
+    template <class Api> void run(Api& api, JobId, const Names& n) const {
         api.set_reservation(n.protect_reservation, nodes, start_at, end_at);
     }
     Phase phase(JobId, int64_t) const { return nodes.empty() ? Phase::Unprotect : Phase::Start; }
 };
-// Creates the gate reservation, or moves its end (its lease) to end_at.
+// Creates, if missing, the license-only reservation that holds every gate
+// license for root, so that jobs requesting it wait (Reason=Licenses) with
+// their priority computed, until the helper takes it off them; until end_at
+// (its lease; 0: far on), which an existing one is given too.
 struct Gate {
     static constexpr const char* name = "gate";
     int64_t end_at = 0;
-    void run(ClusterApi& api, JobId, const Names& n) const {
+    template <class Api> void run(Api& api, JobId, const Names& n) const {
         api.ensure_gate(n.gate_reservation, n.gate_license, end_at);
     }
     Phase phase(JobId, int64_t) const { return Phase::Upkeep; }
 };
-// Drains the node and marks it DOWN, with `reason` for Slurm and the admin.
+// Drains the node and marks it DOWN, with `reason` for Slurm and the admin:
+// Slurm lets go of its jobs at once (requeued if they may be), as for a
+// node it marks DOWN itself, and the node stays out until an admin resumes
+// it.
 struct NodeDown {
     static constexpr const char* name = "node-down";
     std::string nodes; // one node
     std::string reason;
-    void run(ClusterApi& api, JobId, const Names&) const { api.set_node_down(nodes, reason); }
+    template <class Api> void run(Api& api, JobId, const Names&) const { api.set_node_down(nodes, reason); }
     bool follow_up(int64_t) const { return true; }
     std::string key() const { return std::string(name) + " " + nodes + " " + reason; }
 };
-// Requeue=1 again on a lent job.
+// Requeue=1 again on a lent job: Slurm may requeue it again, the terms on
+// which a job borrows a rack's spare, which its owner may not withdraw.
 struct AllowRequeue {
     static constexpr const char* name = "allow-requeue";
-    void run(ClusterApi& api, JobId job, const Names&) const { api.allow_requeue(job); }
+    template <class Api> void run(Api& api, JobId job, const Names&) const { api.allow_requeue(job); }
 };
 
-// The job waits for its lent spare(s) in a reservation of its
-// own (cluster_api.hpp, lend_nodes).
+// The job waits for its lent spare(s) in a reservation of its own: a
+// reservation on `nodes` for the job's owner alone (OVERLAP: made while
+// the spare reservation still holds the nodes, which leave it next), and
+// the job moved into it. Until the job starts there, no other job may take
+// the nodes, and Slurm's scheduler sorts it first and tests it apart from
+// its partition's queue. An existing reservation of that name is given
+// these nodes. It ends at end_at (0: without end).
 // Made (and ended) before the spare reservation changes, whatever the
 // job's earlier actions: never after it, when the spare would be free to
 // any job meanwhile.
@@ -179,24 +210,32 @@ struct Lend {
     uint32_t user_id = 0;
     std::string reservation;
     int64_t end_at = 0; // its lease
-    void run(ClusterApi& api, JobId job, const Names&) const {
+    template <class Api> void run(Api& api, JobId job, const Names&) const {
         api.lend_nodes(job, user_id, reservation, nodes, end_at);
     }
 };
-// Its steps aborted, before the requeue that its silent node brings (see
-// cluster_api.hpp, abort_steps).
+// Its steps aborted (not its batch script) on every node whose slurmd
+// answers, just before the requeue its silent node brings: Slurm's own
+// abort signal (SIG_ABORT, 997 in every release from 22.05 to 26.05),
+// which kills the tasks and tells each slurmstepd to report its end at
+// once, where a killed step's stepd waits up to 60 s for every child of it
+// in the step's reverse tree (REVERSE_TREE_CHILDREN_TIMEOUT, compiled into
+// Slurm), a dead node's included, before its node may complete the job.
+// The extern step (PrologFlags=Contain) still waits.
 struct AbortSteps {
     static constexpr const char* name = "abort-steps";
-    void run(ClusterApi& api, JobId job, const Names&) const { api.abort_steps(job); }
+    template <class Api> void run(Api& api, JobId job, const Names&) const { api.abort_steps(job); }
 };
-// Its end: the job (0: none) and `others` leave the reservation, which is
-// deleted.
+// A lend reservation's end: the job (0: none) and the `others` in it (a
+// task its job array split off, a job its owner put there) leave it
+// (Reservation=""; a job that ended meanwhile is no error), then it is
+// deleted; one already gone is no error.
 struct EndLend {
     static constexpr const char* name = "end-lend";
     static constexpr bool own_order = true;
     std::string reservation;
     std::vector<JobId> others;
-    void run(ClusterApi& api, JobId job, const Names&) const { api.end_lend(job, others, reservation); }
+    template <class Api> void run(Api& api, JobId job, const Names&) const { api.end_lend(job, others, reservation); }
     std::string key() const { return std::string(name) + " " + reservation; }
 };
 
@@ -309,7 +348,9 @@ struct Action {
             },
             what);
     }
-    void run(ClusterApi& api, const action::Names& names) const {
+    // The call it makes on `api` (the adapter's and the tests' fakes'
+    // ClusterApi::apply()), by its payload's run().
+    template <class Api> void run(Api& api, const action::Names& names) const {
         std::visit([&](const auto& p) { p.run(api, job, names); }, what);
     }
     // What its kind says (the comment at the top of this file): the

@@ -1,6 +1,7 @@
-// nvlslice — the cluster as the helper sees it, and the few operations it
-// performs. The one implementation over libslurm lives in src/slurm/; unit
-// tests use a fake. Records mirror what Slurm reports, already decoded.
+// nvlslice — the cluster as the helper sees it, and the one call through
+// which it acts (apply(), with the actions of action.hpp). The one
+// implementation over libslurm lives in src/slurm/; unit tests use a fake. Records mirror what Slurm reports, already
+// decoded.
 #pragma once
 
 #include "model.hpp"
@@ -12,6 +13,11 @@
 #include <vector>
 
 namespace nvl {
+
+struct Action; // action.hpp
+namespace action {
+struct Names;
+}
 
 struct SlurmNode {
     std::string name;
@@ -117,72 +123,10 @@ class ClusterApi {
     // nullopt when no reservation of that name exists.
     virtual std::optional<Reservation> load_reservation(const std::string& name) = 0;
 
-    // Required node list and, when start_at > 0, StartTime (epoch seconds).
-    virtual void pin_job(JobId id, const std::string& nodes, int64_t start_at) = 0;
-    // The job's license request, replaced as a whole ("" = none): how the
-    // gate license is put on a job and taken off it.
-    // Native mode's pin: every node but the target excluded (ExcNodeList),
-    // and StartTime when start_at > 0; "" clears the exclusion. Slurm
-    // 24.05-25.05 refuse a ReqNodeList on a job of several segments.
-    virtual void exclude_nodes(JobId id, const std::string& nodes, int64_t start_at) = 0;
-    virtual void set_licenses(JobId id, const std::string& licenses) = 0;
-    // The helper's record into the job's AdminComment, in place of the one
-    // there, the site's text around it kept as it stands (with_record);
-    // "" takes the record out.
-    virtual void set_record(JobId id, const std::string& record) = 0;
-    virtual void hold(JobId id) = 0; // admin hold (priority 0)
-    virtual void release(JobId id) = 0;
-    // Requeue a running batch job, held / not held. Slurm refuses
-    // interactive allocations and --no-requeue jobs.
-    virtual void requeue_hold(JobId id) = 0;
-    virtual void requeue(JobId id) = 0;
-    // Lets Slurm requeue the job again (Requeue=1): the terms on which a
-    // job borrows a rack's spare, which its owner may not withdraw.
-    virtual void allow_requeue(JobId id) = 0;
-    // Creates, updates or (nodes empty) deletes a node reservation for root
-    // (IGNORE_JOBS: nodes may still run jobs). start_at/end_at 0: from now,
-    // without end; a start in the future keeps off the nodes only the jobs
-    // that would still run then (Slurm's own rule). An existing one is
-    // given end_at too (when not 0).
-    virtual void set_reservation(const std::string& name, const std::string& nodes, int64_t start_at = 0,
-                                 int64_t end_at = 0) = 0;
-    // Lending: a reservation `name` on `nodes` (a spare) for
-    // the job's owner alone (OVERLAP: made while the spare reservation
-    // still holds the nodes, which leave it next), and the job moved into
-    // it. Until the job starts there, no other job may take the nodes,
-    // and Slurm's scheduler sorts it first and tests it apart from its
-    // partition's queue.
-    // An existing reservation of that name is given these nodes. It ends
-    // at end_at (epoch seconds; 0: without end).
-    virtual void lend_nodes(JobId id, uint32_t user_id, const std::string& name, const std::string& nodes,
-                            int64_t end_at) = 0;
-    // Ends it: job `id` (0: none) and the `others` in it (a task its job
-    // array split off, a job its owner put there) leave the reservation
-    // (Reservation=""; a job that ended meanwhile is no error), then the
-    // reservation is deleted; one already gone is no error.
-    virtual void end_lend(JobId id, const std::vector<JobId>& others, const std::string& name) = 0;
-    // Creates, if missing, the license-only reservation that holds every
-    // `license` for root, so that jobs requesting it wait (Reason=Licenses)
-    // with their priority computed, until the helper takes it off them;
-    // until end_at (0: far on), which an existing one is given too.
-    virtual void ensure_gate(const std::string& reservation, const std::string& license, int64_t end_at) = 0;
-    // Sets Slurm's scheduling weight of the nodes (a hostlist): Slurm gives
-    // a job the lowest-weight nodes that fit.
-    virtual void set_node_weight(const std::string& nodes, uint32_t weight) = 0;
-    // Drains a node and marks it DOWN, with a reason: Slurm lets go of its
-    // jobs at once (requeued if they may be), as for a node it marks DOWN
-    // itself, and the node stays out until an admin resumes it.
-    virtual void set_node_down(const std::string& node, const std::string& reason) = 0;
-    // Aborts the job's steps (not its batch script) on every node whose
-    // slurmd answers: Slurm's own abort signal (SIG_ABORT, 997 in every
-    // release from 22.05 to 26.05), which kills the tasks and tells each
-    // slurmstepd to report its end at once, where a killed step's stepd
-    // waits up to 60 s for every child of it in the step's reverse tree
-    // (REVERSE_TREE_CHILDREN_TIMEOUT, compiled into Slurm), a dead node's
-    // included, before its node may complete the job. Sent just before the
-    // requeue a silent node brings; the extern step (PrologFlags=Contain)
-    // still waits.
-    virtual void abort_steps(JobId id) = 0;
+    // Does what the action asks, by its kind: action.hpp describes each
+    // kind (what Slurm is asked, when it is sent, what a refusal does) and
+    // names the method each implementation has for it (Action::run).
+    virtual void apply(const Action& a, const action::Names& names) = 0;
 };
 
 } // namespace nvl

@@ -62,7 +62,7 @@ CycleOutput reconcile(const RackMap& map, const ClusterView& view, const HelperC
 
 std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const std::vector<Action>& actions,
                                 void (*after_each)(const Action&), bool (*stop)()) {
-    const action::Names names{cfg.reservation, cfg.protect_reservation, cfg.gate_reservation, cfg.gate_license};
+    const action::Names names = action_names(cfg);
     std::vector<ApplyFailure> failures;
     std::unordered_set<JobId> failed_jobs;
     bool lend_failed = false;
@@ -74,7 +74,7 @@ std::vector<ApplyFailure> apply(ClusterApi& api, const HelperConfig& cfg, const 
         // update would free it to any job (the next cycle decides afresh)
         if (lend_failed && a.after_refused_lend()) continue;
         try {
-            a.run(api, names);
+            api.apply(a, names);
         } catch (const Unreachable& e) {
             // slurmctld is away: the rest of the batch was decided from a
             // snapshot that may be old by the time it answers again, and

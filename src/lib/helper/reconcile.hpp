@@ -335,6 +335,11 @@ inline uint32_t rack_weight(int free, int size) {
     return uint32_t(1 + (free < 0 ? 0 : free > size ? size : free));
 }
 
+// The configuration's names the actions take (action::Names).
+inline action::Names action_names(const HelperConfig& cfg) {
+    return {cfg.reservation, cfg.protect_reservation, cfg.gate_reservation, cfg.gate_license};
+}
+
 // Applies the actions in order through the adapter, each job on its own: an
 // action that fails skips the rest of that job's actions in the batch (they
 // build on it) and is reported; every other job's actions still go ahead.
