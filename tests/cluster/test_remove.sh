@@ -5,7 +5,10 @@
 # run, then scontrol reconfigure: nothing named nvlslice is left
 # in the reservations, the node weights or the jobs, and once the nodes
 # free, plain Slurm starts every waiting job, the slice jobs as the plain
-# one. Restarts the helper at its end.
+# one. Then the same queue submitted without nvlslice on the same cluster:
+# what Slurm does with them (state and reason of each once its backfill
+# has looked at them), and the order they start in, are the same as after
+# the removal. Restarts the helper at its end.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -74,16 +77,48 @@ expect_eq "node weights back to slurm.conf's (1)" "Weight=1" "$(scontrol show no
 expect_match "the running slice job keeps running" "^RUNNING" "$(squeue -h -j "$R" -o %T)"
 
 echo "# removal: plain Slurm starts every waiting job once the nodes free"
+# What Slurm does with the waiting jobs (state and reason of each, in its
+# priority order) once its backfill has looked at them twice, and the order
+# they start in: set beside the same queue submitted without nvlslice below.
+queue_view() { squeue -h --sort=-p,i -o '%j:%T:%r' -j "$(IFS=,; echo "$*")" | paste -sd' '; }
+start_order() { for j in "$@"; do echo "$(job_field "$j" StartTime) $(squeue -h -j "$j" -o %Q) $(squeue -h -j "$j" -o %j)"; done | sort -k1,1 -k2,2nr | awk '{ print $3 }' | paste -sd' '; }
+bf_cycles() { sdiag 2>/dev/null | awk '/^Backfilling stats/ { f = 1 } f && /Total cycles:/ { print $3; exit }'; }
+bf_past() { [ "$(bf_cycles)" -ge "$1" ]; }
+backfilled_twice() { local c0; c0=$(bf_cycles); wait_for 60 bf_past $((c0 + 2)) || echo "# backfill did not run twice in 60 s: $(bf_cycles) cycles since $c0"; }
+backfilled_twice
+VIEW_REMOVED=$(queue_view "$A1" "$A2" "$P")
+echo "# after removal: $VIEW_REMOVED"
 t0=$(now)
 scancel "$R" "$B"
-all_running() { for j in "$A1" "$A2" "$P"; do [ "$(squeue -h -j "$j" -o %T)" = RUNNING ] || return 1; done; }
-if wait_for 60 all_running; then
+all_running() { for j in "$@"; do [ "$(squeue -h -j "$j" -o %T)" = RUNNING ] || return 1; done; }
+if wait_for 60 all_running "$A1" "$A2" "$P"; then
     ok "every waiting job runs $(secs "$t0" "$(now)") s after the nodes were freed (slice and plain alike)"
     echo "# where Slurm alone put them: $A1 on $(job_field "$A1" NodeList), $A2 on $(job_field "$A2" NodeList), $P on $(job_field "$P" NodeList)"
 else
     not_ok "every waiting job runs: $(squeue -h -o '%i %T %r' | paste -sd' ')"
 fi
+ORDER_REMOVED=$(start_order "$A1" "$A2" "$P")
 expect_eq "still no reservation named nvlslice" "" "$(ours_resv)"
+
+echo "# removal: the same queue submitted without nvlslice (no plugin, no helper), side by side"
+cleanup
+R=$(sbatch --parsable -N 16 -J running --wrap 'sleep 600')
+wait_for 30 bash -c "[ \"\$(squeue -h -j $R -o %T)\" = RUNNING ]"
+B=$(sbatch --parsable -N 16 -J blocker --wrap 'sleep 600')
+wait_for 30 bash -c "[ \"\$(squeue -h -j $B -o %T)\" = RUNNING ]"
+A1=$(sbatch --parsable -N 16 -J waiting1 --wrap 'sleep 60')
+A2=$(sbatch --parsable -N 16 --nice=100 -J waiting2 --wrap 'sleep 60')
+P=$(sbatch --parsable -N 2 --nice=200 -J plain --wrap 'sleep 60')
+backfilled_twice
+expect_eq "what Slurm does with the waiting jobs (state, reason): after removal as without nvlslice" "$(queue_view "$A1" "$A2" "$P")" "$VIEW_REMOVED"
+t0=$(now)
+scancel "$R" "$B"
+if wait_for 60 all_running "$A1" "$A2" "$P"; then
+    echo "# Slurm alone: every waiting job runs $(secs "$t0" "$(now)") s after the nodes were freed"
+else
+    not_ok "Slurm alone runs every waiting job: $(squeue -h -o '%i %T %r' | paste -sd' ')"
+fi
+expect_eq "they start in the order Slurm alone starts them" "$(start_order "$A1" "$A2" "$P")" "$ORDER_REMOVED"
 cleanup
 # the plugin line and the helper back (trap): it makes its reservations again
 summary remove
