@@ -91,23 +91,21 @@ void set_sink(const std::string& log) {
 
 void say(int level, const std::string& line);
 
-// A read the cycle can do without: nullopt when it fails; said once when
-// it fails (`without`: what the cycle does then), once when it works again.
-template <class Load>
-auto read_or_say(Load&& load, bool& failed, const char* again, const char* without) -> std::optional<decltype(load())> {
-    try {
-        auto v = load();
+// A read the cycle can do without (ClusterRead's gates and limits): said
+// once when it fails (`without`: what the cycle does then), once when it
+// works again; `tried`: read this cycle at all.
+void say_read(bool tried, const std::string& error, bool& failed, const char* again, const char* without) {
+    if (!tried) return;
+    if (error.empty()) {
         if (failed) say(LOG_INFO, again);
         failed = false;
-        return v;
-    } catch (const Error& e) {
-        if (!failed)
-            say(LOG_WARNING, fmt::format("{}: {} (a placed job that Slurm does not start is taken back after "
-                                         "replace_after)",
-                                         e.what(), without));
-        failed = true;
-        return std::nullopt;
+        return;
     }
+    if (!failed)
+        say(LOG_WARNING,
+            fmt::format("{}: {} (a placed job that Slurm does not start is taken back after replace_after)", error,
+                        without));
+    failed = true;
 }
 
 // The reservations a reload renamed (Renamed, removal.hpp), retired once
@@ -698,47 +696,21 @@ int main(int argc, char** argv) {
                 return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
             };
             try {
-                auto nodes = slurm.load_nodes();
-                auto jobs = slurm.load_jobs();
+                ClusterRead read = slurm.read_view(ViewRequest::of(s.reconcile, features.enforce_limits));
                 if (s.reconcile.silent_after_s > 0 && !once) {
                     if (!probe) probe = std::make_unique<SlurmdProbe>(kProbeIntervalMs, kProbeTimeoutMs);
-                    probe_distrusted = apply_probe(*probe, nodes, jobs, s.reconcile.silent_after_s, probe_distrusted);
+                    probe_distrusted =
+                        apply_probe(*probe, read.nodes, read.jobs, s.reconcile.silent_after_s, probe_distrusted);
                 } else {
                     probe.reset();
                 }
-                // one request for the spare, gate and protection reservations,
-                // and the lend reservations
-                std::vector<Reservation> lends, every_resv;
-                auto resvs = slurm.load_reservations(
-                    {s.reconcile.reservation, s.reconcile.gate_reservation, s.reconcile.protect_reservation},
-                    s.reconcile.lend_reservation, &lends, &every_resv);
-                const bool slice_job_waits = std::any_of(jobs.begin(), jobs.end(), [&](const SlurmJob& j) {
-                    return needs_limits(j, s.reconcile.gate_license);
-                });
-                // What Slurm tests before it starts a job and a waiting
-                // slice job's reason may hide (the gate's Licenses, or None
-                // before the scheduler's first look): its partition, the
-                // licenses it asks for, its reservation
-                std::optional<SlurmGates> gates;
-                if (slice_job_waits) {
-                    gates = read_or_say([&] { return slurm.load_gates(); }, gates_failed,
-                                        "partitions and licenses read again", "placing by Slurm's reasons alone");
-                    if (gates) gates->reservations = std::move(every_resv);
-                }
-                // Slurm's accounting limits, when it enforces them and a
-                // slice job waits: the ones it tests only when it places a
-                // job are hidden behind the gate (Slurm 22.05), and a new
-                // job may have no reason yet (needs_limits)
-                std::optional<AcctLimits> limits;
-                if (features.enforce_limits && slice_job_waits)
-                    limits = read_or_say([&] { return slurm.load_limits(); }, limits_failed,
-                                         "accounting limits read again", "placing without them");
+                say_read(read.gates || !read.gates_error.empty(), read.gates_error, gates_failed,
+                         "partitions and licenses read again", "placing by Slurm's reasons alone");
+                say_read(read.limits || !read.limits_error.empty(), read.limits_error, limits_failed,
+                         "accounting limits read again", "placing without them");
                 phases.load = since(t0);
                 auto t1 = std::chrono::steady_clock::now();
-                CycleOutput out = reconcile(map,
-                                            {nodes, jobs, resvs[0], resvs[1], resvs[2], limits ? &*limits : nullptr,
-                                             &lends, gates ? &*gates : nullptr},
-                                            s.reconcile, std::time(nullptr), mem, mono_seconds());
+                CycleOutput out = reconcile(map, read.view(), s.reconcile, std::time(nullptr), mem, mono_seconds());
                 phases.decide = since(t1);
                 follow_up = out.follow_up;
                 for (const auto& line : out.log) say_core(line);

@@ -157,6 +157,7 @@ class SlurmClusterImpl final : public SlurmCluster {
     std::optional<LeaseView> load_lease(const std::string& name) override;
     bool take_lease(const std::string& name, const std::string& license, const std::string& id, int64_t end) override;
     void renew_lease(const std::string& name, int64_t end) override;
+    ClusterRead read_view(const ViewRequest& q) override;
     void apply(const Action& a, const action::Names& names) override { a.run(*this, names); }
     // The calls of the actions (action.hpp names each one's)
     void pin_job(JobId id, const std::string& nodes, int64_t start_at);
@@ -209,6 +210,40 @@ SlurmClusterImpl::SlurmClusterImpl() : cache_(std::make_unique<Cache>()) {
 }
 
 SlurmClusterImpl::~SlurmClusterImpl() = default;
+
+ClusterRead SlurmClusterImpl::read_view(const ViewRequest& q) {
+    ClusterRead r;
+    r.nodes = load_nodes();
+    r.jobs = load_jobs();
+    // one request for the spare, gate and protection reservations, the
+    // lend reservations and, for the gates, every reservation
+    std::vector<Reservation> every;
+    auto resvs = load_reservations({q.spares, q.gate, q.protection}, q.lend_prefix, &r.lends, &every);
+    r.spares = std::move(resvs[0]);
+    r.gate = std::move(resvs[1]);
+    r.protection = std::move(resvs[2]);
+    // What Slurm tests before it starts a job and a waiting slice job's
+    // reason may hide (the gate's Licenses, or None before the scheduler's
+    // first look): its partition, the licenses it asks for, its
+    // reservation; and Slurm's accounting limits, when it enforces them:
+    // the ones it tests only when it places a job are hidden behind the
+    // gate (Slurm 22.05), and a new job may have no reason yet
+    if (!view_needs_gates(r.jobs, q)) return r;
+    try {
+        r.gates = load_gates();
+        r.gates->reservations = std::move(every);
+    } catch (const Error& e) {
+        r.gates_error = e.what();
+    }
+    if (q.limits) {
+        try {
+            r.limits = load_limits();
+        } catch (const Error& e) {
+            r.limits_error = e.what();
+        }
+    }
+    return r;
+}
 
 std::vector<SlurmNode> SlurmClusterImpl::load_nodes() {
     node_info_msg_t* msg = nullptr;

@@ -4,6 +4,7 @@
 #include "cluster_api.hpp"
 #include "eligibility.hpp"
 #include "lease.hpp"
+#include "reconcile.hpp"
 
 #include <memory>
 
@@ -26,6 +27,12 @@ class SlurmCluster : public ClusterApi {
     // The cluster of SLURM_CONF (libslurm's own configuration): one owner
     // of libslurm's cached messages.
     static std::unique_ptr<SlurmCluster> open();
+    // The parts of read_view(), for the tools and the helper's other reads:
+    // each one request (loads of nodes and jobs are incremental).
+    virtual std::vector<SlurmNode> load_nodes() = 0;
+    virtual std::vector<SlurmJob> load_jobs() = 0;
+    // nullopt when no reservation of that name exists.
+    virtual std::optional<Reservation> load_reservation(const std::string& name) = 0;
     // Several reservations in one request, in the order of `names` ("" or
     // a missing one: nullopt).
     // With `prefixed`: also every reservation whose name starts with

@@ -1,5 +1,5 @@
 // nvl-bench's cycle benchmark: the helper's whole decision path, from
-// Slurm-shaped records (what SlurmCluster::load_* return) to the actions of
+// Slurm-shaped records (what ClusterApi::read_view returns) to the actions of
 // one reconcile cycle, on a 1,400-rack cluster with running slice jobs of up
 // to 2,048 nodes and 10,000 waiting slice jobs.
 #pragma once
@@ -14,10 +14,9 @@
 
 namespace nvl::bench {
 
-struct CycleScenario {
-    std::vector<SlurmNode> nodes;
-    std::vector<SlurmJob> jobs;
-    std::optional<Reservation> spares;
+// The cluster as read_view() would read it (nodes, jobs, the spare and
+// gate reservations), and what the scenario holds.
+struct CycleScenario : ClusterRead {
     int running_slice_jobs = 0;
     int largest_job = 0; // nodes
     int pending = 0;

@@ -85,8 +85,8 @@ CycleFigures bench_cycle(const RackMap& map, int pending, int runs, int cycles, 
         return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     };
     auto t0 = Clock::now();
-    const std::optional<Reservation> gate = Reservation{cfg.gate_reservation, ""}, none;
-    CycleOutput first = reconcile(map, {sc.nodes, sc.jobs, sc.spares, gate, none}, cfg, kScenarioNow, mem);
+    sc.gate = Reservation{cfg.gate_reservation, ""};
+    CycleOutput first = reconcile(map, sc.view(), cfg, kScenarioNow, mem);
     f.first_ms = ms_since(t0);
     f.first_actions = first.actions.size();
     settle(sc, first);
@@ -99,7 +99,7 @@ CycleFigures bench_cycle(const RackMap& map, int pending, int runs, int cycles, 
         for (int c = 0; c < cycles; ++c) {
             HelperMemory m = mem;
             t0 = Clock::now();
-            CycleOutput out = reconcile(map, {sc.nodes, sc.jobs, sc.spares, gate, none}, cfg, kScenarioNow, m);
+            CycleOutput out = reconcile(map, sc.view(), cfg, kScenarioNow, m);
             e.push_back(ms_since(t0));
             f.steady_actions = out.actions.size();
             f.placed = out.stats.placements;

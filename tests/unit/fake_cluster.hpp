@@ -48,11 +48,31 @@ class FakeCluster : public ClusterApi {
     std::vector<std::string> calls;            // "hold 7", "pin 7 n[001-016] 0", ...
     std::map<std::string, std::string> faults; // "release 7" -> error message
 
-    std::vector<SlurmNode> load_nodes() override { return nodes; }
-    std::vector<SlurmJob> load_jobs() override { return jobs; }
+    // Slurm's partitions, licenses and reservations, and its accounting
+    // limits, as read_view() gives them while a job needs them (nullopt:
+    // not there)
+    std::optional<SlurmGates> gates;
+    std::optional<AcctLimits> limits;
+
+    // The whole view, as the adapter reads it.
+    ClusterRead read_view(const ViewRequest& q) override {
+        ClusterRead r;
+        r.nodes = nodes;
+        r.jobs = jobs;
+        r.spares = load_reservation(q.spares);
+        r.gate = load_reservation(q.gate);
+        r.protection = load_reservation(q.protection);
+        for (const auto& [name, res] : reservations)
+            if (res && is_lend_name(name, q)) r.lends.push_back(*res);
+        if (view_needs_gates(r.jobs, q)) {
+            r.gates = gates;
+            if (q.limits) r.limits = limits;
+        }
+        return r;
+    }
     // every action by its kind (action.hpp): the method of its name below
     void apply(const Action& a, const action::Names& names) override { a.run(*this, names); }
-    std::optional<Reservation> load_reservation(const std::string& name) override {
+    std::optional<Reservation> load_reservation(const std::string& name) const {
         auto it = reservations.find(name);
         return it == reservations.end() ? std::nullopt : it->second;
     }
@@ -129,13 +149,6 @@ class FakeCluster : public ClusterApi {
             if (j.reservation == name && j.state != JobState::Finished)
                 throw Error(fmt::format("Requested reservation is in use (job {})", j.id));
         reservations.erase(name);
-    }
-    // The reservations named cfg.lend_name(), as nvlsliced loads them.
-    std::vector<Reservation> lends(const HelperConfig& cfg) const {
-        std::vector<Reservation> out;
-        for (const auto& [name, r] : reservations)
-            if (r && cfg.lend_job(name)) out.push_back(*r);
-        return out;
     }
     void ensure_gate(const std::string& reservation, const std::string& license, int64_t end_at) {
         call("gate", fmt::format(" {} {}", reservation, license));

@@ -73,13 +73,12 @@ struct FakeWorld : FakeCluster {
         run_on(j, j.req_nodes);
         j.start_time = now;
     }
-    // Slurm's partitions, licenses and reservations, as the helper loads
-    // them while a slice job waits (nullopt: not loaded)
-    std::optional<SlurmGates> gates;
-    CycleOutput cycle(const AcctLimits* limits = nullptr) {
-        const std::vector<Reservation> lent = lends(cfg);
-        return reconcile(map, {nodes, jobs, resv, gate, protection, limits, &lent, gates ? &*gates : nullptr}, cfg, now,
-                         mem, mono);
+    // One cycle's decision on the view read_view() gives, with Slurm's
+    // accounting limits `limits` (none: not enforced).
+    CycleOutput cycle(const AcctLimits* acct = nullptr) {
+        limits = acct ? std::optional<AcctLimits>(*acct) : std::nullopt;
+        const ClusterRead read = read_view(ViewRequest::of(cfg, acct != nullptr));
+        return reconcile(map, read.view(), cfg, now, mem, mono);
     }
     // The cycle's actions applied through the ClusterApi, then noted in the
     // helper's memory, as nvlsliced does; every action must succeed.

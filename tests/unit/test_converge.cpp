@@ -51,11 +51,21 @@ class SlurmModel final : public ClusterApi {
         jobs.reserve(64);
     }
 
-    std::vector<SlurmNode> load_nodes() override { return nodes; }
-    std::vector<SlurmJob> load_jobs() override { return jobs; }
+    // the whole view, as the adapter reads it (no gates or limits here)
+    ClusterRead read_view(const ViewRequest& q) override {
+        ClusterRead r;
+        r.nodes = nodes;
+        r.jobs = jobs;
+        r.spares = load_reservation(q.spares);
+        r.gate = load_reservation(q.gate);
+        r.protection = load_reservation(q.protection);
+        for (const auto& [name, res] : resvs)
+            if (is_lend_name(name, q)) r.lends.push_back(res);
+        return r;
+    }
     // every action by its kind (action.hpp): the method of its name below
     void apply(const Action& a, const action::Names& names) override { a.run(*this, names); }
-    std::optional<Reservation> load_reservation(const std::string& name) override {
+    std::optional<Reservation> load_reservation(const std::string& name) const {
         auto it = resvs.find(name);
         if (it == resvs.end()) return std::nullopt;
         return it->second;
@@ -108,12 +118,6 @@ class SlurmModel final : public ClusterApi {
         for (const auto& j : jobs)
             if (j.reservation == name) throw Error("Requested reservation is in use");
         resvs.erase(name);
-    }
-    std::vector<Reservation> lends(const HelperConfig& cfg) const {
-        std::vector<Reservation> out;
-        for (const auto& [name, r] : resvs)
-            if (cfg.lend_job(name)) out.push_back(r);
-        return out;
     }
     void ensure_gate(const std::string& reservation, const std::string&, int64_t end_at) {
         tick("gate");
@@ -368,12 +372,8 @@ struct Run {
     // One helper cycle: decide, then apply the first `keep` actions (the
     // helper dies after them: -1 = all).
     std::vector<Action> cycle(int keep = -1) {
-        auto nodes = slurm.load_nodes();
-        auto jobs = slurm.load_jobs();
-        auto spares = slurm.load_reservation(cfg.reservation), gate = slurm.load_reservation(cfg.gate_reservation),
-             prot = slurm.load_reservation(cfg.protect_reservation);
-        const auto lends = slurm.lends(cfg);
-        CycleOutput out = reconcile(map, {nodes, jobs, spares, gate, prot, nullptr, &lends}, cfg, slurm.now, mem, mono);
+        const ClusterRead read = slurm.read_view(ViewRequest::of(cfg, false));
+        CycleOutput out = reconcile(map, read.view(), cfg, slurm.now, mem, mono);
         std::vector<Action> acts = out.actions;
         if (keep >= 0 && size_t(keep) < acts.size()) acts.resize(size_t(keep));
         auto failures = apply(slurm, cfg, acts);

@@ -18,6 +18,8 @@ struct Action; // action.hpp
 namespace action {
 struct Names;
 }
+struct ViewRequest; // reconcile.hpp
+struct ClusterRead;
 
 struct SlurmNode {
     std::string name;
@@ -118,10 +120,12 @@ struct SlurmGates {
 class ClusterApi {
   public:
     virtual ~ClusterApi() = default;
-    virtual std::vector<SlurmNode> load_nodes() = 0;
-    virtual std::vector<SlurmJob> load_jobs() = 0;
-    // nullopt when no reservation of that name exists.
-    virtual std::optional<Reservation> load_reservation(const std::string& name) = 0;
+    // Everything a cycle reads (reconcile.hpp: ViewRequest, ClusterRead):
+    // nodes, jobs, the helper's reservations, and Slurm's partitions,
+    // licenses and limits while a job needs them. Throws when the nodes,
+    // jobs or reservations cannot be read; a failed read of the others is
+    // kept in the result instead.
+    virtual ClusterRead read_view(const ViewRequest& q) = 0;
 
     // Does what the action asks, by its kind: action.hpp describes each
     // kind (what Slurm is asked, when it is sent, what a refusal does) and

@@ -306,7 +306,7 @@ struct ApplyFailure {
 };
 
 // What the helper reads from Slurm each cycle (references: nothing is
-// copied).
+// copied), as ClusterRead::view() gives it.
 struct ClusterView {
     const std::vector<SlurmNode>& nodes;
     const std::vector<SlurmJob>& jobs;
@@ -316,6 +316,56 @@ struct ClusterView {
     const AcctLimits* limits = nullptr;              // Slurm's accounting limits (gate mode, when enforced)
     const std::vector<Reservation>* lends = nullptr; // those named cfg.lend_name(): lent spares not yet started on
     const SlurmGates* gates = nullptr;               // partitions, licenses, reservations (when a slice job waits)
+};
+
+// What a cycle asks of Slurm (ClusterApi::read_view): the helper's
+// reservations by name, the lend reservations (named lend_prefix + "_"
+// + a job id), and, only while a job needs them (needs_limits: a slice
+// job waits, or a job behind the gate), Slurm's partitions, licenses and
+// every reservation, and its accounting limits when `limits` (Slurm
+// enforces them).
+struct ViewRequest {
+    std::string spares, gate, protection;
+    std::string lend_prefix;
+    std::string gate_license;
+    bool limits = false;
+
+    static ViewRequest of(const HelperConfig& cfg, bool limits) {
+        return {cfg.reservation,      cfg.gate_reservation, cfg.protect_reservation,
+                cfg.lend_reservation, cfg.gate_license,     limits};
+    }
+};
+
+// Whether read_view() reads the gates and limits this cycle: a job needs
+// them (needs_limits).
+inline bool view_needs_gates(const std::vector<SlurmJob>& jobs, const ViewRequest& q) {
+    for (const SlurmJob& j : jobs)
+        if (needs_limits(j, q.gate_license)) return true;
+    return false;
+}
+// Whether `name` is a lend reservation of the request (lend_prefix + "_"
+// + a job id).
+inline bool is_lend_name(const std::string& name, const ViewRequest& q) {
+    const std::string p = q.lend_prefix + "_";
+    return !q.lend_prefix.empty() && name.size() > p.size() && name.compare(0, p.size(), p) == 0;
+}
+
+// Slurm's view for one cycle, read whole in one call (ClusterApi::
+// read_view); reconcile() takes view(). A failed read of the partitions
+// and licenses or of the limits does not fail the cycle: it goes on
+// without them, and the error says why.
+struct ClusterRead {
+    std::vector<SlurmNode> nodes;
+    std::vector<SlurmJob> jobs;
+    std::optional<Reservation> spares, gate, protection;
+    std::vector<Reservation> lends;
+    std::optional<SlurmGates> gates;
+    std::optional<AcctLimits> limits;
+    std::string gates_error, limits_error;
+
+    ClusterView view() const {
+        return {nodes, jobs, spares, gate, protection, limits ? &*limits : nullptr, &lends, gates ? &*gates : nullptr};
+    }
 };
 
 // `now`: the wall clock (epoch seconds), for what Slurm's own times are
