@@ -38,8 +38,9 @@
 #                      test (test_guide.sh): no nvlslice license (the site's
 #                      own Licenses=lic_a:4 line), no topology plugin, no
 #                      helper, and a plugstack.conf that includes
-#                      DIR/etc/plugstack.conf.d/*.conf, where the installed
-#                      package's nvlslice.conf (commented out) is copied;
+#                      DIR/etc/plugstack.conf.d/*.conf, where the package's
+#                      nvlslice.conf (commented out) is copied once the
+#                      install guide's step 1 has installed it;
 #                      tree: the same with an InfiniBand tree of its own
 #                      (topology/tree, a leaf switch per rack under a core)
 #   NVL_KEEP_STATE     1: `up` keeps DIR/state, slurmctld's saved state (by
@@ -164,7 +165,13 @@ alive() {
 }
 
 write_map() {
-    if [ -n "${NVL_FABRIC_REPORT:-}" ]; then
+    if [ -n "${NVL_FABRIC_REPORT:-}" ] && [ -n "$SITE" ]; then
+        # a site before nvlslice has no nvl-topo yet (the install guide
+        # discovers the map from the same report): the same racks written
+        # from the geometry, for the nodes' rack features
+        cp "$NVL_FABRIC_REPORT" "$DIR/fabric.txt"
+        "$SRC/contrib/gen-map.sh" "$RACKS" "$PER" nvl rack "$SPARES" > "$DIR/etc/nvlslice-map.yaml"
+    elif [ -n "${NVL_FABRIC_REPORT:-}" ]; then
         local topo=${NVL_TOPO:-${BUILD_DIR:-}/src/tools/nvl-topo}
         [ -x "$topo" ] || die "NVL_FABRIC_REPORT: set NVL_TOPO (or BUILD_DIR) to nvl-topo to discover the map"
         cp "$NVL_FABRIC_REPORT" "$DIR/fabric.txt"

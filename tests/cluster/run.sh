@@ -126,13 +126,28 @@ if [[ ${NVL_SLURM:-} = installed* ]] && [ -z "${NVL_IN_ROOT:-}" ]; then
              { tail -20 /var/tmp/nvlslice-debs/apt.log; exit 1; }
          dpkg-query -W -f="#   \${Package} \${Version}\n" nvlslice-spank nvlsliced nvlslice-tools' ||
         { echo "run.sh: installing the packages in the root failed" >&2; exit 1; }
+    if [ -n "${NVL_SITE:-}" ]; then
+        # A site before nvlslice: the install guide's steps install them
+        # (test_guide.sh). Purged again, files and configuration; the
+        # libraries they depend on stay, as a site has them (the guide's
+        # apt then needs no network)
+        echo "# a site before nvlslice: the packages purged again; the install guide's steps install them"
+        "$ROOTSH" shell env DEBIAN_FRONTEND=noninteractive sh -c \
+            'apt-get purge -y -q nvlslice-spank nvlsliced nvlslice-tools >/dev/null 2>&1;
+             ! dpkg-query -W -f="\${Status}\n" nvlslice-spank nvlsliced nvlslice-tools 2>/dev/null | grep -q " installed$"' ||
+            { echo "run.sh: purging the packages in the root failed" >&2; exit 1; }
+    fi
     exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_INSTALLED=1 NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" NVL_TESTS="${NVL_TESTS:-}" \
         NVL_SITE="${NVL_SITE:-}" \
         /src/tests/cluster/run.sh
 fi
 export NVL_CLUSTER_DIR=${NVL_CLUSTER_DIR:-/tmp/nvlslice-cluster}
 export SLURM_CONF=$NVL_CLUSTER_DIR/etc/slurm.conf
-if [ -n "${NVL_INSTALLED:-}" ]; then
+if [ -n "${NVL_INSTALLED:-}" ] && [ -n "${NVL_SITE:-}" ]; then
+    # a site before nvlslice: nothing of it installed yet (test_guide.sh)
+    BUILD= PLUGIN=
+    echo "# a site before nvlslice: the packages are in /var/tmp/nvlslice-debs, not installed"
+elif [ -n "${NVL_INSTALLED:-}" ]; then
     # the installed files, not the build tree
     BUILD=
     PLUGIN=$(ls /usr/lib/*/nvlslice/spank_nvlslice.so 2>/dev/null | head -1)

@@ -2,9 +2,10 @@
 # The install guide as a test: doc/admin-guide.txt's block "Installing, in
 # an order that works" run as written, on a site before nvlslice (cluster.sh
 # with NVL_SITE=bare: its own Licenses= line, no topology plugin, no helper,
-# the packages installed with their plugstack line commented out), in the
-# installed-package roots (run.sh: NVL_SLURM=installed NVL_SITE=bare, gate
-# mode on 22.05; NVL_SLURM=installed-26.05 NVL_SITE=bare, native mode).
+# no package of nvlslice installed: the guide's steps 1 and 4 install them
+# from the .deb files), in the installed-package roots (run.sh:
+# NVL_SLURM=installed NVL_SITE=bare, gate mode on 22.05;
+# NVL_SLURM=installed-26.05 NVL_SITE=bare, native mode).
 #
 # What is not this one machine's is mapped, and only that: the test
 # cluster's /etc/slurm is DIR/etc (the packages' files there copied in with
@@ -43,12 +44,11 @@ expect_eq "and /etc/slurm is the only path mapped in it" "" \
     "$(diff <(sed "s|$DIR/etc|/etc/slurm|g" "$OUT/block.sh") "$OUT/block.guide")"
 echo "# the guide's block: $(wc -l < "$OUT/block.sh") lines, $(grep -c '^ *#' "$OUT/block.sh") of them comments"
 
-# The site's /etc/slurm here is DIR/etc: the packages' files copied in
-# (their paths with it), as a real site has them where slurm.conf is
-rm -f "$DIR/etc/nvlslice-map.yaml" "$DIR/etc/nvlslice.yaml"
-sed "s|/etc/slurm/|$DIR/etc/|g" /etc/slurm/nvlslice.yaml > "$DIR/etc/nvlslice.yaml"
-expect_match "the plugin line is there, commented out, as the package installs it" "^#required .*map=$DIR/etc/nvlslice-map.yaml" \
-    "$(cat "$DIR/etc/plugstack.conf.d/nvlslice.conf" 2>/dev/null)"
+# A site before nvlslice: none of its packages installed (run.sh purged
+# them), none of their files in the site's /etc/slurm (DIR/etc here)
+rm -f "$DIR/etc/nvlslice-map.yaml" "$DIR/etc/nvlslice.yaml" "$DIR/etc/plugstack.conf.d/nvlslice.conf"
+installed() { dpkg-query -W -f='${Package}:${Status}\n' nvlslice-spank nvlsliced nvlslice-tools 2>/dev/null | sed -n 's/:install ok installed$//p' | paste -sd' '; }
+expect_eq "before the guide: no package of nvlslice installed" "" "$(installed)"
 cp "$DIR/etc/slurm.conf" "$OUT/slurm.conf.before"
 [ -f "$DIR/etc/topology.conf" ] && cp "$DIR/etc/topology.conf" "$OUT/topology.conf.before"
 
@@ -74,6 +74,19 @@ nvlsliced() {
     # what Slurm holds right after the dry run
     case " \$* " in *" --dry-run "*) scontrol show reservation > "\$OUT/after-dry-run.txt" 2>&1 || true ;; esac
     return \$rc
+}
+# apt installs the packages' files in /etc/slurm, the site's DIR/etc here:
+# they are copied in (their paths with them), unless the admin has one
+# there already (dpkg keeps an edited configuration file too)
+apt() {
+    command apt "\$@"
+    local f
+    for f in nvlslice.yaml plugstack.conf.d/nvlslice.conf; do
+        if [ -e "/etc/slurm/\$f" ] && [ ! -e "\$DIR/etc/\$f" ]; then
+            mkdir -p "\$(dirname "\$DIR/etc/\$f")"
+            sed "s|/etc/slurm/|\$DIR/etc/|g" "/etc/slurm/\$f" > "\$DIR/etc/\$f"
+        fi
+    done
 }
 systemctl() {
     case "\$*" in
@@ -108,6 +121,9 @@ t0=$(now)
 run_block 1; rc=$?
 sed 's/^/#   /' "$OUT/run1.log" | tail -25
 expect_eq "the block runs to its end ($(secs "$t0" "$(now)") s)" "0" "$rc"
+expect_eq "its steps 1 and 4 installed the packages" "nvlslice-spank nvlsliced nvlslice-tools" "$(installed)"
+expect_match "the plugin line is live, the package's file with the site's paths" "^required .*map=$DIR/etc/nvlslice-map.yaml" \
+    "$(cat "$DIR/etc/plugstack.conf.d/nvlslice.conf" 2>/dev/null)"
 
 lic=$(grep -iE '^[[:space:]]*Licenses[[:space:]]*=' "$DIR/etc/slurm.conf")
 expect_eq "the licenses join the site's own Licenses= line" "Licenses=lic_a:4,nvlslice_gate:1,nvlslice_lease:1" "$lic"
