@@ -47,7 +47,7 @@ echo "# the guide's block: $(wc -l < "$OUT/block.sh") lines, $(grep -c '^ *#' "$
 # A site before nvlslice: none of its packages installed (run.sh purged
 # them), none of their files in the site's /etc/slurm (DIR/etc here)
 rm -f "$DIR/etc/nvlslice-map.yaml" "$DIR/etc/nvlslice.yaml" "$DIR/etc/plugstack.conf.d/nvlslice.conf"
-installed() { dpkg-query -W -f='${Package}:${Status}\n' nvlslice-spank nvlsliced nvlslice-tools 2>/dev/null | sed -n 's/:install ok installed$//p' | paste -sd' '; }
+installed() { dpkg-query -W -f='${Package}:${Status}\n' nvlslice-spank nvlsliced nvlslice-tools 2>/dev/null | sed -n 's/:install ok installed$//p' | LC_ALL=C sort | paste -sd' '; }
 expect_eq "before the guide: no package of nvlslice installed" "" "$(installed)"
 cp "$DIR/etc/slurm.conf" "$OUT/slurm.conf.before"
 [ -f "$DIR/etc/topology.conf" ] && cp "$DIR/etc/topology.conf" "$OUT/topology.conf.before"
@@ -121,7 +121,7 @@ t0=$(now)
 run_block 1; rc=$?
 sed 's/^/#   /' "$OUT/run1.log" | tail -25
 expect_eq "the block runs to its end ($(secs "$t0" "$(now)") s)" "0" "$rc"
-expect_eq "its steps 1 and 4 installed the packages" "nvlslice-spank nvlsliced nvlslice-tools" "$(installed)"
+expect_eq "its steps 1 and 4 installed the packages" "nvlslice-spank nvlslice-tools nvlsliced" "$(installed)"
 expect_match "the plugin line is live, the package's file with the site's paths" "^required .*map=$DIR/etc/nvlslice-map.yaml" \
     "$(cat "$DIR/etc/plugstack.conf.d/nvlslice.conf" 2>/dev/null)"
 
