@@ -45,6 +45,13 @@
 #                      (topology/tree, a leaf switch per rack under a core)
 #   NVL_KEEP_STATE     1: `up` keeps DIR/state, slurmctld's saved state (by
 #                      default a new cluster starts with none)
+#   NVL_ADOPT          "nvl0001:PID ...": the running slurmds of another
+#                      Slurm's cluster, taken over as a rolling upgrade of
+#                      slurmd does (test_upgrade.sh): `up` keeps DIR/spool
+#                      (their steps' sockets, bound there by the caller) and
+#                      the network, joins each node's network namespace
+#                      through its slurmd's PID, and stops that slurmd just
+#                      before starting its own; the steps keep running
 #   NVL_BACKUP_CTLD    1: a backup slurmctld: slurm.conf lists two
 #                      SlurmctldHost (nvlctl, nvlctl2), each slurmctld runs in
 #                      a network and host-name namespace of its own (the
@@ -492,13 +499,28 @@ start_munge() {
         --pid-file="$DIR/run/munged.pid" --log-file="$DIR/log/munged.log" --seed-file="$DIR/munge/munged.seed"
 }
 
+# The PID NVL_ADOPT gives for node NAME's older slurmd (empty: none)
+adopted_pid() {
+    local a
+    for a in ${NVL_ADOPT:-}; do [ "${a%%:*}" = "$1" ] && { echo "${a#*:}"; return; }; done
+}
+
 setup_network() {
+    local i ns veth pid
+    # NVL_ADOPT: each node's namespace is the one its older slurmd runs in
+    # (a name left in /run/netns by an earlier cluster is dropped first)
+    for ((i = 1; i <= NODES; i++)); do
+        pid=$(adopted_pid "$(node_name "$i")")
+        [ -n "$pid" ] || continue
+        ns=$(node_ns "$i")
+        ip netns del "$ns" 2>/dev/null || true
+        ip netns attach "$ns" "$pid" || die "cannot join the network namespace of $(node_name "$i")'s slurmd (PID $pid)"
+    done
     if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
         ip link add "$BRIDGE" type bridge
         ip addr add "$BRIDGE_IP/24" dev "$BRIDGE"
     fi
     ip link set "$BRIDGE" up
-    local i ns veth
     if [ "$BACKUP" = 1 ]; then
         for i in 1 2; do
             ns=$(ctl_ns $i); veth=nvlvc$i
@@ -567,6 +589,13 @@ start_slurmd() {
     name=$(node_name "$i"); ns=$(node_ns "$i")
     alive "$DIR/run/slurmd-$name.pid" && return 0
     mkdir -p "$DIR/spool/$name"
+    # NVL_ADOPT: the older slurmd of this node stops first (its steps stay)
+    local pid
+    pid=$(adopted_pid "$name")
+    if [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null; then
+        for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -0 "$pid" 2>/dev/null && die "the older slurmd of $name (PID $pid) did not stop within 30 s"
+    fi
     # Not `ip netns exec`: it remounts /sys and hides the cgroup tree slurmd needs.
     (cd / && exec setsid nsenter --net="/run/netns/$ns" unshare --uts --mount --propagation private \
         sh -c "mount --bind $DIR/etc/hosts /etc/hosts && hostname $name && exec $SLURMD -D -N $name -f $CONF") \
@@ -637,7 +666,12 @@ kill_ns_procs() {
 }
 
 down() {
-    local ns veth
+    down_daemons
+    down_network
+    log "down"
+}
+
+down_daemons() {
     # the helper writes its pid into its lock file too: that one is never stale
     stop_pidfiles "$DIR"/run/nvlsliced*.pid "$DIR/run/nvlsliced.lock" "$DIR/run/nvlsliced-b.lock"
     stop_pidfiles "$DIR"/run/slurmd-*.pid "$DIR"/run/slurmd-*.wrapper.pid
@@ -645,6 +679,11 @@ down() {
     stop_pidfiles "$DIR/run/slurmdbd.pid"
     stop_pidfiles "$DIR/run/mariadbd.pid"
     stop_pidfiles "$DIR/run/munged.pid"
+}
+
+# The namespaces (what still runs in them killed), their links, the bridge
+down_network() {
+    local ns veth
     for ns in $(ip netns list 2>/dev/null | awk '/^nvlns(c)?[0-9]+/ {print $1}'); do
         kill_ns_procs "$ns"
         ip netns del "$ns" 2>/dev/null || true
@@ -653,7 +692,6 @@ down() {
         ip link del "$veth" 2>/dev/null || true
     done
     if ip link show "$BRIDGE" >/dev/null 2>&1; then ip link del "$BRIDGE" || true; fi
-    log "down"
 }
 
 up() {
@@ -664,10 +702,12 @@ up() {
         start_helper
         return 0
     fi
-    down >/dev/null 2>&1 || true
+    # NVL_ADOPT: the older Slurm's nodes, network and steps' spool kept
+    if [ -n "${NVL_ADOPT:-}" ]; then down_daemons >/dev/null 2>&1 || true; else down >/dev/null 2>&1 || true; fi
     # NVL_KEEP_STATE=1: slurmctld's saved state kept (an upgrade: the jobs
     # and reservations another Slurm saved there, test_upgrade.sh)
-    if [ "${NVL_KEEP_STATE:-0}" = 1 ]; then rm -rf "$DIR/spool" "$DIR/log" "$DIR/mysql"
+    if [ -n "${NVL_ADOPT:-}" ]; then rm -rf "$DIR/log" "$DIR/mysql"
+    elif [ "${NVL_KEEP_STATE:-0}" = 1 ]; then rm -rf "$DIR/spool" "$DIR/log" "$DIR/mysql"
     else rm -rf "$DIR/state" "$DIR/spool" "$DIR/log" "$DIR/mysql"; fi
     mkdir -p "$DIR"/{etc,munge,state,spool,log,run}
     chmod 700 "$DIR/munge"

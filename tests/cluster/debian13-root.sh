@@ -21,6 +21,10 @@
 #   NVL_ROOT_ARCHES     foreign architectures dpkg takes in the root (e.g.
 #                       arm64, for cross builds), before the packages'
 #                       install ("name:arm64" then names their builds)
+#   NVL_ROOT_BINDS      "HOST_DIR:DIR ..." more directories `shell` binds
+#                       into the root (an upgrade's slurmd spool, which the
+#                       newer root's slurmds share with the older root's
+#                       running steps: tests/cluster/upgrade.sh)
 #   NVL_DEBIAN_MIRROR   Debian mirror for debootstrap (default: the host's own
 #                       apt sources, so the root uses whatever mirror the host can
 #                       reach)
@@ -129,6 +133,11 @@ inside() {
     mnt "$ROOT/dev/pts" --bind /dev/pts
     if mountpoint -q /dev/shm; then mnt "$ROOT/dev/shm" --bind /dev/shm; fi
     if [ "$mode" = src ]; then mnt "$ROOT/src" --bind "$SRC"; fi
+    local b
+    for b in ${NVL_ROOT_BINDS:-}; do
+        [ -d "${b%%:*}" ] || die "NVL_ROOT_BINDS: ${b%%:*} is not a directory (HOST_DIR:DIR pairs)"
+        mnt "$ROOT${b#*:}" --bind "${b%%:*}"
+    done
     # The host's name resolution: munge and Slurm 24.11 look up the origin of
     # every credential, and an unknown host name costs each request a failed
     # lookup.
