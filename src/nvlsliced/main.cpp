@@ -455,6 +455,336 @@ Loaded load_for_reload(const std::string& config, const HelperSettings& s, const
     return next;
 }
 
+// slurmctld away: said once when it goes, once when it is back.
+struct Outage {
+    std::optional<std::chrono::steady_clock::time_point> since;
+    void begin(const std::string& why) {
+        if (since) return;
+        since = std::chrono::steady_clock::now();
+        say(LOG_WARNING, fmt::format("slurmctld does not answer ({}); retrying every cycle", why));
+    }
+    void end() {
+        if (!since) return;
+        say(fmt::format("slurmctld answers again after {:.0f} s",
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - *since).count()));
+        since.reset();
+    }
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::vector<std::string> rack_names(const RackMap& m) {
+    std::vector<std::string> names;
+    for (const auto& d : m.domains()) names.push_back(d.name);
+    return names;
+}
+
+// --check-config: the configuration and its map are valid (load_all said
+// otherwise); what they set is printed.
+int print_checked(const std::string& config, const Loaded& loaded) {
+    std::printf("nvlsliced: %s is valid: map %s (%zu racks, %zu nodes), mode %s, cycle %d ms, reservation "
+                "%s, metrics %s\n",
+                config.c_str(), loaded.s.map.c_str(), loaded.map.domains().size(), loaded.map.node_count(),
+                to_string(loaded.s.reconcile.hand_off), loaded.s.cycle_ms,
+                loaded.s.reconcile.reservation.empty() ? "(none)" : loaded.s.reconcile.reservation.c_str(),
+                loaded.s.metrics_listen.empty() ? "(off)" : loaded.s.metrics_listen.c_str());
+    for (const auto& n : loaded.s.notices) std::printf("nvlsliced: warning: %s\n", n.c_str());
+    return 0;
+}
+
+// The helper at work: its settings and map, the Slurm it reads and writes,
+// and what it keeps from one cycle to the next (the core's HelperMemory,
+// the probe, the lease, what was said once). run() is the loop; each
+// cycle asks whether this helper acts (the lease, else the controllers),
+// then reads, decides (reconcile) and applies.
+class Helper {
+  public:
+    Helper(const std::string& config, const Options& opt, HelperSettings s, RackMap map, SlurmCluster& slurm,
+           const SlurmFeatures& features, Metrics& metrics)
+        : config_(config), once_(opt.once), dry_(opt.dry), s_(std::move(s)), map_(std::move(map)), slurm_(slurm),
+          features_(features), metrics_(metrics) {
+        char host[256] = {};
+        if (gethostname(host, sizeof host - 1) == 0) my_names_.emplace_back(host);
+        // (a dry run acts on nothing: it never takes the lease from the
+        // helper that acts)
+        if (!s_.lease_reservation.empty() && !dry_)
+            lease_.emplace(lease_id(my_names_.empty() ? std::string() : my_names_[0], s_.lock_file), s_.lease_s);
+        g_lease = lease_ ? &*lease_ : nullptr;
+    }
+    Helper(const Helper&) = delete;
+    Helper& operator=(const Helper&) = delete;
+    ~Helper() { g_lease = nullptr; }
+
+    // Until SIGTERM (--once: one cycle); the exit status.
+    int run() {
+        while (!g_stop) {
+            if (g_reload) reload();
+            const auto t0 = std::chrono::steady_clock::now();
+            if (!acting()) {
+                if (once_) return 0; // standing by is this cycle's whole work
+                pause_for(s_.cycle_ms / 1000.0);
+                continue;
+            }
+            // acting from here on: the reservations a reload renamed go now
+            // (a standby's reload leaves them to the helper that uses them)
+            if (!retiring_.empty()) retire_renamed(slurm_, s_.reconcile, retiring_, dry_);
+            const CycleEnd end = cycle(t0);
+            if (once_) {
+                if (lease_ && lease_->may_act(mono_now())) {
+                    try {
+                        slurm_.release_lease(s_.lease_reservation, lease_->me());
+                    } catch (const std::exception&) {} // it ends by itself
+                }
+                return end.failed ? 1 : 0;
+            }
+            // A repair under way is followed closely: each of its steps
+            // waits on what Slurm did with the last one.
+            const int period = end.follow_up ? std::min(s_.cycle_ms, kFollowUpMs) : s_.cycle_ms;
+            pause_for(
+                std::chrono::duration<double>(t0 + std::chrono::milliseconds(period) - std::chrono::steady_clock::now())
+                    .count());
+        }
+        if (lease_ && lease_->may_act(mono_now())) {
+            try {
+                slurm_.release_lease(s_.lease_reservation, lease_->me());
+            } catch (const std::exception& e) {
+                say(LOG_WARNING, fmt::format("stopping: the lease was not given back ({}): another helper takes it "
+                                             "once it ends",
+                                             e.what()));
+            }
+        }
+        say("stopped");
+        return 0;
+    }
+
+  private:
+    struct CycleEnd {
+        bool failed = false;
+        bool follow_up = false; // a repair under way: the next cycle comes sooner
+    };
+
+    // SIGHUP: both files read again; the state lives in Slurm and in mem_
+    // (per job and per node name), so nothing is lost.
+    void reload() {
+        g_reload = 0;
+        try {
+            Loaded next = load_for_reload(config_, s_, features_);
+            for (const auto& n : next.s.notices) say(LOG_WARNING, n);
+            retiring_.add(s_.reconcile, next.s.reconcile);
+            s_ = std::move(next.s);
+            map_ = std::move(next.map);
+            metrics_.set_racks(rack_names(map_));
+            set_sink(s_.log);
+            say(fmt::format("reloaded {}: map {} ({} racks, {} nodes), mode {}, cycle {} ms", config_, s_.map,
+                            map_.domains().size(), map_.node_count(), to_string(s_.reconcile.hand_off), s_.cycle_ms));
+        } catch (const std::exception& e) {
+            say(LOG_ERR, fmt::format("reload refused, the running configuration is kept: {}", e.what()));
+        }
+    }
+
+    // Whether this helper acts this cycle: one helper acts at a time, by
+    // the lease (lease.hpp); without one (lease_reservation ""), with a
+    // backup controller, the one beside the slurmctld in control
+    // (controller.hpp); alone, always. The role is said when it changes.
+    bool acting() {
+        bool unconfigured = lease_ && mono_seconds() < unconfigured_until_;
+        if (unconfigured) {
+            // a lease another helper took meanwhile (the license added):
+            // the lease decides again from this cycle on
+            try {
+                if (slurm_.load_lease(s_.lease_reservation)) {
+                    unconfigured = false;
+                    unconfigured_until_ = 0;
+                }
+            } catch (const std::exception&) {} // slurmctld away: the pings say
+        }
+        if (lease_ && !unconfigured) return lease_says_act();
+        if (features_.controllers.size() > 1) {
+            const ControllerRole role =
+                controller_role(features_.controllers, ping_controllers(features_.controllers.size()), my_names_);
+            say_role(role.active, role.active ? LOG_INFO : LOG_WARNING,
+                     fmt::format("{}: {}", role.active ? "active" : "standby", role.why));
+            return role.active;
+        }
+        return true;
+    }
+
+    // The lease's step this cycle (take, renew, keep, stand by), taken.
+    bool lease_says_act() {
+        std::string why;
+        try {
+            const double sent = mono_now();
+            const auto view = slurm_.load_lease(s_.lease_reservation);
+            const LeaseDecision d = lease_->decide(view, std::time(nullptr), sent);
+            why = d.why;
+            switch (d.step) {
+            case LeaseStep::Take:
+                lease_->taken(slurm_.take_lease(s_.lease_reservation, s_.lease_license, lease_->me(),
+                                                lease_->end_for(std::time(nullptr))),
+                              sent);
+                if (!lease_->may_act(mono_now())) why = "another helper took the lease first: standing by";
+                break;
+            case LeaseStep::Renew: {
+                slurm_.renew_lease(s_.lease_reservation, lease_->end_for(std::time(nullptr)));
+                // read back: slurmctld's update is not conditional
+                const auto back = slurm_.load_lease(s_.lease_reservation);
+                if (back && back->holder == lease_->me()) {
+                    lease_->renewed(true, sent);
+                } else {
+                    lease_->lost();
+                    why = back ? fmt::format("the lease is held by {} now: standing by", back->holder)
+                               : std::string("the lease is gone: taken again at the next cycle");
+                }
+                break;
+            }
+            case LeaseStep::Keep: break;
+            case LeaseStep::StandBy: lease_->lost(); break;
+            }
+        } catch (const LeaseUnconfigured& e) {
+            lease_->lost();
+            unconfigured_until_ = mono_seconds() + 60;
+            why = "slurmctld has no lease license: the controller pings choose from the next cycle";
+            if (unconfigured_said_ < 0 || mono_seconds() - unconfigured_said_ >= 3600) {
+                unconfigured_said_ = mono_seconds();
+                say(LOG_ERR, fmt::format("{}; until then the helper beside the slurmctld in control acts, "
+                                         "and two helpers on hosts that are not SlurmctldHost entries may "
+                                         "both act",
+                                         e.what()));
+            }
+        } catch (const Unreachable& e) {
+            lease_->lost();
+            outage_.begin(e.what());
+            // (the outage itself was said once, just above)
+            why = "slurmctld is away: the lease cannot be renewed, this helper does not act";
+        } catch (const std::exception& e) {
+            lease_->lost();
+            why = fmt::format("the lease reservation {}: {}; this helper does not act", s_.lease_reservation, e.what());
+        }
+        const bool act = lease_->may_act(mono_now());
+        say_role(
+            act, act ? LOG_INFO : LOG_WARNING,
+            fmt::format("{}: {} (lease {}, {})", act ? "active" : "standby", why, s_.lease_reservation, lease_->me()));
+        return act;
+    }
+
+    void say_role(bool active, int level, const std::string& line) {
+        if (!was_active_ || *was_active_ != active) say(level, line);
+        was_active_ = active;
+    }
+
+    // One cycle: read the view (the probe's silences added), decide, apply
+    // (not on a dry run, nor past the lease's safe half), count.
+    CycleEnd cycle(std::chrono::steady_clock::time_point t0) {
+        CycleEnd end;
+        CycleStats stats;
+        CyclePhases phases;
+        try {
+            ClusterRead read = slurm_.read_view(ViewRequest::of(s_.reconcile, features_.enforce_limits));
+            if (s_.reconcile.silent_after_s > 0 && !once_) {
+                if (!probe_) probe_ = std::make_unique<SlurmdProbe>(kProbeIntervalMs, kProbeTimeoutMs);
+                probe_distrusted_ =
+                    apply_probe(*probe_, read.nodes, read.jobs, s_.reconcile.silent_after_s, probe_distrusted_);
+            } else {
+                probe_.reset();
+            }
+            say_read(read.gates || !read.gates_error.empty(), read.gates_error, gates_failed_,
+                     "partitions and licenses read again", "placing by Slurm's reasons alone");
+            say_read(read.limits || !read.limits_error.empty(), read.limits_error, limits_failed_,
+                     "accounting limits read again", "placing without them");
+            phases.load = seconds_since(t0);
+            const auto t1 = std::chrono::steady_clock::now();
+            CycleOutput out = reconcile(map_, read.view(), s_.reconcile, std::time(nullptr), mem_, mono_seconds());
+            phases.decide = seconds_since(t1);
+            end.follow_up = out.follow_up;
+            for (const auto& line : out.log) say_core(line);
+            const auto t2 = std::chrono::steady_clock::now();
+            phases.actions = out.actions.size();
+            if (!dry_ && lease_ && !lease_->may_act(mono_now())) {
+                // the cycle outlasted half the lease: another helper may
+                // act soon; nothing of it is applied
+                say(LOG_WARNING, fmt::format("the cycle took past the lease's safe half ({} s): its {} action(s) "
+                                             "are dropped, the next cycle decides again",
+                                             s_.lease_s / 2, out.actions.size()));
+                out.actions.clear();
+            }
+            if (!dry_) end.failed = !apply_actions(out.actions);
+            phases.apply = seconds_since(t2);
+            stats = out.stats;
+        } catch (const Unreachable& e) {
+            end.failed = true;
+            outage_.begin(e.what());
+        } catch (const std::exception& e) {
+            end.failed = true;
+            say(LOG_ERR, fmt::format("cycle failed, retrying next cycle: {}", e.what()));
+        }
+        if (!end.failed) outage_.end();
+        metrics_.add_cycle(stats, seconds_since(t0), end.failed, phases);
+        return end;
+    }
+
+    // The cycle's actions sent; each failure said (an unreachable
+    // slurmctld as the outage). Whether all of them were applied.
+    bool apply_actions(const std::vector<Action>& actions) {
+        const auto failures = apply(slurm_, s_.reconcile, actions, maybe_die, stop_or_lease_short);
+        note_applied(mem_, actions, failures, mono_seconds(), std::time(nullptr));
+        for (const auto& f : failures) {
+            if (f.unreachable) {
+                outage_.begin(f.error);
+                continue;
+            }
+            say(LOG_WARNING, f.job ? fmt::format("job {}: {} (this job waits; the others go on)", f.job, f.error)
+                                   : fmt::format("{} (tried again in {} s)", f.error,
+                                                 mem_.cluster_backoff.count(f.key)
+                                                     ? mem_.cluster_backoff[f.key].until - mono_seconds()
+                                                     : 0));
+        }
+        return failures.empty();
+    }
+
+    const std::string config_;
+    const bool once_, dry_;
+    HelperSettings s_;
+    RackMap map_;
+    SlurmCluster& slurm_;
+    const SlurmFeatures features_;
+    Metrics& metrics_;
+    HelperMemory mem_;
+    // Its own probe of the slurmds under running jobs (probe.hpp), on
+    // while silent_after is: a node silent that long is repaired without
+    // waiting for slurmctld's ping and SlurmdTimeout.
+    std::unique_ptr<SlurmdProbe> probe_;
+    bool probe_distrusted_ = false;     // too many unanswered at once: said once
+    std::vector<std::string> my_names_; // this host's, for the controllers' roles
+    std::optional<bool> was_active_;    // the role last said
+    std::optional<Lease> lease_;
+    // slurmctld has no lease license (a slurm.conf from before the lease):
+    // the controller pings choose, as before, until it has one; tried
+    // again each minute, said once an hour
+    int64_t unconfigured_until_ = 0, unconfigured_said_ = -1;
+    bool limits_failed_ = false; // loading the accounting limits failed last time (said once)
+    bool gates_failed_ = false;  // loading the partitions and licenses failed last time (said once)
+    Outage outage_;
+    Renamed retiring_; // reservations a reload renamed, deleted once this helper acts
+};
+
+// The first line of the log: what runs, in which mode and why.
+void say_started(const HelperSettings& s, const RackMap& map, HandOff wanted, const SlurmFeatures& features,
+                 const MetricsServer* server, bool dry) {
+    say(fmt::format("started: map {} ({} racks, {} nodes), mode {} ({}; Slurm {}, {}{}), cycle {} ms, reservation "
+                    "{}, metrics {}{}",
+                    s.map, map.domains().size(), map.node_count(), to_string(s.reconcile.hand_off),
+                    wanted == HandOff::Auto ? "chosen from the running Slurm" : "set in the configuration",
+                    features.version,
+                    features.topology_plugin.empty() ? "no topology plugin" : features.topology_plugin,
+                    s.reconcile.hand_off != HandOff::Native ? ""
+                    : s.reconcile.node_pools                ? "; pins with a node pool"
+                                                            : "; pins by excluding other nodes",
+                    s.cycle_ms, s.reconcile.reservation.empty() ? "(none)" : s.reconcile.reservation,
+                    server ? fmt::format("{}:{}", server->host(), server->port()) : "(off)", dry ? ", dry run" : ""));
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -465,19 +795,9 @@ int main(int argc, char** argv) {
     const Options opt = parse_options(argc, argv);
     if (opt.exit) return *opt.exit;
     const std::string& config = opt.config;
-    const bool once = opt.once, dry = opt.dry, check = opt.check, remove = opt.remove;
     try {
         Loaded loaded = load_all(config);
-        if (check) {
-            std::printf("nvlsliced: %s is valid: map %s (%zu racks, %zu nodes), mode %s, cycle %d ms, reservation "
-                        "%s, metrics %s\n",
-                        config.c_str(), loaded.s.map.c_str(), loaded.map.domains().size(), loaded.map.node_count(),
-                        to_string(loaded.s.reconcile.hand_off), loaded.s.cycle_ms,
-                        loaded.s.reconcile.reservation.empty() ? "(none)" : loaded.s.reconcile.reservation.c_str(),
-                        loaded.s.metrics_listen.empty() ? "(off)" : loaded.s.metrics_listen.c_str());
-            for (const auto& n : loaded.s.notices) std::printf("nvlsliced: warning: %s\n", n.c_str());
-            return 0;
-        }
+        if (opt.check) return print_checked(config, loaded);
         HelperSettings s = std::move(loaded.s);
         RackMap map = std::move(loaded.map);
         set_sink(s.log);
@@ -485,30 +805,25 @@ int main(int argc, char** argv) {
 
         // One instance only (the lock file). A dry run of the cycle acts on
         // nothing: it runs beside the helper that acts, without the lock
-        // (nor the lease, below), so that an install or a change may be
+        // (nor the lease, Helper), so that an install or a change may be
         // checked on a running site.
-        if (!dry || remove) take_lock_file(s.lock_file);
+        if (!opt.dry || opt.remove) take_lock_file(s.lock_file);
 
         g_kill_after = std::getenv("NVLSLICED_TEST_KILL_AFTER");
         std::signal(SIGTERM, on_signal);
         std::signal(SIGINT, on_signal);
         std::signal(SIGHUP, on_hup);
         Metrics metrics;
-        auto rack_names = [](const RackMap& m) {
-            std::vector<std::string> names;
-            for (const auto& d : m.domains()) names.push_back(d.name);
-            return names;
-        };
         metrics.set_racks(rack_names(map));
         std::unique_ptr<MetricsServer> server;
-        if (!s.metrics_listen.empty() && !once)
+        if (!s.metrics_listen.empty() && !opt.once)
             server = std::make_unique<MetricsServer>(metrics, parse_listen(s.metrics_listen),
                                                      [](const std::string& m) { say(LOG_WARNING, m); });
         const auto cluster = SlurmCluster::open();
         SlurmCluster& slurm = *cluster;
-        if (remove) return remove_nvlslice(slurm, s, dry);
+        if (opt.remove) return remove_nvlslice(slurm, s, opt.dry);
         // The mode: the configuration's, or for auto what slurmctld runs.
-        const std::optional<SlurmFeatures> probed = wait_for_slurmctld(once);
+        const std::optional<SlurmFeatures> probed = wait_for_slurmctld(opt.once);
         if (!probed) {
             say("stopped");
             return 0;
@@ -521,264 +836,9 @@ int main(int argc, char** argv) {
             throw Error(fmt::format("{}: mode: native, but this nvlsliced was built against a Slurm without --segment "
                                     "(24.05 or later is needed)",
                                     config));
-        say(fmt::format(
-            "started: map {} ({} racks, {} nodes), mode {} ({}; Slurm {}, {}{}), cycle {} ms, reservation "
-            "{}, metrics {}{}",
-            s.map, map.domains().size(), map.node_count(), to_string(s.reconcile.hand_off),
-            wanted == HandOff::Auto ? "chosen from the running Slurm" : "set in the configuration", features.version,
-            features.topology_plugin.empty() ? "no topology plugin" : features.topology_plugin,
-            s.reconcile.hand_off != HandOff::Native ? ""
-            : s.reconcile.node_pools                ? "; pins with a node pool"
-                                                    : "; pins by excluding other nodes",
-            s.cycle_ms, s.reconcile.reservation.empty() ? "(none)" : s.reconcile.reservation,
-            server ? fmt::format("{}:{}", server->host(), server->port()) : "(off)", dry ? ", dry run" : ""));
-
-        HelperMemory mem;
-        // Its own probe of the slurmds under running jobs (probe.hpp), on
-        // while silent_after is: a node silent that long is repaired
-        // without waiting for slurmctld's ping and SlurmdTimeout.
-        std::unique_ptr<SlurmdProbe> probe;
-        bool probe_distrusted = false; // too many unanswered at once: said once
-        // With a backup controller, only the helper beside the slurmctld in
-        // control acts (controller.hpp); the role is said when it changes.
-        std::vector<std::string> my_names;
-        {
-            char host[256] = {};
-            if (gethostname(host, sizeof host - 1) == 0) my_names.emplace_back(host);
-        }
-        std::optional<bool> was_active;
-        // One helper acts at a time, by the lease (lease.hpp); without one
-        // (lease_reservation ""), with a backup controller, the one beside
-        // the slurmctld in control (controller.hpp).
-        std::optional<Lease> lease;
-        // (a dry run acts on nothing: it never takes the lease from the
-        // helper that acts)
-        if (!s.lease_reservation.empty() && !dry)
-            lease.emplace(lease_id(my_names.empty() ? std::string() : my_names[0], s.lock_file), s.lease_s);
-        g_lease = lease ? &*lease : nullptr;
-        // slurmctld has no lease license (a slurm.conf from before the
-        // lease): the controller pings choose, as before, until it has
-        // one; tried again each minute, said once an hour
-        int64_t unconfigured_until = 0, unconfigured_said = -1;
-        bool limits_failed = false; // loading the accounting limits failed last time (said once)
-        bool gates_failed = false;  // loading the partitions and licenses failed last time (said once)
-        // slurmctld away: said once when it goes, once when it is back.
-        struct Outage {
-            std::optional<std::chrono::steady_clock::time_point> since;
-            void begin(const std::string& why) {
-                if (since) return;
-                since = std::chrono::steady_clock::now();
-                say(LOG_WARNING, fmt::format("slurmctld does not answer ({}); retrying every cycle", why));
-            }
-            void end() {
-                if (!since) return;
-                say(fmt::format("slurmctld answers again after {:.0f} s",
-                                std::chrono::duration<double>(std::chrono::steady_clock::now() - *since).count()));
-                since.reset();
-            }
-        } outage;
-        Renamed retiring; // reservations a reload renamed, deleted once this helper acts
-        while (!g_stop) {
-            if (g_reload) {
-                // Re-read both files; the state lives in Slurm and in `mem`
-                // (per job and per node name), so nothing is lost.
-                g_reload = 0;
-                try {
-                    Loaded next = load_for_reload(config, s, features);
-                    for (const auto& n : next.s.notices) say(LOG_WARNING, n);
-                    retiring.add(s.reconcile, next.s.reconcile);
-                    s = std::move(next.s);
-                    map = std::move(next.map);
-                    metrics.set_racks(rack_names(map));
-                    set_sink(s.log);
-                    say(fmt::format("reloaded {}: map {} ({} racks, {} nodes), mode {}, cycle {} ms", config, s.map,
-                                    map.domains().size(), map.node_count(), to_string(s.reconcile.hand_off),
-                                    s.cycle_ms));
-                } catch (const std::exception& e) {
-                    say(LOG_ERR, fmt::format("reload refused, the running configuration is kept: {}", e.what()));
-                }
-            }
-            auto t0 = std::chrono::steady_clock::now();
-            bool unconfigured = lease && mono_seconds() < unconfigured_until;
-            if (unconfigured) {
-                // a lease another helper took meanwhile (the license added):
-                // the lease decides again from this cycle on
-                try {
-                    if (slurm.load_lease(s.lease_reservation)) {
-                        unconfigured = false;
-                        unconfigured_until = 0;
-                    }
-                } catch (const std::exception&) {} // slurmctld away: the pings say
-            }
-            if (lease && !unconfigured) {
-                std::string why;
-                try {
-                    const double sent = mono_now();
-                    const auto view = slurm.load_lease(s.lease_reservation);
-                    const LeaseDecision d = lease->decide(view, std::time(nullptr), sent);
-                    why = d.why;
-                    switch (d.step) {
-                    case LeaseStep::Take:
-                        lease->taken(slurm.take_lease(s.lease_reservation, s.lease_license, lease->me(),
-                                                      lease->end_for(std::time(nullptr))),
-                                     sent);
-                        if (!lease->may_act(mono_now())) why = "another helper took the lease first: standing by";
-                        break;
-                    case LeaseStep::Renew: {
-                        slurm.renew_lease(s.lease_reservation, lease->end_for(std::time(nullptr)));
-                        // read back: slurmctld's update is not conditional
-                        const auto back = slurm.load_lease(s.lease_reservation);
-                        if (back && back->holder == lease->me()) {
-                            lease->renewed(true, sent);
-                        } else {
-                            lease->lost();
-                            why = back ? fmt::format("the lease is held by {} now: standing by", back->holder)
-                                       : std::string("the lease is gone: taken again at the next cycle");
-                        }
-                        break;
-                    }
-                    case LeaseStep::Keep: break;
-                    case LeaseStep::StandBy: lease->lost(); break;
-                    }
-                } catch (const LeaseUnconfigured& e) {
-                    lease->lost();
-                    unconfigured_until = mono_seconds() + 60;
-                    why = "slurmctld has no lease license: the controller pings choose from the next cycle";
-                    if (unconfigured_said < 0 || mono_seconds() - unconfigured_said >= 3600) {
-                        unconfigured_said = mono_seconds();
-                        say(LOG_ERR, fmt::format("{}; until then the helper beside the slurmctld in control acts, "
-                                                 "and two helpers on hosts that are not SlurmctldHost entries may "
-                                                 "both act",
-                                                 e.what()));
-                    }
-                } catch (const Unreachable& e) {
-                    lease->lost();
-                    outage.begin(e.what());
-                    // (the outage itself was said once, just above)
-                    why = "slurmctld is away: the lease cannot be renewed, this helper does not act";
-                } catch (const std::exception& e) {
-                    lease->lost();
-                    why = fmt::format("the lease reservation {}: {}; this helper does not act", s.lease_reservation,
-                                      e.what());
-                }
-                const bool acting = lease->may_act(mono_now());
-                if (!was_active || *was_active != acting)
-                    say(acting ? LOG_INFO : LOG_WARNING,
-                        fmt::format("{}: {} (lease {}, {})", acting ? "active" : "standby", why, s.lease_reservation,
-                                    lease->me()));
-                was_active = acting;
-                if (!acting) {
-                    if (once) return 0; // standing by is this cycle's whole work
-                    pause_for(s.cycle_ms / 1000.0);
-                    continue;
-                }
-            } else if (features.controllers.size() > 1) {
-                const ControllerRole role =
-                    controller_role(features.controllers, ping_controllers(features.controllers.size()), my_names);
-                if (!was_active || *was_active != role.active)
-                    say(role.active ? LOG_INFO : LOG_WARNING,
-                        fmt::format("{}: {}", role.active ? "active" : "standby", role.why));
-                was_active = role.active;
-                if (!role.active) {
-                    if (once) return 0;
-                    pause_for(s.cycle_ms / 1000.0);
-                    continue;
-                }
-            }
-            // acting from here on: the reservations a reload renamed go now
-            // (a standby's reload leaves them to the helper that uses them)
-            if (!retiring.empty()) retire_renamed(slurm, s.reconcile, retiring, dry);
-            bool failed = false;
-            CycleStats stats;
-            CyclePhases phases;
-            bool follow_up = false;
-            auto since = [](std::chrono::steady_clock::time_point t) {
-                return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-            };
-            try {
-                ClusterRead read = slurm.read_view(ViewRequest::of(s.reconcile, features.enforce_limits));
-                if (s.reconcile.silent_after_s > 0 && !once) {
-                    if (!probe) probe = std::make_unique<SlurmdProbe>(kProbeIntervalMs, kProbeTimeoutMs);
-                    probe_distrusted =
-                        apply_probe(*probe, read.nodes, read.jobs, s.reconcile.silent_after_s, probe_distrusted);
-                } else {
-                    probe.reset();
-                }
-                say_read(read.gates || !read.gates_error.empty(), read.gates_error, gates_failed,
-                         "partitions and licenses read again", "placing by Slurm's reasons alone");
-                say_read(read.limits || !read.limits_error.empty(), read.limits_error, limits_failed,
-                         "accounting limits read again", "placing without them");
-                phases.load = since(t0);
-                auto t1 = std::chrono::steady_clock::now();
-                CycleOutput out = reconcile(map, read.view(), s.reconcile, std::time(nullptr), mem, mono_seconds());
-                phases.decide = since(t1);
-                follow_up = out.follow_up;
-                for (const auto& line : out.log) say_core(line);
-                auto t2 = std::chrono::steady_clock::now();
-                phases.actions = out.actions.size();
-                if (!dry && lease && !lease->may_act(mono_now())) {
-                    // the cycle outlasted half the lease: another helper may
-                    // act soon; nothing of it is applied
-                    say(LOG_WARNING, fmt::format("the cycle took past the lease's safe half ({} s): its {} action(s) "
-                                                 "are dropped, the next cycle decides again",
-                                                 s.lease_s / 2, out.actions.size()));
-                    out.actions.clear();
-                }
-                if (!dry) {
-                    auto failures = apply(slurm, s.reconcile, out.actions, maybe_die, stop_or_lease_short);
-                    note_applied(mem, out.actions, failures, mono_seconds(), std::time(nullptr));
-                    for (const auto& f : failures) {
-                        if (f.unreachable) {
-                            outage.begin(f.error);
-                            continue;
-                        }
-                        say(LOG_WARNING,
-                            f.job ? fmt::format("job {}: {} (this job waits; the others go on)", f.job, f.error)
-                                  : fmt::format("{} (tried again in {} s)", f.error,
-                                                mem.cluster_backoff.count(f.key)
-                                                    ? mem.cluster_backoff[f.key].until - mono_seconds()
-                                                    : 0));
-                    }
-                    failed = !failures.empty();
-                }
-                phases.apply = since(t2);
-                stats = out.stats;
-            } catch (const Unreachable& e) {
-                failed = true;
-                outage.begin(e.what());
-            } catch (const std::exception& e) {
-                failed = true;
-                say(LOG_ERR, fmt::format("cycle failed, retrying next cycle: {}", e.what()));
-            }
-            if (!failed) outage.end();
-            double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            metrics.add_cycle(stats, secs, failed, phases);
-            if (once) {
-                if (lease && lease->may_act(mono_now())) {
-                    try {
-                        slurm.release_lease(s.lease_reservation, lease->me());
-                    } catch (const std::exception&) {} // it ends by itself
-                }
-                return failed ? 1 : 0;
-            }
-            // A repair under way is followed closely: each of its steps
-            // waits on what Slurm did with the last one.
-            const int period = follow_up ? std::min(s.cycle_ms, kFollowUpMs) : s.cycle_ms;
-            pause_for(
-                std::chrono::duration<double>(t0 + std::chrono::milliseconds(period) - std::chrono::steady_clock::now())
-                    .count());
-        }
-        if (lease && lease->may_act(mono_now())) {
-            try {
-                slurm.release_lease(s.lease_reservation, lease->me());
-            } catch (const std::exception& e) {
-                say(LOG_WARNING, fmt::format("stopping: the lease was not given back ({}): another helper takes it "
-                                             "once it ends",
-                                             e.what()));
-            }
-        }
-        say("stopped");
-        return 0;
+        say_started(s, map, wanted, features, server.get(), opt.dry);
+        Helper helper(config, opt, std::move(s), std::move(map), slurm, features, metrics);
+        return helper.run();
     } catch (const std::exception& e) {
         if (g_sink == Sink::Stderr)
             std::fprintf(stderr, "nvlsliced: %s\n", e.what());
