@@ -164,33 +164,19 @@ SoonestRoom soonest_room(const Snapshot& snap, JobId job, const PlacedSlice& sli
     return best;
 }
 
-} // namespace
+// One plan_repair call: the nodes handed out so far (and the job's own,
+// never replacement candidates even if the snapshot shows them idle), and
+// each slice taken through the rule's steps in order: its own domain,
+// another with room, where room frees soonest, else it waits.
+class RepairPlanner {
+  public:
+    RepairPlanner(const Snapshot& snap, const Placement& running, const std::vector<NodeId>& failed,
+                  const NodeSet& unprotected, const LaterRoom* later)
+        : snap_(snap), map_(snap.map()), running_(running), failed_(failed), unprotected_(unprotected), later_(later),
+          taken_(running.nodes()) {}
 
-RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std::vector<NodeId>& failed,
-                       const NodeSet& unprotected, const LaterRoom* later) {
-    const RackMap& map = snap.map();
-    RepairPlan plan;
-    plan.job_id = running.job_id;
-    plan.placement = running;
-    plan.feasible = true;
-
-    auto is_failed = [&](NodeId id) { return contains(failed, id) || !is_healthy(snap.node(id).state); };
-
-    // Nodes already handed out by this plan, and the job's own nodes (not
-    // replacement candidates even if the snapshot shows them idle).
-    std::vector<NodeId> taken = running.nodes();
-    std::vector<NodeId> cand;
-
-    // Why a slice cannot stay in its domain, with the figures that show it.
-    auto no_room_in = [&](DomainId d, int lost, int usable) {
-        if (d == kNoDomain) return std::string("its slice spans domains");
-        const Domain& dom = map.domain(d);
-        if (snap.counts(d).degraded) return fmt::format("{} is degraded ({})", dom.name, snap.degraded_why(d));
-        return fmt::format("{} has {} usable free node(s) for {} ({} spare(s), {} failed node(s))", dom.name, usable,
-                           lost, dom.spares, dom.size() - snap.counts(d).healthy);
-    };
-
-    for (auto& slice : plan.placement.slices) {
+    // The slice's repair; `slice` becomes its placement after it.
+    SliceRepair repair(PlacedSlice& slice) {
         SliceRepair rep;
         rep.slice_index = slice.index;
         rep.from = slice.domain;
@@ -198,114 +184,158 @@ RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std
             if (is_failed(id)) rep.removed.push_back(id);
         if (rep.removed.empty()) {
             rep.to = slice.domain;
-            plan.slices.push_back(std::move(rep));
-            continue;
+            return rep;
         }
+        int usable_here = 0;
+        if (!in_own_domain(slice, rep, usable_here) && !in_other_domain(slice, rep, usable_here) &&
+            !where_room_frees(slice, rep, usable_here))
+            wait(slice, rep, usable_here);
+        return rep;
+    }
+
+  private:
+    bool is_failed(NodeId id) const { return contains(failed_, id) || !is_healthy(snap_.node(id).state); }
+
+    bool degraded(DomainId d) const { return d != kNoDomain && snap_.counts(d).degraded; }
+
+    // Why a slice cannot stay in its domain, with the figures that show it.
+    std::string no_room_in(DomainId d, int lost, int usable) const {
+        if (d == kNoDomain) return std::string("its slice spans domains");
+        const Domain& dom = map_.domain(d);
+        if (snap_.counts(d).degraded) return fmt::format("{} is degraded ({})", dom.name, snap_.degraded_why(d));
+        return fmt::format("{} has {} usable free node(s) for {} ({} spare(s), {} failed node(s))", dom.name, usable,
+                           lost, dom.spares, dom.size() - snap_.counts(d).healthy);
+    }
+
+    // 1. the same domain; `usable_here`: how many nodes it had
+    bool in_own_domain(PlacedSlice& slice, SliceRepair& rep, int& usable_here) {
+        const int lost = int(rep.removed.size());
+        if (slice.domain == kNoDomain || snap_.counts(slice.domain).degraded) return false;
+        candidates(snap_, slice.domain, running_.job_id, taken_, cand_, true, unprotected_);
+        usable_here = int(cand_.size());
+        if (int(cand_.size()) < lost) return false;
+        rep.action = RepairAction::ReplaceInDomain;
+        rep.to = slice.domain;
+        rep.added.assign(cand_.begin(), cand_.begin() + lost);
+        for (NodeId id : rep.added) {
+            taken_.push_back(id);
+            const NodeStatus& st = snap_.node(id);
+            // (a node held for this job itself is no one's to requeue)
+            if (!is_free(st.state) && st.job_id && st.job_id != running_.job_id) rep.preempt.push_back(st.job_id);
+        }
+        slice.nodes = replaced(slice.nodes, rep.removed, rep.added);
+        rep.detail = fmt::format("slice {}: {} failed node(s) replaced inside {}", slice.index, lost,
+                                 map_.domain(slice.domain).name);
+        return true;
+    }
+
+    // 2. another domain, best fit, keeping that domain's spares
+    bool in_other_domain(PlacedSlice& slice, SliceRepair& rep, int usable_here) {
         const int lost = int(rep.removed.size());
         const int k = int(slice.nodes.size());
+        const DomainId best = best_fit_elsewhere(snap_, slice.domain, k, taken_);
+        if (best == kNoDomain) return false;
+        rep.action = RepairAction::MoveDomain;
+        rep.to = best;
+        rep.removed = slice.nodes;
+        candidates(snap_, best, running_.job_id, taken_, cand_, false, unprotected_);
+        // idle nodes before the spare-reserved ones: the target keeps its spares
+        std::stable_partition(cand_.begin(), cand_.end(),
+                              [&](NodeId id) { return snap_.node(id).state == NodeState::Idle; });
+        rep.added.assign(cand_.begin(), cand_.begin() + k);
+        std::sort(rep.added.begin(), rep.added.end());
+        taken_.insert(taken_.end(), rep.added.begin(), rep.added.end());
+        rep.detail = degraded(slice.domain)
+                         ? fmt::format("slice {}: {}; moved to {}", slice.index,
+                                       no_room_in(slice.domain, lost, usable_here), map_.domain(best).name)
+                         : fmt::format("slice {}: {} failed node(s), {}; moved to {}", slice.index, lost,
+                                       no_room_in(slice.domain, lost, usable_here), map_.domain(best).name);
+        slice.nodes = rep.added;
+        slice.domain = best;
+        return true;
+    }
 
-        // 1. the same domain
-        int usable_here = 0;
-        if (slice.domain != kNoDomain && !snap.counts(slice.domain).degraded) {
-            candidates(snap, slice.domain, running.job_id, taken, cand, true, unprotected);
-            usable_here = int(cand.size());
-            if (int(cand.size()) >= lost) {
-                rep.action = RepairAction::ReplaceInDomain;
-                rep.to = slice.domain;
-                rep.added.assign(cand.begin(), cand.begin() + lost);
-                for (NodeId id : rep.added) {
-                    taken.push_back(id);
-                    const NodeStatus& st = snap.node(id);
-                    // (a node held for this job itself is no one's to requeue)
-                    if (!is_free(st.state) && st.job_id && st.job_id != running.job_id)
-                        rep.preempt.push_back(st.job_id);
-                }
-                slice.nodes = replaced(slice.nodes, rep.removed, rep.added);
-                rep.detail = fmt::format("slice {}: {} failed node(s) replaced inside {}", slice.index, lost,
-                                         map.domain(slice.domain).name);
-                ++plan.replaced_in_domain;
-                plan.slices.push_back(std::move(rep));
-                continue;
-            }
+    // 3. where the nodes it needs free soonest (room that frees later)
+    bool where_room_frees(PlacedSlice& slice, SliceRepair& rep, int usable_here) {
+        if (!later_ || !later_->ends) return false;
+        const int lost = int(rep.removed.size());
+        const SoonestRoom soon = soonest_room(snap_, running_.job_id, slice, lost, taken_, *later_);
+        if (soon.domain == kNoDomain) return false;
+        rep.to = soon.domain;
+        for (const Slot& s : soon.slots) {
+            rep.added.push_back(s.id);
+            const NodeStatus& st = snap_.node(s.id);
+            if (s.rank == 3) rep.preempt.push_back(st.job_id);
+            if (s.rank == 4 && !contains(rep.evict, st.job_id)) rep.evict.push_back(st.job_id);
         }
-
-        // 2. another domain, best fit, keeping that domain's spares
-        const DomainId best = best_fit_elsewhere(snap, slice.domain, k, taken);
-        if (best != kNoDomain) {
+        std::sort(rep.added.begin(), rep.added.end());
+        taken_.insert(taken_.end(), rep.added.begin(), rep.added.end());
+        const std::string when_s = soon.when > later_->now
+                                       ? fmt::format("free in {} s by its jobs' time limits", soon.when - later_->now)
+                                       : std::string("free now");
+        if (soon.domain == slice.domain) {
+            rep.action = RepairAction::ReplaceInDomain;
+            slice.nodes = replaced(slice.nodes, rep.removed, rep.added);
+            rep.detail = fmt::format("slice {}: {} failed node(s) replaced inside {} ({})", slice.index, lost,
+                                     map_.domain(soon.domain).name, when_s);
+        } else {
             rep.action = RepairAction::MoveDomain;
-            rep.to = best;
             rep.removed = slice.nodes;
-            candidates(snap, best, running.job_id, taken, cand, false, unprotected);
-            // idle nodes before the spare-reserved ones: the target keeps its spares
-            std::stable_partition(cand.begin(), cand.end(),
-                                  [&](NodeId id) { return snap.node(id).state == NodeState::Idle; });
-            rep.added.assign(cand.begin(), cand.begin() + k);
-            std::sort(rep.added.begin(), rep.added.end());
-            taken.insert(taken.end(), rep.added.begin(), rep.added.end());
-            rep.detail = slice.domain != kNoDomain && snap.counts(slice.domain).degraded
-                             ? fmt::format("slice {}: {}; moved to {}", slice.index,
-                                           no_room_in(slice.domain, lost, usable_here), map.domain(best).name)
-                             : fmt::format("slice {}: {} failed node(s), {}; moved to {}", slice.index, lost,
-                                           no_room_in(slice.domain, lost, usable_here), map.domain(best).name);
+            rep.detail =
+                fmt::format("slice {}: {}; moved to {} ({})", slice.index, no_room_in(slice.domain, lost, usable_here),
+                            map_.domain(soon.domain).name, when_s);
             slice.nodes = rep.added;
-            slice.domain = best;
-            ++plan.moved;
-            plan.slices.push_back(std::move(rep));
-            continue;
+            slice.domain = soon.domain;
         }
+        ready_at = std::max(ready_at, soon.when);
+        return true;
+    }
 
-        // 3. where the nodes it needs free soonest (room that frees later)
-        if (later && later->ends) {
-            const SoonestRoom soon = soonest_room(snap, running.job_id, slice, lost, taken, *later);
-            const DomainId best_d = soon.domain;
-            const int64_t best_when = soon.when;
-            const std::vector<Slot>& best_slots = soon.slots;
-            if (best_d != kNoDomain) {
-                rep.to = best_d;
-                for (const Slot& s : best_slots) {
-                    rep.added.push_back(s.id);
-                    const NodeStatus& st = snap.node(s.id);
-                    if (s.rank == 3) rep.preempt.push_back(st.job_id);
-                    if (s.rank == 4 && !contains(rep.evict, st.job_id)) rep.evict.push_back(st.job_id);
-                }
-                std::sort(rep.added.begin(), rep.added.end());
-                taken.insert(taken.end(), rep.added.begin(), rep.added.end());
-                const std::string when_s = best_when > later->now ? fmt::format("free in {} s by its jobs' time limits",
-                                                                                best_when - later->now)
-                                                                  : std::string("free now");
-                if (best_d == slice.domain) {
-                    rep.action = RepairAction::ReplaceInDomain;
-                    slice.nodes = replaced(slice.nodes, rep.removed, rep.added);
-                    rep.detail = fmt::format("slice {}: {} failed node(s) replaced inside {} ({})", slice.index, lost,
-                                             map.domain(best_d).name, when_s);
-                    ++plan.replaced_in_domain;
-                } else {
-                    rep.action = RepairAction::MoveDomain;
-                    rep.removed = slice.nodes;
-                    rep.detail =
-                        fmt::format("slice {}: {}; moved to {} ({})", slice.index,
-                                    no_room_in(slice.domain, lost, usable_here), map.domain(best_d).name, when_s);
-                    slice.nodes = rep.added;
-                    slice.domain = best_d;
-                    ++plan.moved;
-                }
-                plan.ready_at = std::max(plan.ready_at, best_when);
-                plan.slices.push_back(std::move(rep));
-                continue;
-            }
-        }
-
-        // 4. wait
+    // 4. wait
+    void wait(const PlacedSlice& slice, SliceRepair& rep, int usable_here) const {
+        const int lost = int(rep.removed.size());
+        const int k = int(slice.nodes.size());
         rep.action = RepairAction::Wait;
-        rep.detail = slice.domain != kNoDomain && snap.counts(slice.domain).degraded
+        rep.detail = degraded(slice.domain)
                          ? fmt::format("slice {}: {} and no other domain has room for {} nodes", slice.index,
                                        no_room_in(slice.domain, lost, usable_here), k)
                          : fmt::format("slice {}: {} failed node(s), {} and no other domain has room for {} nodes",
                                        slice.index, lost, no_room_in(slice.domain, lost, usable_here), k);
-        if (plan.feasible) plan.reason = rep.detail;
-        plan.feasible = false;
+    }
+
+    const Snapshot& snap_;
+    const RackMap& map_;
+    const Placement& running_;
+    const std::vector<NodeId>& failed_;
+    const NodeSet& unprotected_;
+    const LaterRoom* later_;
+    std::vector<NodeId> taken_; // handed out by this plan, and the job's own nodes
+    std::vector<NodeId> cand_;  // candidates' buffer
+
+  public:
+    int64_t ready_at = 0; // step 3: when the last node of its targets frees
+};
+
+} // namespace
+
+RepairPlan plan_repair(const Snapshot& snap, const Placement& running, const std::vector<NodeId>& failed,
+                       const NodeSet& unprotected, const LaterRoom* later) {
+    RepairPlan plan;
+    plan.job_id = running.job_id;
+    plan.placement = running;
+    plan.feasible = true;
+    RepairPlanner planner(snap, running, failed, unprotected, later);
+    for (auto& slice : plan.placement.slices) {
+        SliceRepair rep = planner.repair(slice);
+        plan.replaced_in_domain += !rep.removed.empty() && rep.action == RepairAction::ReplaceInDomain;
+        plan.moved += rep.action == RepairAction::MoveDomain;
+        if (rep.action == RepairAction::Wait) {
+            if (plan.feasible) plan.reason = rep.detail;
+            plan.feasible = false;
+        }
         plan.slices.push_back(std::move(rep));
     }
+    plan.ready_at = planner.ready_at;
 
     for (const auto& r : plan.slices)
         for (JobId j : r.preempt)

@@ -11,12 +11,11 @@ namespace nvl {
 
 using namespace map_detail;
 
-RackMap read_topology_yaml(std::string_view text, const std::string& file, const MapDefaults& defaults,
-                           std::string_view topology) {
-    YamlDoc doc(text, file);
-    yaml_node_t* root = doc.root();
-    if (!root) throw ParseError({file, 1, 1}, "topology.yaml is empty (expected a list of topologies)");
-    doc.expect_sequence(root, "topology.yaml");
+namespace {
+
+// The topology the map is read from: the one named `topology`, else the
+// cluster_default one, else the first block or tree topology.
+yaml_node_t* choose_topology(YamlDoc& doc, yaml_node_t* root, std::string_view topology) {
     yaml_node_t* chosen = nullptr;
     yaml_node_t* first = nullptr;
     bool chosen_default = false;
@@ -53,8 +52,16 @@ RackMap read_topology_yaml(std::string_view text, const std::string& file, const
             doc.fail(root, fmt::format("no block or tree topology named \"{}\" (found: {})", topology, list));
         doc.fail(root, "no block or tree topology in the file (flat topologies have no domains)");
     }
-    RackMap map(defaults);
-    auto add = [&](yaml_node_t* item, const std::string& name, yaml_node_t* nodes_node) {
+    return chosen;
+}
+
+// The domains of the chosen topology, each added to the map as read.
+struct DomainReader {
+    YamlDoc& doc;
+    const MapDefaults& defaults;
+    RackMap& map;
+
+    void add(yaml_node_t* item, const std::string& name, yaml_node_t* nodes_node) {
         std::vector<std::string> names = expand_at(doc, nodes_node, "nodes");
         Domain d;
         d.name = name;
@@ -63,61 +70,79 @@ RackMap read_topology_yaml(std::string_view text, const std::string& file, const
         d.slice_sizes = defaults.slice_sizes;
         d.pos = doc.pos(item);
         map.add_domain(std::move(d), names); // errors name d.pos
-    };
-    doc.for_each_pair(
-        chosen, {"topology", "cluster_default", "block", "tree", "flat"},
-        [&](const std::string& k, yaml_node_t*, yaml_node_t* v) {
-            if (k == "block") {
-                doc.expect_mapping(v, "\"block\"");
-                yaml_node_t* blocks = nullptr;
-                doc.for_each_pair(v, {"block_sizes", "blocks"},
-                                  [&](const std::string& bk, yaml_node_t*, yaml_node_t* bv) {
-                                      if (bk == "block_sizes") {
-                                          auto sizes = doc.int_list(bv, bk, 1, kMaxNodesPerDomain);
-                                          if (auto why = block_sizes_problem(sizes))
-                                              doc.fail(bv, fmt::format("\"block_sizes\": {}", *why));
-                                      } else
-                                          blocks = bv;
-                                  });
-                if (!blocks) doc.fail(v, "\"block\" needs \"blocks\"");
-                doc.expect_sequence(blocks, "\"blocks\"");
-                doc.for_each_item(blocks, [&](yaml_node_t* b) {
-                    doc.expect_mapping(b, "a block");
-                    std::string name;
-                    yaml_node_t* nodes = nullptr;
-                    doc.for_each_pair(b, {"block", "nodes"}, [&](const std::string& bk, yaml_node_t*, yaml_node_t* bv) {
-                        if (bk == "block")
-                            name = doc.scalar(bv, bk);
-                        else
-                            nodes = bv;
-                    });
-                    if (name.empty()) doc.fail(b, "a block needs \"block\" (its name)");
-                    if (!nodes) doc.fail(b, fmt::format("block \"{}\" needs \"nodes\"", name));
-                    add(b, name, nodes);
-                });
-            } else if (k == "tree") {
-                doc.expect_mapping(v, "\"tree\"");
-                yaml_node_t* switches = nullptr;
-                doc.for_each_pair(v, {"switches"},
-                                  [&](const std::string&, yaml_node_t*, yaml_node_t* sv) { switches = sv; });
-                if (!switches) doc.fail(v, "\"tree\" needs \"switches\"");
-                doc.expect_sequence(switches, "\"switches\"");
-                doc.for_each_item(switches, [&](yaml_node_t* s) {
-                    doc.expect_mapping(s, "a switch");
-                    std::string name;
-                    yaml_node_t* nodes = nullptr;
-                    doc.for_each_pair(s, {"switch", "children", "nodes"},
-                                      [&](const std::string& sk, yaml_node_t*, yaml_node_t* sv) {
-                                          if (sk == "switch")
-                                              name = doc.scalar(sv, sk);
-                                          else if (sk == "nodes")
-                                              nodes = sv;
-                                      });
-                    if (name.empty()) doc.fail(s, "a switch needs \"switch\" (its name)");
-                    if (nodes) add(s, name, nodes); // leaf switch = domain
-                });
-            }
+    }
+
+    // "block": each block a domain
+    void blocks(yaml_node_t* v) {
+        doc.expect_mapping(v, "\"block\"");
+        yaml_node_t* blocks = nullptr;
+        doc.for_each_pair(v, {"block_sizes", "blocks"}, [&](const std::string& bk, yaml_node_t*, yaml_node_t* bv) {
+            if (bk == "block_sizes") {
+                auto sizes = doc.int_list(bv, bk, 1, kMaxNodesPerDomain);
+                if (auto why = block_sizes_problem(sizes)) doc.fail(bv, fmt::format("\"block_sizes\": {}", *why));
+            } else
+                blocks = bv;
         });
+        if (!blocks) doc.fail(v, "\"block\" needs \"blocks\"");
+        doc.expect_sequence(blocks, "\"blocks\"");
+        doc.for_each_item(blocks, [&](yaml_node_t* b) {
+            doc.expect_mapping(b, "a block");
+            std::string name;
+            yaml_node_t* nodes = nullptr;
+            doc.for_each_pair(b, {"block", "nodes"}, [&](const std::string& bk, yaml_node_t*, yaml_node_t* bv) {
+                if (bk == "block")
+                    name = doc.scalar(bv, bk);
+                else
+                    nodes = bv;
+            });
+            if (name.empty()) doc.fail(b, "a block needs \"block\" (its name)");
+            if (!nodes) doc.fail(b, fmt::format("block \"{}\" needs \"nodes\"", name));
+            add(b, name, nodes);
+        });
+    }
+
+    // "tree": each leaf switch (one with nodes) a domain
+    void tree(yaml_node_t* v) {
+        doc.expect_mapping(v, "\"tree\"");
+        yaml_node_t* switches = nullptr;
+        doc.for_each_pair(v, {"switches"}, [&](const std::string&, yaml_node_t*, yaml_node_t* sv) { switches = sv; });
+        if (!switches) doc.fail(v, "\"tree\" needs \"switches\"");
+        doc.expect_sequence(switches, "\"switches\"");
+        doc.for_each_item(switches, [&](yaml_node_t* s) {
+            doc.expect_mapping(s, "a switch");
+            std::string name;
+            yaml_node_t* nodes = nullptr;
+            doc.for_each_pair(s, {"switch", "children", "nodes"},
+                              [&](const std::string& sk, yaml_node_t*, yaml_node_t* sv) {
+                                  if (sk == "switch")
+                                      name = doc.scalar(sv, sk);
+                                  else if (sk == "nodes")
+                                      nodes = sv;
+                              });
+            if (name.empty()) doc.fail(s, "a switch needs \"switch\" (its name)");
+            if (nodes) add(s, name, nodes); // leaf switch = domain
+        });
+    }
+};
+
+} // namespace
+
+RackMap read_topology_yaml(std::string_view text, const std::string& file, const MapDefaults& defaults,
+                           std::string_view topology) {
+    YamlDoc doc(text, file);
+    yaml_node_t* root = doc.root();
+    if (!root) throw ParseError({file, 1, 1}, "topology.yaml is empty (expected a list of topologies)");
+    doc.expect_sequence(root, "topology.yaml");
+    yaml_node_t* chosen = choose_topology(doc, root, topology);
+    RackMap map(defaults);
+    DomainReader reader{doc, defaults, map};
+    doc.for_each_pair(chosen, {"topology", "cluster_default", "block", "tree", "flat"},
+                      [&](const std::string& k, yaml_node_t*, yaml_node_t* v) {
+                          if (k == "block")
+                              reader.blocks(v);
+                          else if (k == "tree")
+                              reader.tree(v);
+                      });
     if (map.domains().empty()) doc.fail(chosen, "the topology defines no block and no leaf switch with nodes");
     map.defaults().default_slice = std::min(defaults.default_slice, map.max_slice());
     return map;
