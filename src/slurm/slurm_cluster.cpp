@@ -467,14 +467,13 @@ std::vector<std::optional<Reservation>> SlurmClusterImpl::load_reservations(cons
     std::vector<std::optional<Reservation>> out(names.size());
     if (prefixed) prefixed->clear();
     if (all) all->clear();
-    const std::string head = prefix + "_";
     for (uint32_t i = 0; i < msg->record_count; ++i) {
         const reserve_info_t& r = msg->reservation_array[i];
         const std::string name = str(r.name);
         for (size_t k = 0; k < names.size(); ++k)
             if (!names[k].empty() && names[k] == name)
                 out[k] = Reservation{names[k], str(r.node_list), r.start_time, r.end_time};
-        if (prefixed && !prefix.empty() && name.compare(0, head.size(), head) == 0)
+        if (prefixed && lend_job_of(prefix, name))
             prefixed->push_back(Reservation{name, str(r.node_list), r.start_time, r.end_time});
         if (all) all->push_back(Reservation{name, str(r.node_list), r.start_time, r.end_time});
     }

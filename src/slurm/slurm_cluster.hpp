@@ -35,8 +35,8 @@ class SlurmCluster : public ClusterApi {
     virtual std::optional<Reservation> load_reservation(const std::string& name) = 0;
     // Several reservations in one request, in the order of `names` ("" or
     // a missing one: nullopt).
-    // With `prefixed`: also every reservation whose name starts with
-    // `prefix` + "_" (the lend reservations), in the same request.
+    // With `prefixed`: also every lend reservation of `prefix`
+    // (lend_job_of: prefix + "_" + a job id), in the same request.
     // With `all`: every reservation, in the same request.
     virtual std::vector<std::optional<Reservation>> load_reservations(const std::vector<std::string>& names,
                                                                       const std::string& prefix = "",

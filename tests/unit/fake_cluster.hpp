@@ -1,8 +1,12 @@
-// A ClusterApi in memory, for unit tests of apply() and the cycle: jobs,
-// nodes and reservations (by name) as plain records, changed as Slurm
-// changes them (a requeue frees the job's nodes, counts a restart and sets
-// a begin time; a pin's start becomes the begin time), every call logged,
-// and failures injected per operation and job.
+// The one ClusterApi in memory, for unit tests of apply(), the cycle and
+// the convergence runs: jobs, nodes and reservations (by name) as plain
+// records, changed as Slurm changes them (a requeue frees the job's nodes,
+// counts a restart and sets a begin time; a pin's start becomes the begin
+// time), every call logged, failures injected per operation and job or by
+// the call's index. Optional, Slurm's own side: its refusals
+// (as_slurmctld) and its scheduler (schedule(): a job starts when it is
+// neither held nor gated, its begin time has come and its required nodes
+// are idle, healthy and outside every reservation but its own).
 #pragma once
 
 #include "action.hpp"
@@ -10,11 +14,13 @@
 #include "reconcile.hpp"
 #include "error.hpp"
 #include "hostlist.hpp"
+#include "slice_job.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +53,15 @@ class FakeCluster : public ClusterApi {
     }
     std::vector<std::string> calls;            // "hold 7", "pin 7 n[001-016] 0", ...
     std::map<std::string, std::string> faults; // "release 7" -> error message
+    int fail_call = -1;                        // the call of this index (calls.size() before it) is refused
+
+    // Slurm's refusals too: a job's update once it no longer pends (nor
+    // completes), a requeue of a job that does not run or may not be
+    // requeued; and a node set DOWN requeues the jobs running on it.
+    bool as_slurmctld = false;
+    // Drained or down (a scenario's, set_node_down's): refresh_nodes()
+    // shows them so, the scheduler starts nothing on them.
+    std::set<std::string> failed;
 
     // Slurm's partitions, licenses and reservations, and its accounting
     // limits, as read_view() gives them while a job needs them (nullopt:
@@ -78,12 +93,12 @@ class FakeCluster : public ClusterApi {
     }
     void pin_job(JobId id, const std::string& n, int64_t start_at) {
         call(fmt::format("pin {}", id), fmt::format(" {} {}", n, start_at));
-        job(id).req_nodes = n;
+        pending(id).req_nodes = n;
         if (start_at > 0) job(id).begin_time = start_at;
     }
     void exclude_nodes(JobId id, const std::string& n, int64_t start_at) {
         call(fmt::format("exclude {}", id), fmt::format(" {} {}", n, start_at));
-        job(id).exc_nodes = n;
+        pending(id).exc_nodes = n;
         if (start_at > 0) job(id).begin_time = start_at;
     }
     void set_record(JobId id, const std::string& record) {
@@ -92,11 +107,11 @@ class FakeCluster : public ClusterApi {
     }
     void hold(JobId id) {
         call(fmt::format("hold {}", id));
-        held(job(id));
+        held(pending(id));
     }
     void release(JobId id) {
         call(fmt::format("release {}", id));
-        SlurmJob& j = job(id);
+        SlurmJob& j = pending(id);
         j.held = j.admin_held = false;
         // its priority computed again: as before the hold (a hold set
         // before this fake saw the job: any priority above 0)
@@ -119,7 +134,7 @@ class FakeCluster : public ClusterApi {
     }
     void set_licenses(JobId id, const std::string& l) {
         call(fmt::format("licenses {}", id), " \"" + l + "\"");
-        job(id).licenses = l;
+        pending(id).licenses = l;
     }
     void set_reservation(const std::string& name, const std::string& n, int64_t start_at, int64_t end_at) {
         call("reservation", fmt::format(" {} {} {} {}", name, n, start_at, end_at));
@@ -173,6 +188,80 @@ class FakeCluster : public ClusterApi {
                 x.not_responding = true;
                 x.reason = reason;
             }
+        if (!as_slurmctld) return;
+        failed.insert(n);
+        for (auto& j : jobs)
+            if (j.state == JobState::Running && j.batch && j.requeue && std::count(j.nodes.begin(), j.nodes.end(), n))
+                requeued(j);
+    }
+
+    // Slurm's scheduler, one pass: a requeued job whose old allocation has
+    // completed pends again (held back requeue_delay more), then jobs in
+    // priority order start on the nodes they are pinned to.
+    void schedule() {
+        for (auto& j : jobs)
+            if (j.state == JobState::Completing && now >= j.end_time) {
+                complete(j.id);
+                j.begin_time = now + requeue_delay;
+            }
+        std::set<std::string> busy;
+        std::map<std::string, std::set<std::string>> reserved; // node -> its reservations (the gate holds none)
+        for (const auto& j : jobs)
+            if (j.state == JobState::Running) busy.insert(j.nodes.begin(), j.nodes.end());
+        for (const auto& [name, r] : reservations)
+            if (r)
+                for (const auto& n : hostlist_expand(r->nodes)) reserved[n].insert(name);
+        std::vector<SlurmJob*> order;
+        for (auto& j : jobs) order.push_back(&j);
+        std::stable_sort(order.begin(), order.end(),
+                         [](const SlurmJob* a, const SlurmJob* b) { return a->priority > b->priority; });
+        for (SlurmJob* j : order) {
+            if (j->state != JobState::Pending || j->held || has_license(j->licenses, "nvlslice_gate") ||
+                j->begin_time > now || j->req_nodes.empty())
+                continue;
+            const auto want = hostlist_expand(j->req_nodes);
+            bool ok = int(want.size()) == j->num_nodes;
+            // a job in a reservation runs on its nodes only, whatever other
+            // reservation holds them too (the lend reservation's OVERLAP);
+            // no other job runs on a reserved node
+            for (const auto& n : want) {
+                auto r = reserved.find(n);
+                ok = ok && !busy.count(n) && !failed.count(n) &&
+                     (j->reservation.empty() ? r == reserved.end()
+                                             : r != reserved.end() && r->second.count(j->reservation));
+            }
+            if (!ok) continue;
+            j->state = JobState::Running;
+            j->nodes = want;
+            j->start_time = now;
+            busy.insert(want.begin(), want.end());
+        }
+        refresh_nodes();
+    }
+
+    // Each node's state from the running jobs and `failed`.
+    void refresh_nodes() {
+        std::set<std::string> busy;
+        for (const auto& j : jobs)
+            if (j.state == JobState::Running) busy.insert(j.nodes.begin(), j.nodes.end());
+        for (auto& n : nodes) {
+            const bool f = failed.count(n.name) != 0;
+            if (f && !n.failed)
+                n.state = busy.count(n.name) ? NodeState::Draining : NodeState::Drained;
+            else if (!f)
+                n.state = busy.count(n.name) ? NodeState::Allocated : NodeState::Idle;
+        }
+    }
+
+    SlurmNode& node(const std::string& n) {
+        for (auto& x : nodes)
+            if (x.name == n) return x;
+        throw Error("no node " + n);
+    }
+    SlurmJob& job(JobId id) {
+        for (auto& j : jobs)
+            if (j.id == id) return j;
+        throw Error(fmt::format("Invalid job id specified ({})", id));
     }
 
   private:
@@ -183,11 +272,26 @@ class FakeCluster : public ClusterApi {
         j.held = j.admin_held = true;
         j.priority = 0;
     }
-    // As slurmctld requeues a job: completing, then pending again with its
-    // nodes given back (failed ones keep their state, draining ones are
-    // drained), one restart more, held back until the credential expired.
+    // A job's update (as_slurmctld: refused once it no longer pends).
+    SlurmJob& pending(JobId id) {
+        SlurmJob& j = job(id);
+        if (as_slurmctld && j.state != JobState::Pending && j.state != JobState::Completing)
+            throw Error("Job is no longer pending execution");
+        return j;
+    }
+    // As slurmctld requeues a job: completing (for a second), then pending
+    // again with its nodes given back (failed ones keep their state,
+    // draining ones are drained), one restart more, held back until the
+    // credential expired.
     void requeued(SlurmJob& j) {
+        if (as_slurmctld && j.state != JobState::Running) throw Error("Job is pending execution");
+        if (as_slurmctld && (!j.batch || !j.requeue)) throw Error("Requested operation is presently disabled");
         j.state = JobState::Completing;
+        j.end_time = now + 1;
+        // (as_slurmctld: it lists no nodes while it completes, as the
+        // convergence runs were written; listed, one lending run ends with
+        // the other of two equal lent jobs running)
+        if (as_slurmctld) j.nodes.clear();
         if (requeue_completes) complete(j.id);
         j.restarts += 1;
         j.begin_time = now + requeue_delay;
@@ -196,13 +300,9 @@ class FakeCluster : public ClusterApi {
     // nothing changes).
     void call(const std::string& key, const std::string& rest = "") {
         calls.push_back(key + rest);
+        if (int(calls.size()) - 1 == fail_call) throw Error(fmt::format("{}: refused (injected)", key));
         auto f = faults.find(key);
         if (f != faults.end()) throw Error(f->second);
-    }
-    SlurmJob& job(JobId id) {
-        for (auto& j : jobs)
-            if (j.id == id) return j;
-        throw Error(fmt::format("Invalid job id specified ({})", id));
     }
 };
 

@@ -5,15 +5,16 @@
 // the run without either: no job held, no spare lost, no repair counted
 // twice or lost, every job where the undisturbed run has it.
 //
-// The cluster is a small model of what Slurm does with each request and of
-// its scheduler (gate mode): a job starts when it is neither held nor
-// gated, its begin time has come and its required nodes are idle outside
-// the spare reservation; a requeued job completes for a second (it is
-// neither running nor pending then), then waits with a begin time later; a
-// node marked DOWN requeues its job.
+// The cluster is the tests' fake with Slurm's side on (fake_cluster.hpp):
+// its refusals and its scheduler (gate mode): a job starts when it is
+// neither held nor gated, its begin time has come and its required nodes
+// are idle outside the spare reservation; a requeued job completes for a
+// second (it is neither running nor pending then), then waits with a begin
+// time later; a node marked DOWN requeues its job.
 #include "action.hpp"
 #include "cluster_api.hpp"
 #include "error.hpp"
+#include "fake_cluster.hpp"
 #include "fixtures.hpp"
 #include "hostlist.hpp"
 #include "reconcile.hpp"
@@ -31,215 +32,30 @@ using namespace nvl::test;
 
 namespace {
 
-class SlurmModel final : public ClusterApi {
-  public:
-    std::vector<SlurmNode> nodes;
-    std::vector<SlurmJob> jobs;
-    std::map<std::string, Reservation> resvs;
-    std::set<std::string> failed; // drained or down by the scenario
-    int64_t now = 100000;
-    int fail_at = -1; // the call with this index throws, as Slurm refusing it
-    int calls = 0;
-
-    explicit SlurmModel(const RackMap& map) {
-        for (NodeId i = 0; i < map.node_count(); ++i) {
-            SlurmNode n;
-            n.name = map.node_name(i);
-            n.state = NodeState::Idle;
-            nodes.push_back(n);
-        }
-        jobs.reserve(64);
+// Slurm as these runs need it: every node idle, its refusals and its
+// scheduler; a requeued job pends 3 s after its old allocation completed.
+FakeCluster slurm_model(const RackMap& map) {
+    FakeCluster s;
+    s.now = 100000;
+    s.as_slurmctld = true;
+    s.requeue_completes = false; // schedule() completes it a second later
+    s.requeue_delay = 3;         // Slurm: the requeue time plus cred_expire
+    for (NodeId i = 0; i < map.node_count(); ++i) {
+        SlurmNode n;
+        n.name = map.node_name(i);
+        n.state = NodeState::Idle;
+        s.nodes.push_back(n);
     }
-
-    // the whole view, as the adapter reads it (no gates or limits here)
-    ClusterRead read_view(const ViewRequest& q) override {
-        ClusterRead r;
-        r.nodes = nodes;
-        r.jobs = jobs;
-        r.spares = load_reservation(q.spares);
-        r.gate = load_reservation(q.gate);
-        r.protection = load_reservation(q.protection);
-        for (const auto& [name, res] : resvs)
-            if (is_lend_name(name, q)) r.lends.push_back(res);
-        return r;
-    }
-    // every action by its kind (action.hpp): the method of its name below
-    void apply(const Action& a, const action::Names& names) override { a.run(*this, names); }
-    std::optional<Reservation> load_reservation(const std::string& name) const {
-        auto it = resvs.find(name);
-        if (it == resvs.end()) return std::nullopt;
-        return it->second;
-    }
-    void pin_job(JobId id, const std::string& n, int64_t start_at) {
-        SlurmJob& j = pending(id, "pin");
-        j.req_nodes = n;
-        if (start_at) j.begin_time = start_at;
-    }
-    void exclude_nodes(JobId id, const std::string& n, int64_t start_at) {
-        SlurmJob& j = pending(id, "exclude");
-        j.exc_nodes = n;
-        if (start_at) j.begin_time = start_at;
-    }
-    void set_licenses(JobId id, const std::string& l) { pending(id, "licenses").licenses = l; }
-    void set_record(JobId id, const std::string& record) {
-        job(id, "record").admin_comment = with_record(job(id, "record").admin_comment, record);
-    }
-    void hold(JobId id) {
-        SlurmJob& j = pending(id, "hold");
-        j.held = j.admin_held = true;
-        j.priority = 0;
-    }
-    void release(JobId id) {
-        SlurmJob& j = pending(id, "release");
-        j.held = j.admin_held = false;
-        j.priority = 1000;
-    }
-    void requeue_hold(JobId id) { requeue_job(job(id, "requeue-hold"), true); }
-    void requeue(JobId id) { requeue_job(job(id, "requeue"), false); }
-    void allow_requeue(JobId id) { job(id, "allow-requeue").requeue = true; }
-    void set_reservation(const std::string& name, const std::string& n, int64_t start_at, int64_t end_at) {
-        tick("reservation");
-        if (n.empty())
-            resvs.erase(name);
-        else
-            resvs[name] = Reservation{name, n, start_at, end_at};
-    }
-    void lend_nodes(JobId id, uint32_t, const std::string& name, const std::string& n, int64_t end_at) {
-        tick("lend");
-        resvs[name] = Reservation{name, n, 0, end_at};
-        find(id).reservation = name;
-    }
-    // as slurmctld: a reservation a job still uses (pending, running or
-    // completing) is not deleted
-    void end_lend(JobId id, const std::vector<JobId>& others, const std::string& name) {
-        tick("end-lend");
-        for (auto& j : jobs)
-            if (j.id == id || std::count(others.begin(), others.end(), j.id)) j.reservation.clear();
-        for (const auto& j : jobs)
-            if (j.reservation == name) throw Error("Requested reservation is in use");
-        resvs.erase(name);
-    }
-    void ensure_gate(const std::string& reservation, const std::string&, int64_t end_at) {
-        tick("gate");
-        resvs[reservation] = Reservation{reservation, "", 0, end_at};
-    }
-    // Updates Slurm accepts on a job that is pending or still completing.
-    void set_node_weight(const std::string& n, uint32_t w) {
-        tick("weight");
-        for (const auto& name : hostlist_expand(n)) node(name).weight = w;
-    }
-    // the steps' end comes with the requeue that follows
-    void abort_steps(JobId) { tick("abort-steps"); }
-    void set_node_down(const std::string& n, const std::string& reason) {
-        tick("down");
-        failed.insert(n);
-        node(n).failed = true;
-        node(n).reason = reason;
-        for (auto& j : jobs)
-            if (j.state == JobState::Running && std::count(j.nodes.begin(), j.nodes.end(), n) && j.requeue)
-                requeue_job(j, false);
-    }
-
-    // Slurm's scheduler, one pass: jobs in priority order.
-    void schedule() {
-        for (auto& j : jobs)
-            if (j.state == JobState::Completing && now >= j.end_time) {
-                // the old allocation has completed: pending, begin time set
-                j.state = JobState::Pending;
-                j.begin_time = now + 3; // Slurm: the requeue time plus cred_expire
-            }
-        std::set<std::string> busy;
-        std::map<std::string, std::set<std::string>> reserved; // node -> its reservations (the gate holds none)
-        for (const auto& j : jobs)
-            if (j.state == JobState::Running) busy.insert(j.nodes.begin(), j.nodes.end());
-        for (const auto& [name, r] : resvs)
-            for (const auto& n : hostlist_expand(r.nodes)) reserved[n].insert(name);
-        std::vector<SlurmJob*> order;
-        for (auto& j : jobs) order.push_back(&j);
-        std::stable_sort(order.begin(), order.end(),
-                         [](const SlurmJob* a, const SlurmJob* b) { return a->priority > b->priority; });
-        for (SlurmJob* j : order) {
-            if (j->state != JobState::Pending || j->held || has_license(j->licenses, "nvlslice_gate") ||
-                j->begin_time > now || j->req_nodes.empty())
-                continue;
-            const auto want = hostlist_expand(j->req_nodes);
-            bool ok = int(want.size()) == j->num_nodes;
-            // a job in a reservation runs on its nodes only, whatever other
-            // reservation holds them too (the lend reservation's OVERLAP);
-            // no other job runs on a reserved node
-            for (const auto& n : want) {
-                auto r = reserved.find(n);
-                ok = ok && !busy.count(n) && !failed.count(n) &&
-                     (j->reservation.empty() ? r == reserved.end()
-                                             : r != reserved.end() && r->second.count(j->reservation));
-            }
-            if (!ok) continue;
-            j->state = JobState::Running;
-            j->nodes = want;
-            j->start_time = now;
-            busy.insert(want.begin(), want.end());
-        }
-        refresh_nodes();
-    }
-
-    void refresh_nodes() {
-        std::set<std::string> busy;
-        for (const auto& j : jobs)
-            if (j.state == JobState::Running) busy.insert(j.nodes.begin(), j.nodes.end());
-        for (auto& n : nodes) {
-            const bool f = failed.count(n.name) != 0;
-            if (f && !n.failed)
-                n.state = busy.count(n.name) ? NodeState::Draining : NodeState::Drained;
-            else if (!f)
-                n.state = busy.count(n.name) ? NodeState::Allocated : NodeState::Idle;
-        }
-    }
-
-    SlurmNode& node(const std::string& n) {
-        for (auto& x : nodes)
-            if (x.name == n) return x;
-        throw Error("no node " + n);
-    }
-    SlurmJob& find(JobId id) {
-        for (auto& j : jobs)
-            if (j.id == id) return j;
-        throw Error(fmt::format("Invalid job id specified ({})", id));
-    }
-
-  private:
-    void tick(const char* what) {
-        if (calls++ == fail_at) throw Error(fmt::format("{}: refused (injected)", what));
-    }
-    SlurmJob& job(JobId id, const char* what) {
-        tick(what);
-        return find(id);
-    }
-    SlurmJob& pending(JobId id, const char* what) {
-        SlurmJob& j = job(id, what);
-        if (j.state != JobState::Pending && j.state != JobState::Completing)
-            throw Error("Job is no longer pending execution");
-        return j;
-    }
-    void requeue_job(SlurmJob& j, bool held) {
-        if (j.state != JobState::Running) throw Error("Job is pending execution");
-        if (!j.batch || !j.requeue) throw Error("Requested operation is presently disabled");
-        j.state = JobState::Completing; // until its old allocation has completed
-        j.end_time = now + 1;
-        j.nodes.clear();
-        j.restarts += 1;
-        if (held) {
-            j.held = j.admin_held = true;
-            j.priority = 0;
-        }
-    }
-};
+    s.jobs.reserve(64);
+    return s;
+}
 
 struct Scenario {
     const char* name;
     int racks;
-    std::function<void(SlurmModel&, HelperConfig&)> setup;
+    std::function<void(FakeCluster&, HelperConfig&)> setup;
     // disturbances by cycle (a node drained, a job ending)
-    std::function<void(SlurmModel&, int cycle)> at;
+    std::function<void(FakeCluster&, int cycle)> at;
 };
 
 // Submitted 100 s ago, ordered by id (Slurm's priority: the lower first).
@@ -249,7 +65,7 @@ SlurmJob slice_job(JobId id, int slice, int count, bool ckpt, int64_t now) {
     return j;
 }
 
-void drain(SlurmModel& s, const std::string& n) {
+void drain(FakeCluster& s, const std::string& n) {
     s.failed.insert(n);
     s.node(n).reason = "gpu xid 79";
     s.refresh_nodes();
@@ -258,32 +74,32 @@ void drain(SlurmModel& s, const std::string& n) {
 const std::vector<Scenario>& scenarios() {
     static const std::vector<Scenario> all = {
         {"repair from the rack's spare", 2,
-         [](SlurmModel& s, HelperConfig&) { s.jobs.push_back(slice_job(7, 16, 2, false, s.now)); },
-         [](SlurmModel& s, int c) {
+         [](FakeCluster& s, HelperConfig&) { s.jobs.push_back(slice_job(7, 16, 2, false, s.now)); },
+         [](FakeCluster& s, int c) {
              if (c == 6) drain(s, "n005");
          }},
         {"move to another rack when the spares are gone", 2,
-         [](SlurmModel& s, HelperConfig&) {
+         [](FakeCluster& s, HelperConfig&) {
              s.jobs.push_back(slice_job(7, 16, 1, false, s.now));
              drain(s, "n017");
              drain(s, "n018");
          },
-         [](SlurmModel& s, int c) {
+         [](FakeCluster& s, int c) {
              if (c == 6) drain(s, "n003");
          }},
         {"lending: a lent spare taken back by a repair", 2,
-         [](SlurmModel& s, HelperConfig&) {
+         [](FakeCluster& s, HelperConfig&) {
              s.jobs.push_back(slice_job(7, 16, 2, false, s.now));
              s.jobs.push_back(slice_job(8, 1, 1, true, s.now));
              s.jobs.push_back(slice_job(9, 1, 1, true, s.now));
              drain(s, "n035");
              drain(s, "n036");
          },
-         [](SlurmModel& s, int c) {
+         [](FakeCluster& s, int c) {
              if (c == 6) drain(s, "n005");
          }},
         {"a degraded rack: the checkpointable job moves first, the other waits for room", 2,
-         [](SlurmModel& s, HelperConfig& cfg) {
+         [](FakeCluster& s, HelperConfig& cfg) {
              cfg.rack_failure_reasons = "contained";
              SlurmJob a = slice_job(7, 8, 1, false, s.now);
              SlurmJob c = slice_job(8, 8, 1, true, s.now);
@@ -303,7 +119,7 @@ const std::vector<Scenario>& scenarios() {
              s.jobs.push_back(filler);
              s.schedule();
          },
-         [](SlurmModel& s, int c) {
+         [](FakeCluster& s, int c) {
              if (c == 6) {
                  s.failed.insert("n017");
                  s.node("n017").reason = "Xid 145: NVLink contained error";
@@ -311,7 +127,7 @@ const std::vector<Scenario>& scenarios() {
              }
          }},
         {"native lending: the borrower waits for its spare in a reservation of its own, then a repair takes it back", 2,
-         [](SlurmModel& s, HelperConfig& cfg) {
+         [](FakeCluster& s, HelperConfig& cfg) {
              // Slurm 25.11+ (node pools: the helper's pin is a node list)
              cfg.hand_off = HandOff::Native;
              cfg.node_pools = true;
@@ -327,16 +143,16 @@ const std::vector<Scenario>& scenarios() {
              big.req_nodes = "n[001-016,019-034]";
              big.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0 job=7";
              s.jobs.push_back(big);
-             s.resvs["nvlslice_spares"] = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
+             s.reservations["nvlslice_spares"] = Reservation{"nvlslice_spares", "n[017-018,035-036]"};
              s.schedule();
              s.jobs.push_back(native(6, 16, 1, false)); // ahead of the borrower, no room: Slurm's to place
              s.jobs.push_back(native(8, 1, 1, true));
          },
-         [](SlurmModel& s, int c) {
+         [](FakeCluster& s, int c) {
              if (c == 6) drain(s, "n005");
          }},
         {"defragmentation frees a rack from checkpointable jobs", 2,
-         [](SlurmModel& s, HelperConfig& cfg) {
+         [](FakeCluster& s, HelperConfig& cfg) {
              cfg.defrag_after_s = 0;
              cfg.defrag_interval_s = 0;
              cfg.lend = LendScope::None;
@@ -352,7 +168,7 @@ const std::vector<Scenario>& scenarios() {
              s.schedule();
              s.jobs.push_back(slice_job(7, 16, 1, false, s.now));
          },
-         [](SlurmModel&, int) {}},
+         [](FakeCluster&, int) {}},
     };
     return all;
 }
@@ -361,11 +177,11 @@ const std::vector<Scenario>& scenarios() {
 struct Run {
     const RackMap& map;
     HelperConfig cfg;
-    SlurmModel slurm;
+    FakeCluster slurm;
     HelperMemory mem;
     int64_t mono = 1000;
 
-    Run(const RackMap& m, const Scenario& sc) : map(m), slurm(m) {
+    Run(const RackMap& m, const Scenario& sc) : map(m), slurm(slurm_model(m)) {
         cfg.steer_weights = false;
         sc.setup(slurm, cfg);
     }
@@ -399,7 +215,7 @@ struct Outcome {
     size_t last_actions = 0; // what the last cycles asked for: 0 when it has settled
 };
 
-Outcome outcome(const SlurmModel& s) {
+Outcome outcome(const FakeCluster& s) {
     Outcome o;
     for (const auto& j : s.jobs) {
         std::string repairs = "?";
@@ -416,10 +232,10 @@ Outcome outcome(const SlurmModel& s) {
             for (const auto& n : j.nodes) o.on_failed += s.failed.count(n) != 0;
     }
     const HelperConfig cfg;
-    for (const auto& [name, r] : s.resvs) o.lends += cfg.lend_job(name) != 0;
+    for (const auto& [name, r] : s.reservations) o.lends += r && cfg.lend_job(name) != 0;
     for (const auto& j : s.jobs) o.lends += !j.reservation.empty();
-    auto it = s.resvs.find("nvlslice_spares");
-    if (it != s.resvs.end()) o.spare_nodes = int(hostlist_expand(it->second.nodes).size());
+    auto it = s.reservations.find("nvlslice_spares");
+    if (it != s.reservations.end() && it->second) o.spare_nodes = int(hostlist_expand(it->second->nodes).size());
     return o;
 }
 
@@ -434,12 +250,11 @@ Outcome disturbed(const RackMap& map, const Scenario& sc, int k, int keep, int f
     for (int c = 0; c < kCycles + kSettle; ++c) {
         sc.at(r.slurm, c);
         if (c == k && fail >= 0) {
-            r.slurm.calls = 0;
-            r.slurm.fail_at = fail;
+            r.slurm.fail_call = int(r.slurm.calls.size()) + fail;
         }
         const size_t n = r.cycle(c == k ? keep : -1).size();
         last = c >= kCycles + kSettle - 3 ? last + n : 0;
-        r.slurm.fail_at = -1;
+        r.slurm.fail_call = -1;
         if (c == k && keep >= 0) r.mem = HelperMemory{}; // a new helper starts with nothing
         r.tick();
     }
@@ -472,7 +287,7 @@ TEST_CASE("kill anywhere, converge everywhere: every prefix of every cycle, ever
             // the scenario does what it says: a lend, ended, no lend left
             CHECK(kinds.find(" lend ") != std::string::npos);
             CHECK(kinds.find("end-lend ") != std::string::npos);
-            for (const auto& [name, r] : ref.slurm.resvs) CHECK_FALSE(ref.cfg.lend_job(name));
+            for (const auto& [name, r] : ref.slurm.reservations) CHECK_FALSE((r && ref.cfg.lend_job(name)));
         }
         REQUIRE(want.held == 0);
         REQUIRE(want.lends == 0);

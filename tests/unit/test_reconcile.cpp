@@ -1993,6 +1993,12 @@ TEST_CASE("lend reservations are named after their job, one name per job", "[rec
     CHECK(cfg.lend_job("nvlslice_lendx_8") == 0);
     CHECK(cfg.lend_job("nvlslice_lend_8x") == 0);
     CHECK(cfg.lend_job("nvlslice_spares") == 0);
+    // the view's read (adapter and fake) by the same rule
+    const ViewRequest q = ViewRequest::of(cfg, false);
+    CHECK(is_lend_name("nvlslice_lend_8", q));
+    for (const char* other : {"nvlslice_lend_08", "nvlslice_lend_x", "nvlslice_lend_", "nvlslice_spares"})
+        CHECK_FALSE(is_lend_name(other, q));
+    CHECK_FALSE(is_lend_name("_8", ViewRequest{})); // no prefix: no lend reservation
 }
 
 TEST_CASE("rack health: failed nodes beyond the spares, or a rack-scope reason, degrade a rack", "[rack][quick]") {

@@ -10,9 +10,10 @@
 
 namespace nvl {
 
-JobId HelperConfig::lend_job(const std::string& resv) const {
-    const size_t n = lend_reservation.size();
-    if (resv.size() <= n + 1 || resv.compare(0, n, lend_reservation) != 0 || resv[n] != '_') return 0;
+JobId lend_job_of(std::string_view prefix, std::string_view resv) {
+    const size_t n = prefix.size();
+    if (n == 0 || resv.size() <= n + 1 || resv.compare(0, n, prefix) != 0 || resv[n] != '_') return 0;
+    if (resv[n + 1] == '0') return 0; // no leading zeros: one name per job
     JobId id = 0;
     for (size_t i = n + 1; i < resv.size(); ++i) {
         if (resv[i] < '0' || resv[i] > '9') return 0;
@@ -20,7 +21,11 @@ JobId HelperConfig::lend_job(const std::string& resv) const {
         if (id > (JobId(-1) - digit) / 10) return 0; // beyond a job id
         id = id * 10 + digit;
     }
-    return lend_name(id) == resv ? id : 0; // no leading zeros: one name per job
+    return id;
+}
+
+JobId HelperConfig::lend_job(const std::string& resv) const {
+    return lend_job_of(lend_reservation, resv);
 }
 
 CycleOutput reconcile(const RackMap& map, const ClusterView& view, const HelperConfig& cfg, int64_t now,

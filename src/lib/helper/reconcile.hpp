@@ -59,6 +59,11 @@
 
 namespace nvl {
 
+// The job whose lend reservation `resv` is, by its name: `prefix` + "_" +
+// the job id (no leading zero: one name per job); 0: none. The one rule
+// for the helper's records, the adapter's read and the fakes'.
+JobId lend_job_of(std::string_view prefix, std::string_view resv);
+
 struct HelperConfig {
     std::string reservation = "nvlslice_spares"; // "" = do not keep a reservation
     // The gate (slurm.conf: Licenses=nvlslice_gate:1): the license the
@@ -74,7 +79,7 @@ struct HelperConfig {
     // id>", for the job's owner, so that no job ahead of it takes it.
     std::string lend_reservation = "nvlslice_lend";
     std::string lend_name(JobId id) const { return lend_reservation + "_" + std::to_string(id); }
-    // The job a lend reservation was made for; 0: not one.
+    // The job a lend reservation was made for; 0: not one (lend_job_of).
     JobId lend_job(const std::string& resv) const;
     // A repair's (or a restart's) target waits for its job in the same
     // reservation of the job's own, made before the requeue: from the
@@ -343,11 +348,9 @@ inline bool view_needs_gates(const std::vector<SlurmJob>& jobs, const ViewReques
         if (needs_limits(j, q.gate_license)) return true;
     return false;
 }
-// Whether `name` is a lend reservation of the request (lend_prefix + "_"
-// + a job id).
+// Whether `name` is a lend reservation of the request (lend_job_of).
 inline bool is_lend_name(const std::string& name, const ViewRequest& q) {
-    const std::string p = q.lend_prefix + "_";
-    return !q.lend_prefix.empty() && name.size() > p.size() && name.compare(0, p.size(), p) == 0;
+    return lend_job_of(q.lend_prefix, name) != 0;
 }
 
 // Slurm's view for one cycle, read whole in one call (ClusterApi::
