@@ -44,14 +44,18 @@ std::optional<WaitReason> stays_behind(const SliceJob& sj, const std::optional<H
     return WaitReason{Why::Retry, "placed again shortly"};
 }
 
-SliceRequest slice_request(const SliceJob& sj, int64_t now, int64_t prefer_wait_s) {
+SliceRequest slice_request(JobId id, const RequestTag& tag, int64_t waited_s, int64_t prefer_wait_s) {
     SliceRequest req;
-    req.job_id = sj.job->id;
-    req.slice_size = sj.tag.slice;
-    req.slice_count = sj.tag.count;
-    req.mode = sj.tag.mode;
-    req.allow_split = sj.tag.mode == PlacementMode::Prefer && now - sj.job->submit_time >= prefer_wait_s;
+    req.job_id = id;
+    req.slice_size = tag.slice;
+    req.slice_count = tag.count;
+    req.mode = tag.mode;
+    req.allow_split = tag.mode == PlacementMode::Prefer && waited_s >= prefer_wait_s;
     return req;
+}
+
+SliceRequest slice_request(const SliceJob& sj, int64_t now, int64_t prefer_wait_s) {
+    return slice_request(sj.job->id, sj.tag, now - sj.job->submit_time, prefer_wait_s);
 }
 
 bool kept_from_protection(const SlurmJob& j, bool is_top, const NodeSet& unprotected,

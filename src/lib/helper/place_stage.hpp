@@ -40,6 +40,9 @@ namespace nvl {
 // The placement request of a waiting slice job: its shape and mode; a
 // prefer-mode job may be split once it waited `prefer_wait_s`.
 SliceRequest slice_request(const SliceJob& sj, int64_t now, int64_t prefer_wait_s);
+// The same from a request tag and how long the job has waited: the
+// helper's placement and the simulator's (sim.cpp) make requests by it.
+SliceRequest slice_request(JobId id, const RequestTag& tag, int64_t waited_s, int64_t prefer_wait_s);
 
 // Whether the racks kept for the top-priority job (`protection`, its nodes
 // outside `unprotected`) are closed to job `j`: they are, unless it is the

@@ -3,6 +3,7 @@
 #include "defrag.hpp"
 #include "error.hpp"
 #include "model.hpp"
+#include "place_stage.hpp"
 #include "placement.hpp"
 #include "reconcile.hpp"
 #include "repair.hpp"
@@ -165,7 +166,8 @@ class Sim {
         int split = 0;
         bool lent = false, engine = false;
     };
-    bool choose(const Snapshot& s, int j, Choice& c, Reason* why, bool spares_only) const;
+    // `now`: when (hours), for how long it has waited
+    bool choose(const Snapshot& s, int j, double now, Choice& c, Reason* why, bool spares_only) const;
     // `spares_only`: start it only on idle kept spares (the spare pass);
     // `on`: choose its nodes on this snapshot (the backfill's, with the
     // reserved nodes taken) instead of the cluster's.
@@ -326,7 +328,7 @@ void Sim::account_run(int j, double now) {
 }
 
 // Where job j would start on `s`, by this policy (nothing changes).
-bool Sim::choose(const Snapshot& s, int j, Choice& c, Reason* why, bool spares_only) const {
+bool Sim::choose(const Snapshot& s, int j, double now, Choice& c, Reason* why, bool spares_only) const {
     const TraceJob& tj = t_.jobs[size_t(j)];
     if (s.total_free() < tj.nodes) return false;
     c = Choice{};
@@ -356,15 +358,16 @@ bool Sim::choose(const Snapshot& s, int j, Choice& c, Reason* why, bool spares_o
         c.nodes = pr.placement.nodes();
         c.split = pr.placement.domain_count(map_) > 1;
     } else {
-        SliceRequest req;
-        req.total_nodes = tj.nodes;
+        // the request as the helper makes it from the job's tag
+        // (slice_request); a job the plugin refuses as a slice job asks
+        // for nodes alone
         const RequestTag& tag = tags_[size_t(j)];
-        if (tag.slice > 0) {
-            req.slice_size = tag.slice;
-            req.slice_count = tag.count;
-        } else {
-            req.sliced = false; // the plugin refuses it as a slice job: it asks for nodes alone
-        }
+        SliceRequest req;
+        if (tag.slice > 0)
+            req = slice_request(JobId(j + 1), tag, int64_t((now - tj.arrival) * 3600), helper_.prefer_wait_s);
+        else
+            req.sliced = false;
+        req.total_nodes = tj.nodes;
         const bool lendable = pol_ == Policy::Nvlslice && may_borrow_spares(traits(j), p_.lend);
         if (p_.sliced_top_only && j >= p_.top_jobs && !lendable) req.sliced = false;
         // spares are lent to preemptible work until a repair needs them
@@ -385,7 +388,7 @@ bool Sim::choose(const Snapshot& s, int j, Choice& c, Reason* why, bool spares_o
 
 bool Sim::try_start(int j, double now, Reason* why, bool spares_only, const Snapshot* on) {
     Choice c;
-    if (!choose(on ? *on : snap_, j, c, why, spares_only)) return false;
+    if (!choose(on ? *on : snap_, j, now, c, why, spares_only)) return false;
     const TraceJob& tj = t_.jobs[size_t(j)];
     RunJob& r = jobs_[size_t(j)];
     if (c.engine) {
@@ -470,7 +473,7 @@ Sim::Reservation Sim::reserve(int j, double now) const {
         for (NodeId id : jobs_[size_t(k)].nodes)
             if (later.node(id).state == NodeState::Allocated && later.node(id).job_id == JobId(k + 1))
                 later.set(id, {NodeState::Idle, 0, -1, false});
-        if (later.total_free() < t_.jobs[size_t(j)].nodes || !choose(later, j, c, nullptr, false)) continue;
+        if (later.total_free() < t_.jobs[size_t(j)].nodes || !choose(later, j, at, c, nullptr, false)) continue;
         res.ok = true;
         res.at = std::max(at, now);
         res.nodes = std::move(c.nodes);

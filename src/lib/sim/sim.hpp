@@ -14,8 +14,11 @@
 //  nvlslice     the engine with spares as each rack's failure budget,
 //               repairs from them, moves, smaller slices on degraded racks,
 //               small jobs packed into broken racks, spares lent to
-//               preemptible work, and defragmentation. Lending and
-//               defragmentation are the helper's own code (defrag.hpp).
+//               preemptible work, and defragmentation. Each job's request
+//               (make_request, the plugin's; slice_request, the helper's),
+//               placement and lending (place_or_borrow), repair plans
+//               (plan_repair) and defragmentation (decide_defrag) are the
+//               product's own code.
 // A job runs at `split_speed` (0.57: the published 43 % tensor-parallel loss
 // over InfiniBand) only when one of its slices crosses a rack. A failure
 // loses the work since the job's last checkpoint (or all of it, if not
