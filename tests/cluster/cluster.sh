@@ -16,6 +16,7 @@
 #   NVL_SUBNET         first three octets of the private /24 (10.77.0)
 #   NVL_SLURMD_TIMEOUT slurm.conf's SlurmdTimeout (10; sites run 60 or more)
 #   NVL_TREE_WIDTH     slurm.conf's TreeWidth (64)
+#   NVL_TCP_TIMEOUT    slurm.conf's TCPTimeout (unset: Slurm's 2 s)
 #   NVL_PLUGIN         spank_nvlslice.so to load through PlugStackConfig (none)
 #   NVL_PLUGIN_ARGS    extra plugstack.conf arguments for it
 #   NVL_HELPER         nvlsliced binary to run on the controller host (none)
@@ -343,6 +344,7 @@ SlurmdTimeout=${NVL_SLURMD_TIMEOUT:-10}
 # fan-out (its branch would wait MessageTimeout for it), as
 # doc/admin-guide.txt ("silent") tells sites (Slurm's default: 16)
 $TREE_LINE
+${NVL_TCP_TIMEOUT:+TCPTimeout=$NVL_TCP_TIMEOUT}
 JobRequeue=1
 UnkillableStepTimeout=120
 MinJobAge=600
@@ -381,7 +383,7 @@ CONF
     else
         : > "$DIR/etc/plugstack.conf"
     fi
-    echo "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP site=$SITE" > "$DIR/etc/geometry"
+    echo "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP site=$SITE tcp=${NVL_TCP_TIMEOUT:-}" > "$DIR/etc/geometry"
     # (a bare site's helper configuration is the package's, test_guide.sh)
     [ -n "$SITE" ] || write_helper_conf
 }
@@ -627,7 +629,7 @@ wait_ready() {
 
 healthy() {
     [ -f "$DIR/etc/geometry" ] || return 1
-    [ "$(cat "$DIR/etc/geometry")" = "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP site=$SITE" ] || return 1
+    [ "$(cat "$DIR/etc/geometry")" = "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP site=$SITE tcp=${NVL_TCP_TIMEOUT:-}" ] || return 1
     alive "$DIR/run/slurmctld.pid" && alive "$DIR/run/munged.pid" || return 1
     if [ "$BACKUP" = 1 ]; then alive "$(ctl_pidfile 2)" || return 1; fi
     if [ "$ACCOUNTING" = 1 ]; then alive "$DIR/run/slurmdbd.pid" && alive "$DIR/run/mariadbd.pid" || return 1; fi

@@ -80,7 +80,7 @@ if { [ "${NVL_SLURM:-}" = 24.11 ] || [ "${NVL_SLURM:-}" = 26.05 ]; } && [ -z "${
         { echo "run.sh: copying the tests into the $NVL_SLURM root failed" >&2; exit 1; }
     # the geometry and the benches' settings, when given
     pass=()
-    for v in NVL_RACKS NVL_SLURMD_TIMEOUT NVL_TREE_WIDTH NVL_UPGRADE NVL_KEEP_STATE NVL_ADOPT $(compgen -v NVL_BENCH_); do [ -n "${!v:-}" ] && pass+=("$v=${!v}"); done
+    for v in NVL_RACKS NVL_SLURMD_TIMEOUT NVL_TREE_WIDTH NVL_TCP_TIMEOUT NVL_UPGRADE NVL_KEEP_STATE NVL_ADOPT $(compgen -v NVL_BENCH_); do [ -n "${!v:-}" ] && pass+=("$v=${!v}"); done
     exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_SLURM="$NVL_SLURM" NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" NVL_TESTS="${NVL_TESTS:-}" \
         NVL_ACCOUNTING="${NVL_ACCOUNTING:-0}" NVL_SLURMDBD_LIBDIR=/var/tmp/nvlslice-dbclient "${pass[@]}" \
         $src/tests/cluster/run.sh "$built"
