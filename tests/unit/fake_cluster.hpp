@@ -14,6 +14,7 @@
 #include "reconcile.hpp"
 #include "error.hpp"
 #include "hostlist.hpp"
+#include "model.hpp"
 #include "slice_job.hpp"
 
 #include <fmt/format.h>
@@ -38,6 +39,16 @@ class FakeCluster : public ClusterApi {
     // false: a requeued job stays COMPLETING on its nodes until complete()
     // (its processes take a second or two to end)
     bool requeue_completes = true;
+
+    // Every node of `map`, idle.
+    void add_nodes(const RackMap& map) {
+        for (NodeId i = 0; i < map.node_count(); ++i) {
+            SlurmNode n;
+            n.name = map.node_name(i);
+            n.state = NodeState::Idle;
+            nodes.push_back(n);
+        }
+    }
 
     // A requeued job's nodes are given back: pending.
     void complete(JobId id) {
@@ -204,10 +215,8 @@ class FakeCluster : public ClusterApi {
                 complete(j.id);
                 j.begin_time = now + requeue_delay;
             }
-        std::set<std::string> busy;
+        std::set<std::string> busy = running_nodes();
         std::map<std::string, std::set<std::string>> reserved; // node -> its reservations (the gate holds none)
-        for (const auto& j : jobs)
-            if (j.state == JobState::Running) busy.insert(j.nodes.begin(), j.nodes.end());
         for (const auto& [name, r] : reservations)
             if (r)
                 for (const auto& n : hostlist_expand(r->nodes)) reserved[n].insert(name);
@@ -241,9 +250,7 @@ class FakeCluster : public ClusterApi {
 
     // Each node's state from the running jobs and `failed`.
     void refresh_nodes() {
-        std::set<std::string> busy;
-        for (const auto& j : jobs)
-            if (j.state == JobState::Running) busy.insert(j.nodes.begin(), j.nodes.end());
+        const std::set<std::string> busy = running_nodes();
         for (auto& n : nodes) {
             const bool f = failed.count(n.name) != 0;
             if (f && !n.failed)
@@ -266,6 +273,13 @@ class FakeCluster : public ClusterApi {
 
   private:
     std::map<JobId, uint32_t> held_priority; // what a release gives back
+    // The nodes of the running jobs.
+    std::set<std::string> running_nodes() const {
+        std::set<std::string> busy;
+        for (const auto& j : jobs)
+            if (j.state == JobState::Running) busy.insert(j.nodes.begin(), j.nodes.end());
+        return busy;
+    }
     // An admin hold: priority 0.
     void held(SlurmJob& j) {
         if (!j.held) held_priority[j.id] = j.priority;

@@ -25,12 +25,7 @@ struct FakeWorld : FakeCluster {
         now = 100000;
         gate = Reservation{"nvlslice_gate", ""}; // exists: no Gate action
         jobs.reserve(256);                       // tests hold references to jobs they add
-        for (NodeId i = 0; i < map.node_count(); ++i) {
-            SlurmNode n;
-            n.name = map.node_name(i);
-            n.state = NodeState::Idle;
-            nodes.push_back(n);
-        }
+        add_nodes(map);
     }
     SlurmNode& node(const std::string& n) {
         for (auto& x : nodes)

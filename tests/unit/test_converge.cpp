@@ -40,12 +40,7 @@ FakeCluster slurm_model(const RackMap& map) {
     s.as_slurmctld = true;
     s.requeue_completes = false; // schedule() completes it a second later
     s.requeue_delay = 3;         // Slurm: the requeue time plus cred_expire
-    for (NodeId i = 0; i < map.node_count(); ++i) {
-        SlurmNode n;
-        n.name = map.node_name(i);
-        n.state = NodeState::Idle;
-        s.nodes.push_back(n);
-    }
+    s.add_nodes(map);
     s.jobs.reserve(64);
     return s;
 }

@@ -210,7 +210,7 @@ class RepairPlanner {
     // 1. the same domain; `usable_here`: how many nodes it had
     bool in_own_domain(PlacedSlice& slice, SliceRepair& rep, int& usable_here) {
         const int lost = int(rep.removed.size());
-        if (slice.domain == kNoDomain || snap_.counts(slice.domain).degraded) return false;
+        if (slice.domain == kNoDomain || degraded(slice.domain)) return false;
         candidates(snap_, slice.domain, running_.job_id, taken_, cand_, true, unprotected_);
         usable_here = int(cand_.size());
         if (int(cand_.size()) < lost) return false;
