@@ -532,11 +532,7 @@ class Helper {
             if (!retiring_.empty()) retire_renamed(slurm_, s_.reconcile, retiring_, dry_);
             const CycleEnd end = cycle(t0);
             if (once_) {
-                if (lease_ && lease_->may_act(mono_now())) {
-                    try {
-                        slurm_.release_lease(s_.lease_reservation, lease_->me());
-                    } catch (const std::exception&) {} // it ends by itself
-                }
+                give_back_lease(false); // (not given back: it ends by itself)
                 return end.failed ? 1 : 0;
             }
             // A repair under way is followed closely: each of its steps
@@ -546,15 +542,7 @@ class Helper {
                 std::chrono::duration<double>(t0 + std::chrono::milliseconds(period) - std::chrono::steady_clock::now())
                     .count());
         }
-        if (lease_ && lease_->may_act(mono_now())) {
-            try {
-                slurm_.release_lease(s_.lease_reservation, lease_->me());
-            } catch (const std::exception& e) {
-                say(LOG_WARNING, fmt::format("stopping: the lease was not given back ({}): another helper takes it "
-                                             "once it ends",
-                                             e.what()));
-            }
-        }
+        give_back_lease(true);
         say("stopped");
         return 0;
     }
@@ -564,6 +552,20 @@ class Helper {
         bool failed = false;
         bool follow_up = false; // a repair under way: the next cycle comes sooner
     };
+
+    // The lease given back when this helper holds it and may act (another
+    // takes it at once instead of when it ends); a failure said when `say_failure`.
+    void give_back_lease(bool say_failure) {
+        if (!lease_ || !lease_->may_act(mono_now())) return;
+        try {
+            slurm_.release_lease(s_.lease_reservation, lease_->me());
+        } catch (const std::exception& e) {
+            if (say_failure)
+                say(LOG_WARNING, fmt::format("stopping: the lease was not given back ({}): another helper takes it "
+                                             "once it ends",
+                                             e.what()));
+        }
+    }
 
     // SIGHUP: both files read again; the state lives in Slurm and in mem_
     // (per job and per node name), so nothing is lost.
