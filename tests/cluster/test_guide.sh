@@ -28,7 +28,7 @@ GUIDE=$HERE/../../doc/admin-guide.txt
 DEBS=${NVL_GUIDE_DEBS:-/var/tmp/nvlslice-debs}
 OUT=$DIR/guide
 rm -rf "$OUT" && mkdir -p "$OUT"
-SITE=$(sed -n 's/.* site=\([a-z]*\)$/\1/p' "$DIR/etc/geometry" 2>/dev/null)
+SITE=$(sed -n 's/.* site=\([a-z]*\).*/\1/p' "$DIR/etc/geometry" 2>/dev/null)
 case $SITE in bare | tree) ;; *) echo "test_guide.sh: needs a site before nvlslice (NVL_SITE=bare or tree, run.sh)" >&2; exit 1 ;; esac
 ls "$DEBS"/nvlsliced_*.deb >/dev/null 2>&1 ||
     { echo "test_guide.sh: no packages in $DEBS (NVL_SLURM=installed run.sh copies them there)" >&2; exit 1; }
