@@ -2212,6 +2212,71 @@ TEST_CASE("repair_not_responding_after: the repair's target is kept for the job 
     CHECK(std::count(w.calls.begin(), w.calls.end(), "abort-steps 7") == 1); // once
 }
 
+TEST_CASE("repair_not_responding_after: a lent spare the repair needs is taken back before the DOWN, and the "
+          "target is kept for the job",
+          "[reconcile][rack][quick]") {
+    // The busy bench's trial: the rack's spares were lent, so the repair's
+    // plan takes one back. Its target must still be held before the DOWN,
+    // or the job's 15 healthy nodes go to other work as they complete.
+    World w(2);
+    SlurmJob& j = running_with_n005_silent(w, 5);
+    w.resv = Reservation{"nvlslice_spares", "n[035-036]"};
+    SlurmJob& a = w.add_slice_job(8, 1, 1, true, true);
+    w.run_on(a, "n017");
+    a.admin_comment = "nvlslice/1 placed slice=1 slices=n017 repairs=0 moves=0 lent=1";
+    SlurmJob& b = w.add_slice_job(9, 1, 1, true, true);
+    w.run_on(b, "n018");
+    b.admin_comment = "nvlslice/1 placed slice=1 slices=n018 repairs=0 moves=0 lent=1";
+    CHECK(w.step().actions.empty()); // first seen
+    w.now += 5;
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    REQUIRE(find<action::Lend>(out, 7));
+    CHECK(find<action::Lend>(out, 7)->nodes == "n[001-004,006-017]");
+    // the borrower of n017 is requeued (one borrower: the target needs one
+    // node), before the DOWN lets go of the job
+    const Action* rq = find(out, ActionKind::Requeue, 8);
+    REQUIRE(rq);
+    CHECK_FALSE(find(out, ActionKind::Requeue, 9));
+    size_t lend = 0, down = 0, requeue = 99;
+    for (size_t i = 0; i < out.actions.size(); ++i) {
+        if (out.actions[i].kind() == ActionKind::Lend) lend = i;
+        if (out.actions[i].kind() == ActionKind::NodeDown) down = i;
+        if (out.actions[i].kind() == ActionKind::Requeue && out.actions[i].job == 8) requeue = i;
+    }
+    CHECK(lend < down);
+    CHECK(requeue < down);
+    bool said = false;
+    for (const auto& l : out.log)
+        said = said || l.line() == "job 7: repair takes back a lent spare: requeued checkpointable job 8";
+    CHECK(said);
+    w.apply(out);
+    CHECK(j.reservation == "nvlslice_lend_7");
+    // Slurm marks n005 DOWN and requeues the job; the borrower's requeue
+    // ended on n017 first (seconds against the job's completion)
+    w.node("n005").state = NodeState::Down;
+    w.node("n005").failed = true;
+    a.state = JobState::Pending;
+    a.nodes.clear();
+    w.node("n017").state = NodeState::Idle;
+    j.state = JobState::Completing;
+    j.restarts = 1;
+    j.begin_time = w.now + 121;
+    w.now += 1;
+    CHECK_FALSE(find(w.step(), ActionKind::EndLend));
+    j.state = JobState::Pending;
+    j.nodes.clear();
+    for (const char* n : {"n001", "n002", "n003", "n004", "n006", "n007", "n008", "n009", "n010", "n011", "n012",
+                          "n013", "n014", "n015", "n016"})
+        w.node(n).state = NodeState::Idle;
+    auto rep = w.step();
+    CAPTURE(rep.log);
+    // nothing more is taken back: the target is the job's already
+    CHECK_FALSE(find(rep, ActionKind::Requeue));
+    REQUIRE(find<action::Pin>(rep, 7));
+    CHECK(find<action::Pin>(rep, 7)->nodes == "n[001-004,006-017]");
+}
+
 TEST_CASE("abort_steps: false leaves a silent node's job to Slurm's own wait; the key is read",
           "[reconcile][rack][quick]") {
     CHECK(read_helper_config("map: m.yaml\n", "h.yaml").reconcile.abort_steps);

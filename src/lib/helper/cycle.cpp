@@ -79,7 +79,12 @@ void Cycle::not_responding() {
             try {
                 const RepairPlan plan =
                     plan_repair(st_.snap, placement_of(map_, sj, j.nodes), failed, obs_.unprotected);
-                if (plan.feasible && plan.preempt.empty()) {
+                if (plan.feasible) {
+                    // a lent spare it needs comes back now, its borrower
+                    // requeued: held only from the repair after the DOWN,
+                    // the target left the job's healthy nodes to other
+                    // work as they completed (the busy bench's slow trials)
+                    take_back_lent(j.id, plan.preempt);
                     hold_target(sj, plan.placement.nodes());
                     take(plan.placement.nodes(), j.id);
                 }

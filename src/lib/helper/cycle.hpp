@@ -191,6 +191,8 @@ class Cycle {
     // The common part of every repair: count it (once: `count`) in the
     // record and the stats, give lent spares back, log each changed slice.
     void begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRecord& rec, bool count, const char* label);
+    // the lent spares a repair's plan needs, taken back: their borrowers requeued
+    void take_back_lent(JobId repaired, const std::vector<JobId>& borrowers);
     // A repair with no room now: the nodes that free soonest (checkpointable
     // work there requeued at once), held for the job with its healthy
     // slices in its own reservation from its requeue. False: none within

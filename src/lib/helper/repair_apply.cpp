@@ -534,13 +534,17 @@ void Cycle::begin_repair(const SliceJob& sj, const RepairPlan& plan, PlacementRe
         st_.out.stats.repairs_in_rack += plan.replaced_in_domain;
         st_.out.stats.moves += plan.moved;
     }
-    for (JobId victim : plan.preempt) {
-        yield_job(victim, fmt::format("its lent spare was taken back to repair job {}", id));
-        log(id, fmt::format("repair takes back a lent spare: requeued checkpointable job {}", victim));
-    }
+    take_back_lent(id, plan.preempt);
     for (const auto& s : plan.slices)
         if (s.action != RepairAction::Keep)
             log(id, fmt::format("repair{}: {}: removed {} added {}", label, s.detail, hl(s.removed), hl(s.added)));
+}
+
+void Cycle::take_back_lent(JobId repaired, const std::vector<JobId>& borrowers) {
+    for (JobId victim : borrowers) {
+        yield_job(victim, fmt::format("its lent spare was taken back to repair job {}", repaired));
+        log(repaired, fmt::format("repair takes back a lent spare: requeued checkpointable job {}", victim));
+    }
 }
 
 } // namespace nvl::detail
