@@ -81,7 +81,14 @@ if { [ "${NVL_SLURM:-}" = 24.11 ] || [ "${NVL_SLURM:-}" = 26.05 ]; } && [ -z "${
     # the geometry and the benches' settings, when given
     pass=()
     for v in NVL_RACKS NVL_SLURMD_TIMEOUT NVL_TREE_WIDTH NVL_TCP_TIMEOUT NVL_UPGRADE NVL_KEEP_STATE NVL_ADOPT $(compgen -v NVL_BENCH_); do [ -n "${!v:-}" ] && pass+=("$v=${!v}"); done
-    exec "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_SLURM="$NVL_SLURM" NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" NVL_TESTS="${NVL_TESTS:-}" \
+    # NVL_OWN_NET=1: the tier's cluster in a network namespace of its own
+    # (its bridge, the nodes' links, slurmctld's and the helper's ports
+    # and addresses are then its own), so that another tier's cluster may
+    # run beside it at the same time (the test command runs 24.11 beside
+    # 26.05); only loopback is up there, nothing reaches out
+    own_net=()
+    [ "${NVL_OWN_NET:-0}" = 1 ] && own_net=(unshare --net sh -c 'ip link set lo up && exec "$@"' own-net)
+    exec "${own_net[@]}" "$ROOTSH" shell env NVL_IN_ROOT=1 NVL_SLURM="$NVL_SLURM" NVL_KEEP_CLUSTER="${NVL_KEEP_CLUSTER:-0}" NVL_TESTS="${NVL_TESTS:-}" \
         NVL_ACCOUNTING="${NVL_ACCOUNTING:-0}" NVL_SLURMDBD_LIBDIR=/var/tmp/nvlslice-dbclient "${pass[@]}" \
         $src/tests/cluster/run.sh "$built"
 fi

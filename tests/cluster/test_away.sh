@@ -14,7 +14,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 CL="$HERE/cluster.sh"
 LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
-restart_helper() { pgrep -x nvlsliced >/dev/null || "$CL" helper >/dev/null 2>&1 || true; }
+# this cluster's helper, by its pid file (another cluster's may run beside it)
+helper_up() { local p; p=$(cat "$NVL_CLUSTER_DIR/run/nvlsliced.pid" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+restart_helper() { helper_up || "$CL" helper >/dev/null 2>&1 || true; }
 trap restart_helper EXIT
 # the jobs' output files go to a directory of their own
 WORK=$(mktemp -d)
@@ -31,7 +33,7 @@ wait_state "$R" RUNNING 30 || not_ok "job $R runs: $(squeue -h -j "$R" -o '%T %r
 wait_for 10 bash -c "scontrol show job $R | grep -q 'nvlslice/1 placed'"
 R_NODES=$(nodes_of "$R")
 "$CL" kill-helper
-check "the helper is stopped" bash -c '! pgrep -x nvlsliced >/dev/null'
+expect_eq "the helper is stopped" "stopped" "$(helper_up && echo running || echo stopped)"
 
 echo "# away: a slice job submitted meanwhile, and a node that drains under the running one"
 W=$(sbatch --parsable -N 16 --nvl-slice=16 -J waiting --wrap 'sleep 600')
