@@ -108,13 +108,13 @@ struct SoonestRoom {
 // least work.
 SoonestRoom soonest_room(const Snapshot& snap, JobId job, const PlacedSlice& slice, int lost,
                          const std::vector<NodeId>& taken, const LaterRoom& later) {
-    const int k = int(slice.nodes.size());
+    const int size = int(slice.nodes.size());
     SoonestRoom best;
     std::vector<Slot> slots;
     for (DomainId d = 0; d < snap.map().domains().size(); ++d) {
-        if (!snap.map().domain(d).allows_slice(k) || snap.counts(d).degraded) continue;
+        if (!snap.map().domain(d).allows_slice(size) || snap.counts(d).degraded) continue;
         // its own domain: the lost nodes only; another: the whole slice
-        const int need = d == slice.domain ? lost : k;
+        const int need = d == slice.domain ? lost : size;
         slots.clear();
         for (NodeId id : snap.map().domain(d).nodes) {
             const NodeStatus& st = snap.node(id);
