@@ -17,6 +17,7 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <ctime>
 
@@ -176,6 +177,7 @@ class SlurmClusterImpl final : public SlurmCluster {
     void set_node_weight(const std::string& nodes, uint32_t weight);
     void set_node_down(const std::string& node, const std::string& reason);
     void abort_steps(JobId id);
+    void stop_batch(JobId id);
 
   private:
     struct Cache;                  // frees the messages it holds
@@ -671,6 +673,14 @@ void SlurmClusterImpl::abort_steps(JobId id) {
     const std::string job = std::to_string(id);
     if (slurm_kill_job2(job.c_str(), kSigAbort, KILL_STEPS_ONLY, nullptr) != SLURM_SUCCESS)
         fail(fmt::format("job {}: aborting its steps", id));
+}
+
+void SlurmClusterImpl::stop_batch(JobId id) {
+    // KILL_JOB_BATCH: the batch shell alone, not its children (srun ends on
+    // its own once its step is aborted); slurmctld flags the job STOPPED
+    const std::string job = std::to_string(id);
+    if (slurm_kill_job2(job.c_str(), SIGSTOP, KILL_JOB_BATCH, nullptr) != SLURM_SUCCESS)
+        fail(fmt::format("job {}: stopping its batch script", id));
 }
 
 std::optional<LeaseView> SlurmClusterImpl::load_lease(const std::string& name) {

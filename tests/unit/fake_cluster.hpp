@@ -190,6 +190,7 @@ class FakeCluster : public ClusterApi {
                 if (x.name == name) x.weight = w;
     }
     void abort_steps(JobId id) { call(fmt::format("abort-steps {}", id)); }
+    void stop_batch(JobId id) { call(fmt::format("stop-batch {}", id)); }
     void set_node_down(const std::string& n, const std::string& reason) {
         call("down " + n, " \"" + reason + "\"");
         for (auto& x : nodes)

@@ -2139,12 +2139,23 @@ TEST_CASE("repair_not_responding_after: a silent node of a running slice job is 
     w.now += 15;
     CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown)); // the count starts again
     w.now += 20;
+    // its job's batch script stopped and steps aborted now, the DOWN
+    // kDownAfterAbortS later, whatever the node does meanwhile
+    auto aborted = w.cycle();
+    CHECK(kinds(aborted).rfind("stop-batch abort-steps", 0) == 0);
+    CHECK_FALSE(find(aborted, ActionKind::NodeDown));
+    w.apply(aborted);
+    w.node("n005").not_responding = false; // it answers again: too late
+    w.now += kDownAfterAbortS - 1;
+    CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown));
+    w.now += 1;
     auto out = w.cycle();
     const auto* down = find<action::NodeDown>(out);
     REQUIRE(down);
     CHECK(down->nodes == "n005");
     CHECK(down->reason == "nvlsliced: not responding to slurmctld for 20 s (repair_not_responding_after=20); slice "
                           "job 7 repaired on a spare");
+    CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown)); // once
     // a node without a slice job is Slurm's business
     w.node("n020").not_responding = true;
     w.now += 60;
@@ -2176,10 +2187,25 @@ TEST_CASE("repair_not_responding_after: the repair's target is kept for the job 
         if (out.actions[i].kind() == ActionKind::AbortSteps) abort = i;
     }
     CHECK(abort < lend);
-    CHECK(lend < down);
+    CHECK(down == 0); // not yet: kDownAfterAbortS later
+    // its batch script stopped first: the script must not end the job
+    // before the DOWN requeues it
+    CHECK(kinds(out).rfind("stop-batch abort-steps", 0) == 0);
     CHECK_FALSE(find(out, ActionKind::RequeueHold)); // Slurm requeues it on the DOWN
     w.apply(out);
+    CHECK(std::count(w.calls.begin(), w.calls.end(), "stop-batch 7") == 1);
     CHECK(std::count(w.calls.begin(), w.calls.end(), "abort-steps 7") == 1);
+    for (int s = 1; s < kDownAfterAbortS; ++s) {
+        w.now += 1;
+        auto wait = w.step();
+        CHECK_FALSE(find(wait, ActionKind::NodeDown));
+        CHECK_FALSE(find(wait, ActionKind::AbortSteps));
+        CHECK_FALSE(find(wait, ActionKind::Lend));
+    }
+    w.now += 1;
+    auto downed = w.step();
+    REQUIRE(find<action::NodeDown>(downed));
+    CHECK(find<action::NodeDown>(downed)->nodes == "n005");
     CHECK(j.reservation == "nvlslice_lend_7");
     CHECK(w.reservations.at("nvlslice_lend_7")->nodes == "n[001-004,006-017]");
     // Slurm marks n005 DOWN and requeues the job itself: completing, then
@@ -2238,27 +2264,36 @@ TEST_CASE("repair_not_responding_after: a lent spare the repair needs is taken b
     const Action* rq = find(out, ActionKind::Requeue, 8);
     REQUIRE(rq);
     CHECK_FALSE(find(out, ActionKind::Requeue, 9));
-    size_t lend = 0, down = 0, requeue = 99;
-    for (size_t i = 0; i < out.actions.size(); ++i) {
-        if (out.actions[i].kind() == ActionKind::Lend) lend = i;
-        if (out.actions[i].kind() == ActionKind::NodeDown) down = i;
-        if (out.actions[i].kind() == ActionKind::Requeue && out.actions[i].job == 8) requeue = i;
-    }
-    CHECK(lend < down);
-    CHECK(requeue < down);
+    // both this cycle; the DOWN kDownAfterAbortS later
+    CHECK_FALSE(find(out, ActionKind::NodeDown));
     bool said = false;
     for (const auto& l : out.log)
         said = said || l.line() == "job 7: repair takes back a lent spare: requeued checkpointable job 8";
     CHECK(said);
     w.apply(out);
     CHECK(j.reservation == "nvlslice_lend_7");
-    // Slurm marks n005 DOWN and requeues the job; the borrower's requeue
-    // ended on n017 first (seconds against the job's completion)
-    w.node("n005").state = NodeState::Down;
-    w.node("n005").failed = true;
+    // the borrower's requeue ends on n017 within the seconds before the
+    // DOWN: the held n017 is job 7's though the job still runs, and the
+    // borrower goes elsewhere
     a.state = JobState::Pending;
     a.nodes.clear();
     w.node("n017").state = NodeState::Idle;
+    for (int s = 1; s < kDownAfterAbortS; ++s) {
+        w.now += 1;
+        auto wait = w.step();
+        CAPTURE(wait.log);
+        CHECK_FALSE(find(wait, ActionKind::EndLend));
+        CHECK_FALSE(find(wait, ActionKind::NodeDown));
+        if (const auto* pin = find<action::Pin>(wait, 8)) CHECK(pin->nodes != "n017");
+    }
+    w.now += 1;
+    auto downed = w.step();
+    REQUIRE(find(downed, ActionKind::NodeDown));
+    CHECK_FALSE(find(downed, ActionKind::EndLend)); // the job still runs in this cycle's view
+    CHECK(w.reservations.at("nvlslice_lend_7")->nodes == "n[001-004,006-017]");
+    // Slurm marks n005 DOWN and requeues the job
+    w.node("n005").state = NodeState::Down;
+    w.node("n005").failed = true;
     j.state = JobState::Completing;
     j.restarts = 1;
     j.begin_time = w.now + 121;

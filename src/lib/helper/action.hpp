@@ -226,6 +226,16 @@ struct AbortSteps {
     static constexpr const char* name = "abort-steps";
     template <class Api> void run(Api& api, JobId job, const Names&) const { api.abort_steps(job); }
 };
+// Its batch script stopped (SIGSTOP to the batch shell alone, not its
+// children, KILL_JOB_BATCH), just before its steps are aborted when the DOWN
+// that makes Slurm requeue the job follows seconds later
+// (kDownAfterAbortS): meanwhile the script must not go on past an srun that
+// ended and finish the job, which Slurm would then not requeue. Nothing is
+// left stopped: the DOWN's terminate sends SIGCONT before SIGTERM (slurmd).
+struct StopBatch {
+    static constexpr const char* name = "stop-batch";
+    template <class Api> void run(Api& api, JobId job, const Names&) const { api.stop_batch(job); }
+};
 // A lend reservation's end: the job (0: none) and the `others` in it (a
 // task its job array split off, a job its owner put there) leave it
 // (Reservation=""; a job that ended meanwhile is no error), then it is
@@ -260,14 +270,15 @@ enum class ActionKind {
     AllowRequeue,
     Lend,
     EndLend,
-    AbortSteps
+    AbortSteps,
+    StopBatch
 };
 
 using ActionPayload =
     std::variant<action::Hold, action::Pin, action::PinOnly, action::Release, action::RequeueHold, action::Requeue,
                  action::SetRecord, action::SetReservation, action::SetWeight, action::SetLicenses, action::Protect,
                  action::Gate, action::Exclude, action::NodeDown, action::AllowRequeue, action::Lend, action::EndLend,
-                 action::AbortSteps>;
+                 action::AbortSteps, action::StopBatch>;
 
 namespace detail {
 template <class T, class = void> struct HasNodes : std::false_type {};
@@ -304,8 +315,8 @@ template <class T, size_t I = 0> constexpr ActionKind kind_of() {
     else
         return kind_of<T, I + 1>();
 }
-static_assert(kind_of<action::AbortSteps>() == ActionKind::AbortSteps, "ActionKind follows ActionPayload");
-static_assert(size_t(ActionKind::AbortSteps) + 1 == std::variant_size_v<ActionPayload>, "one ActionKind per payload");
+static_assert(kind_of<action::StopBatch>() == ActionKind::StopBatch, "ActionKind follows ActionPayload");
+static_assert(size_t(ActionKind::StopBatch) + 1 == std::variant_size_v<ActionPayload>, "one ActionKind per payload");
 
 inline const char* to_string(ActionKind k) {
     static constexpr auto names = detail::kind_names(std::make_index_sequence<std::variant_size_v<ActionPayload>>{});

@@ -54,7 +54,12 @@ void Cycle::not_responding() {
                              return sj.job->id == job && sj.job->state == JobState::Running;
                          });
                      });
+    // the DOWNs sent last cycle are done with (Slurm requeued the jobs)
+    for (auto it = mem_.down_after_abort.begin(); it != mem_.down_after_abort.end();)
+        it = it->second.sent ? mem_.down_after_abort.erase(it) : std::next(it);
     for (const auto& d : silent.down) {
+        if (mem_.down_after_abort.count(d.node)) continue; // aborted: its DOWN is due (below)
+        bool delay = false;
         // its repair's target kept for the job first, so that the moment
         // Slurm lets go of its nodes (the DOWN requeues it) no other job
         // takes them, nor the spare (the repair of a later cycle pins it
@@ -72,7 +77,13 @@ void Cycle::not_responding() {
                 // Its steps end now, on every node that answers: killed by
                 // the DOWN's requeue instead, each slurmstepd above the
                 // silent node in a step's reverse tree would wait 60 s for
-                // it, and so would the job's restart.
+                // it, and so would the job's restart. The DOWN follows
+                // kDownAfterAbortS later, the batch script stopped till
+                // then, unless the script runs on the silent node (Slurm's
+                // batch host: the allocation's first node), where nothing
+                // reaches it: then at once, as before.
+                delay = j.nodes.front() != d.node;
+                if (delay) act({j.id, action::StopBatch{}});
                 act({j.id, action::AbortSteps{}});
                 log(j.id, fmt::format("its steps aborted, so that its nodes need not wait for {}'s", d.node));
             }
@@ -100,8 +111,24 @@ void Cycle::not_responding() {
                     : fmt::format("nvlsliced: not responding to slurmctld for {} s (repair_not_responding_after={}); "
                                   "slice job {} repaired on a spare",
                                   d.silent_s, cfg_.repair_not_responding_after_s, d.job);
+        if (delay) {
+            mem_.down_after_abort[d.node] = {mono_ + kDownAfterAbortS, reason, d.job};
+            log(d.job, fmt::format("its batch script stopped; {} is marked DOWN in {} s, once its steps have ended on "
+                                   "its other nodes",
+                                   d.node, kDownAfterAbortS));
+            continue;
+        }
         act({0, action::NodeDown{d.node, reason}});
         warn(fmt::format("node {}: drained and marked DOWN: {}", d.node, reason));
+    }
+    // The DOWNs due, whatever the node does now: its job's steps are
+    // aborted and its batch script stopped, and only the DOWN's requeue
+    // (whose terminate continues the script to end it) takes the job on.
+    for (auto& [node, due] : mem_.down_after_abort) {
+        if (due.sent || due.at > mono_) continue;
+        act({0, action::NodeDown{node, due.reason}});
+        warn(fmt::format("node {}: drained and marked DOWN: {}", node, due.reason));
+        due.sent = true;
     }
     mem_.not_responding_since.swap(silent.since);
 }
@@ -191,7 +218,10 @@ void Cycle::collect_slice_jobs() {
     // takes them first. (A borrower's lend is kept by its pin, above.)
     if (lends_ && !lends_->empty())
         for (const auto& p : obs_.jobs) {
-            if (!waits_in_own_reservation(p)) continue;
+            // (or still running there, its silent node's DOWN due)
+            if (!waits_in_own_reservation(p) &&
+                !(mem_.down_due_for(p.job->id) && p.job->reservation == cfg_.lend_name(p.job->id)))
+                continue;
             const SlurmJob& j = *p.job;
             auto r = std::find_if(lends_->begin(), lends_->end(),
                                   [&](const Reservation& x) { return x.name == j.reservation; });

@@ -267,6 +267,25 @@ struct HelperMemory {
     std::vector<std::string> degraded;
     // Nodes Slurm flags NOT_RESPONDING (and not DOWN yet): since when.
     std::unordered_map<std::string, int64_t> not_responding_since;
+    // Silent nodes whose job's steps were aborted and batch script stopped:
+    // the DOWN due then (kDownAfterAbortS later), whatever the node does
+    // meanwhile, and its reason. In name order: the same actions each run.
+    // Kept one cycle past the DOWN (`sent`), whose cycle still sees the job
+    // running.
+    struct DownDue {
+        int64_t at = 0;
+        std::string reason;
+        JobId job = 0; // its target held meanwhile (hold_target(), decide_lends())
+        bool sent = false;
+    };
+    std::map<std::string, DownDue> down_after_abort;
+    // Whether `job`'s silent node is due to be marked DOWN (or was, this
+    // cycle): its held target stays its own, though the job still runs.
+    bool down_due_for(JobId job) const {
+        for (const auto& d : down_after_abort)
+            if (d.second.job == job) return true;
+        return false;
+    }
     // The rack defragmentation freed, and for which job: no other slice job
     // (the requeued ones least of all) is placed there while that job waits
     // for the rack's nodes to finish completing, for at most replace_after.
@@ -295,6 +314,16 @@ struct HelperMemory {
 // starts: Slurm's own verdict (DOWN) comes after SlurmdTimeout; a
 // SlurmdTimeout of 0 (none) leaves a dead node UNKNOWN for ever.
 inline constexpr int64_t kUnregisteredWaitS = 120;
+// How long after aborting a silent node's job's steps the helper marks the
+// node DOWN (its batch script stopped meanwhile). The DOWN's requeue sends
+// every node the job's terminate, and slurmd then looks for the job's
+// slurmstepds every second for 10 s, then every 10 s; an aborted stepd
+// whose parent in the step's reverse tree has already ended tries it 5
+// times a second apart per message before it reports to slurmctld, up to
+// 12 s on the busy bench. Aborted 3 s before the terminate, they end inside
+// slurmd's first 10 s, and the job completes seconds sooner (not 20 s after
+// the DOWN).
+inline constexpr int64_t kDownAfterAbortS = 3;
 
 // Which cluster-wide actions back off together: Action::backoff_key().
 inline std::string backoff_key(const Action& a) {

@@ -153,14 +153,16 @@ std::vector<LendVerdict> decide_lends(const std::vector<Reservation>& lends, con
         // is kept from the requeue (Slurm's or the helper's) until the job
         // runs there; the repair itself moves the reservation when it plans
         // afresh. One made this cycle (a silent node's repair, before its
-        // DOWN) stays too. A job still running otherwise is one whose
+        // DOWN) stays too, and one whose DOWN is due after its steps'
+        // abort (kDownAfterAbortS). A job still running otherwise is one whose
         // requeue did not happen (refused, or the helper stopped in
         // between): ended, and made again should the repair be retried.
         // (a repair's held target keeps the end its repair gave it: moving
         // it re-sent the job into it, which Slurm 22.05 took as the job's
         // start there)
         if (in && v.others.empty() &&
-            ((c.lent_now && c.lent_now(id)) || waits_in_own_reservation(*p, c.cfg, map, c.failed)))
+            ((c.lent_now && c.lent_now(id)) || c.mem.down_due_for(id) ||
+             waits_in_own_reservation(*p, c.cfg, map, c.failed)))
             continue;
         if (in && j->state == JobState::Pending && v.others.empty()) {
             // still pinned there (the nodes this cycle's snapshot gives it),
