@@ -293,6 +293,7 @@ std::vector<SlurmJob> SlurmClusterImpl::load_jobs() {
         if (r.state == JobState::Finished) continue;
         r.held = j.priority == 0 && r.state == JobState::Pending;
         r.admin_held = r.held && j.state_reason == WAIT_HELD;
+        r.stopped = r.state == JobState::Running && (j.job_state & JOB_STOPPED);
         r.reason = reason_name(j.state_reason);
         r.comment = str(j.comment);
         r.admin_comment = str(j.admin_comment);

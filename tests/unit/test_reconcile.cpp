@@ -2312,6 +2312,37 @@ TEST_CASE("repair_not_responding_after: a lent spare the repair needs is taken b
     CHECK(find<action::Pin>(rep, 7)->nodes == "n[001-004,006-017]");
 }
 
+TEST_CASE("a slice job left stopped in its own reservation by a helper that stopped before the DOWN is requeued",
+          "[reconcile][rack][quick]") {
+    World w(2);
+    SlurmJob& j = running_with_n005_silent(w, 5);
+    w.now += 5;
+    w.cycle(); // first seen
+    w.now += 5;
+    auto out = w.cycle();
+    REQUIRE(find(out, ActionKind::StopBatch, 7));
+    w.apply(out);
+    j.stopped = true; // Slurm flags it so (JOB_STOPPED)
+    // while its DOWN is due, this helper requeues nothing
+    w.now += 1;
+    CHECK_FALSE(find(w.step(), ActionKind::Requeue));
+    // a new helper, without the first one's memory, and n005 answering
+    // again: the job would stay stopped for good
+    w.mem = HelperMemory{};
+    w.node("n005").not_responding = false;
+    w.now += 1;
+    auto next = w.cycle();
+    CAPTURE(next.log);
+    REQUIRE(find(next, ActionKind::Requeue, 7));
+    CHECK_FALSE(find(next, ActionKind::NodeDown));
+    // a job stopped by its owner, outside its own reservation, is theirs
+    World u(2);
+    SlurmJob& k = running_with_n005_silent(u, 0);
+    u.node("n005").not_responding = false;
+    k.stopped = true;
+    CHECK_FALSE(find(u.cycle(), ActionKind::Requeue));
+}
+
 TEST_CASE("abort_steps: false leaves a silent node's job to Slurm's own wait; the key is read",
           "[reconcile][rack][quick]") {
     CHECK(read_helper_config("map: m.yaml\n", "h.yaml").reconcile.abort_steps);

@@ -49,6 +49,7 @@ struct SlurmJob {
     JobState state = JobState::Pending;
     bool held = false;       // priority 0 (user or admin hold)
     bool admin_held = false; // JobHeldAdmin: users cannot release it
+    bool stopped = false;    // running, its batch script stopped through Slurm (JOB_STOPPED)
     PendingReason reason;    // Slurm's pending reason: its name (as squeue prints it) and kind
     std::string comment;
     std::string admin_comment;

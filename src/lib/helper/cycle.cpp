@@ -130,6 +130,20 @@ void Cycle::not_responding() {
         warn(fmt::format("node {}: drained and marked DOWN: {}", node, due.reason));
         due.sent = true;
     }
+    // A slice job running stopped in its own reservation, no DOWN due for
+    // it: a helper (this one before a restart, or the other of a pair)
+    // aborted its steps and stopped its batch script, and stopped itself,
+    // or its DOWN was refused. Nothing else would take it on: requeued, as
+    // the DOWN would have.
+    for (const SliceJob& sj : st_.slice_jobs) {
+        const SlurmJob& j = *sj.job;
+        if (j.state != JobState::Running || !j.stopped || !j.requeue || !j.batch ||
+            j.reservation != cfg_.lend_name(j.id) || mem_.down_due_for(j.id) || did(j.id, ActionKind::Requeue))
+            continue;
+        act({j.id, action::Requeue{}});
+        warn(j.id, "runs with its batch script stopped in its own reservation, and no node of it is due to be marked "
+                   "DOWN (the helper that aborted its steps stopped before): requeued, as that DOWN would have");
+    }
     mem_.not_responding_since.swap(silent.since);
 }
 
