@@ -43,6 +43,19 @@ template <class T> const T* find(const CycleOutput& o, JobId job = 0) {
     return nullptr;
 }
 
+// r1's spares (n017, n018) lent to two checkpointable one-node jobs, 8 and
+// 9, running there; the spare reservation keeps r2's. Returns job 8.
+SlurmJob& lend_r1_spares(World& w) {
+    w.resv = Reservation{"nvlslice_spares", "n[035-036]"};
+    SlurmJob& a = w.add_slice_job(8, 1, 1, true, true);
+    w.run_on(a, "n017");
+    a.admin_comment = "nvlslice/1 placed slice=1 slices=n017 repairs=0 moves=0 lent=1";
+    SlurmJob& b = w.add_slice_job(9, 1, 1, true, true);
+    w.run_on(b, "n018");
+    b.admin_comment = "nvlslice/1 placed slice=1 slices=n018 repairs=0 moves=0 lent=1";
+    return a;
+}
+
 } // namespace
 
 TEST_CASE("a gated slice job is placed, recorded, pinned, its gate taken off; spares reserved first",
@@ -824,14 +837,8 @@ TEST_CASE("nodes a repair takes from lent work are the repaired job's: another r
     SlurmJob& big = w.add_slice_job(7, 16, 2);
     w.run_on(big, "n[001-016,019-034]");
     big.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016];n[019-034] repairs=0 moves=0";
-    w.resv = Reservation{"nvlslice_spares", "n[035-036]"};
     // two checkpointable borrowers on r1's spares
-    SlurmJob& a = w.add_slice_job(8, 1, 1, true, true);
-    w.run_on(a, "n017");
-    a.admin_comment = "nvlslice/1 placed slice=1 slices=n017 repairs=0 moves=0 lent=1";
-    SlurmJob& b = w.add_slice_job(9, 1, 1, true, true);
-    w.run_on(b, "n018");
-    b.admin_comment = "nvlslice/1 placed slice=1 slices=n018 repairs=0 moves=0 lent=1";
+    lend_r1_spares(w);
     // a node of the big job and the second borrower's node fail together:
     // the big job's repair takes back n017 (requeues job 8); the borrower's
     // repair must not take n017 from the big job, whose node it now is
@@ -2120,6 +2127,24 @@ SlurmJob& running_with_n005_silent(World& w, int after) {
     w.node("n005").not_responding = true;
     return j;
 }
+// Slurm marks n005 DOWN and requeues job `j` itself: completing (its
+// reservation kept meanwhile), then pending with its credential's begin
+// time, not held, its healthy nodes idle; the helper's cycle then.
+CycleOutput slurm_requeues_on_n005_down(World& w, SlurmJob& j) {
+    w.node("n005").state = NodeState::Down;
+    w.node("n005").failed = true;
+    j.state = JobState::Completing;
+    j.restarts = 1;
+    j.begin_time = w.now + 121;
+    w.now += 1;
+    CHECK_FALSE(find(w.step(), ActionKind::EndLend)); // kept while it completes
+    j.state = JobState::Pending;
+    j.nodes.clear();
+    for (const char* n : {"n001", "n002", "n003", "n004", "n006", "n007", "n008", "n009", "n010", "n011", "n012",
+                          "n013", "n014", "n015", "n016"})
+        w.node(n).state = NodeState::Idle;
+    return w.step();
+}
 } // namespace
 
 TEST_CASE("repair_not_responding_after: a silent node of a running slice job is marked DOWN; a blip is left "
@@ -2208,21 +2233,7 @@ TEST_CASE("repair_not_responding_after: the repair's target is kept for the job 
     CHECK(find<action::NodeDown>(downed)->nodes == "n005");
     CHECK(j.reservation == "nvlslice_lend_7");
     CHECK(w.reservations.at("nvlslice_lend_7")->nodes == "n[001-004,006-017]");
-    // Slurm marks n005 DOWN and requeues the job itself: completing, then
-    // pending with its credential's begin time, not held
-    w.node("n005").state = NodeState::Down;
-    w.node("n005").failed = true;
-    j.state = JobState::Completing;
-    j.restarts = 1;
-    j.begin_time = w.now + 121;
-    w.now += 1;
-    CHECK_FALSE(find(w.step(), ActionKind::EndLend)); // kept while it completes
-    j.state = JobState::Pending;
-    j.nodes.clear();
-    for (const char* n : {"n001", "n002", "n003", "n004", "n006", "n007", "n008", "n009", "n010", "n011", "n012",
-                          "n013", "n014", "n015", "n016"})
-        w.node(n).state = NodeState::Idle;
-    auto rep = w.step();
+    auto rep = slurm_requeues_on_n005_down(w, j);
     CHECK_FALSE(find(rep, ActionKind::EndLend));
     // the node held for it is its own: nobody is requeued to take it back
     CHECK_FALSE(find(rep, ActionKind::Requeue));
@@ -2246,13 +2257,7 @@ TEST_CASE("repair_not_responding_after: a lent spare the repair needs is taken b
     // or the job's 15 healthy nodes go to other work as they complete.
     World w(2);
     SlurmJob& j = running_with_n005_silent(w, 5);
-    w.resv = Reservation{"nvlslice_spares", "n[035-036]"};
-    SlurmJob& a = w.add_slice_job(8, 1, 1, true, true);
-    w.run_on(a, "n017");
-    a.admin_comment = "nvlslice/1 placed slice=1 slices=n017 repairs=0 moves=0 lent=1";
-    SlurmJob& b = w.add_slice_job(9, 1, 1, true, true);
-    w.run_on(b, "n018");
-    b.admin_comment = "nvlslice/1 placed slice=1 slices=n018 repairs=0 moves=0 lent=1";
+    SlurmJob& a = lend_r1_spares(w);
     CHECK(w.step().actions.empty()); // first seen
     w.now += 5;
     auto out = w.cycle();
@@ -2291,20 +2296,7 @@ TEST_CASE("repair_not_responding_after: a lent spare the repair needs is taken b
     REQUIRE(find(downed, ActionKind::NodeDown));
     CHECK_FALSE(find(downed, ActionKind::EndLend)); // the job still runs in this cycle's view
     CHECK(w.reservations.at("nvlslice_lend_7")->nodes == "n[001-004,006-017]");
-    // Slurm marks n005 DOWN and requeues the job
-    w.node("n005").state = NodeState::Down;
-    w.node("n005").failed = true;
-    j.state = JobState::Completing;
-    j.restarts = 1;
-    j.begin_time = w.now + 121;
-    w.now += 1;
-    CHECK_FALSE(find(w.step(), ActionKind::EndLend));
-    j.state = JobState::Pending;
-    j.nodes.clear();
-    for (const char* n : {"n001", "n002", "n003", "n004", "n006", "n007", "n008", "n009", "n010", "n011", "n012",
-                          "n013", "n014", "n015", "n016"})
-        w.node(n).state = NodeState::Idle;
-    auto rep = w.step();
+    auto rep = slurm_requeues_on_n005_down(w, j);
     CAPTURE(rep.log);
     // nothing more is taken back: the target is the job's already
     CHECK_FALSE(find(rep, ActionKind::Requeue));
