@@ -2304,6 +2304,29 @@ TEST_CASE("repair_not_responding_after: a lent spare the repair needs is taken b
     CHECK(find<action::Pin>(rep, 7)->nodes == "n[001-004,006-017]");
 }
 
+TEST_CASE("repair_not_responding_after: two silent nodes of one job are marked DOWN together, after its one abort",
+          "[reconcile][rack][quick]") {
+    World w(2);
+    running_with_n005_silent(w, 5);
+    w.node("n009").not_responding = true;
+    CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown)); // first seen
+    w.now += 5;
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    CHECK(std::count_if(out.actions.begin(), out.actions.end(),
+                        [](const Action& a) { return a.kind() == ActionKind::AbortSteps; }) == 1);
+    CHECK(std::count_if(out.actions.begin(), out.actions.end(),
+                        [](const Action& a) { return a.kind() == ActionKind::StopBatch; }) == 1);
+    CHECK_FALSE(find(out, ActionKind::NodeDown));
+    w.apply(out);
+    w.now += kDownAfterAbortS;
+    auto downs = w.cycle();
+    std::vector<std::string> nodes;
+    for (const auto& a : downs.actions)
+        if (a.kind() == ActionKind::NodeDown) nodes.push_back(a.nodes());
+    CHECK(nodes == std::vector<std::string>{"n005", "n009"});
+}
+
 TEST_CASE("a slice job left stopped in its own reservation by a helper that stopped before the DOWN is requeued",
           "[reconcile][rack][quick]") {
     World w(2);
@@ -2318,8 +2341,13 @@ TEST_CASE("a slice job left stopped in its own reservation by a helper that stop
     // while its DOWN is due, this helper requeues nothing
     w.now += 1;
     CHECK_FALSE(find(w.step(), ActionKind::Requeue));
-    // a new helper, without the first one's memory, and n005 answering
-    // again: the job would stay stopped for good
+    // a new helper, without the first one's memory, n005 still silent:
+    // its DOWN, seconds away, requeues the job (a requeue now would leave
+    // it completing on n005 until Slurm's SlurmdTimeout)
+    w.mem = HelperMemory{};
+    w.now += 1;
+    CHECK_FALSE(find(w.cycle(), ActionKind::Requeue));
+    // n005 answering again: the job would stay stopped for good
     w.mem = HelperMemory{};
     w.node("n005").not_responding = false;
     w.now += 1;

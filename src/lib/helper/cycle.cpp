@@ -73,7 +73,10 @@ void Cycle::not_responding() {
             for (const auto& n : j.nodes)
                 if (auto id = map_.find_node(n); id && *id != *node && needs_repair(obs_, st_.snap, *id))
                     failed.push_back(*id);
-            if (cfg_.abort_steps && !did(j.id, ActionKind::AbortSteps)) {
+            if (cfg_.abort_steps && did(j.id, ActionKind::AbortSteps)) {
+                // a second silent node of it this cycle: DOWN with the first
+                delay = mem_.down_due_for(j.id);
+            } else if (cfg_.abort_steps) {
                 // Its steps end now, on every node that answers: killed by
                 // the DOWN's requeue instead, each slurmstepd above the
                 // silent node in a step's reverse tree would wait 60 s for
@@ -134,11 +137,15 @@ void Cycle::not_responding() {
     // it: a helper (this one before a restart, or the other of a pair)
     // aborted its steps and stopped its batch script, and stopped itself,
     // or its DOWN was refused. Nothing else would take it on: requeued, as
-    // the DOWN would have.
+    // the DOWN would have. Not while a node of it is silent: that node's
+    // DOWN, seconds away, requeues it (a requeue now would leave the job
+    // completing on the silent node until Slurm's SlurmdTimeout).
     for (const SliceJob& sj : st_.slice_jobs) {
         const SlurmJob& j = *sj.job;
         if (j.state != JobState::Running || !j.stopped || !j.requeue || !j.batch ||
             j.reservation != cfg_.lend_name(j.id) || mem_.down_due_for(j.id) || did(j.id, ActionKind::Requeue))
+            continue;
+        if (std::any_of(j.nodes.begin(), j.nodes.end(), [&](const std::string& n) { return silent.since.count(n); }))
             continue;
         act({j.id, action::Requeue{}});
         warn(j.id, "runs with its batch script stopped in its own reservation, and no node of it is due to be marked "
