@@ -269,14 +269,16 @@ test_suite() {
         *) as_root env NVL_SLURM="$tier" NVL_ROOT_STEP=test NVL_ACCOUNTING=after "$SRC/tests/cluster/run.sh" ;;
         esac > "$out" 2>&1
         echo $? > "$out.rc"
+        date +%s > "$out.end"
     }
     # tier_count TIER OUT T0: its closing line, added to the totals
     tier_count() {
-        local tier=$1 out=$2 t0=$3 trc
+        local tier=$1 out=$2 t0=$3 trc t1
         trc=$(cat "$out.rc" 2>/dev/null || echo 1)
+        t1=$(cat "$out.end" 2>/dev/null || date +%s)
         cp=$(sed -nE 's/^cluster: ([0-9]+) passed, ([0-9]+) failed$/\1/p' "$out" | tail -1)
         cf=$(sed -nE 's/^cluster: ([0-9]+) passed, ([0-9]+) failed$/\2/p' "$out" | tail -1)
-        echo "tier $tier: ${cp:-0} passed, ${cf:-1} failed ($(( $(date +%s) - t0 )) s)"
+        echo "tier $tier: ${cp:-0} passed, ${cf:-1} failed ($(( t1 - t0 )) s)"
         tp=$((tp + ${cp:-0})); tf=$((tf + ${cf:-1}))
         [ "$trc" -eq 0 ] || rc=$trc
     }
@@ -327,7 +329,7 @@ test_suite() {
         wait $!
         tier_count "$tier" "$out" "$t0"
         set -e
-        rm -f "$out" "$out.rc"
+        rm -f "$out" "$out.rc" "$out.end"
         if [ "$tier" = 26.05 ] && [ -n "$beside_pid" ]; then
             echo "==> cluster tests on Slurm $beside (real slurmctld + slurmd in network namespaces; run beside the 26.05 tier)"
             set +e
