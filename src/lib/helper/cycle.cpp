@@ -54,6 +54,11 @@ void Cycle::not_responding() {
                              return sj.job->id == job && sj.job->state == JobState::Running;
                          });
                      });
+    // drained and marked DOWN, said once, wherever it is decided
+    auto mark_down = [&](const std::string& node, const std::string& reason) {
+        act({0, action::NodeDown{node, reason}});
+        warn(fmt::format("node {}: drained and marked DOWN: {}", node, reason));
+    };
     // the DOWNs sent last cycle are done with (Slurm requeued the jobs)
     for (auto it = mem_.down_after_abort.begin(); it != mem_.down_after_abort.end();)
         it = it->second.sent ? mem_.down_after_abort.erase(it) : std::next(it);
@@ -73,10 +78,12 @@ void Cycle::not_responding() {
             for (const auto& n : j.nodes)
                 if (auto id = map_.find_node(n); id && *id != *node && needs_repair(obs_, st_.snap, *id))
                     failed.push_back(*id);
-            if (cfg_.abort_steps && did(j.id, ActionKind::AbortSteps)) {
+            if (!cfg_.abort_steps) {
+                // Slurm's own wait: the DOWN at once
+            } else if (did(j.id, ActionKind::AbortSteps)) {
                 // a second silent node of it this cycle: DOWN with the first
                 delay = mem_.down_due_for(j.id);
-            } else if (cfg_.abort_steps) {
+            } else {
                 // Its steps end now, on every node that answers: killed by
                 // the DOWN's requeue instead, each slurmstepd above the
                 // silent node in a step's reverse tree would wait 60 s for
@@ -121,16 +128,14 @@ void Cycle::not_responding() {
                                    d.node, kDownAfterAbortS));
             continue;
         }
-        act({0, action::NodeDown{d.node, reason}});
-        warn(fmt::format("node {}: drained and marked DOWN: {}", d.node, reason));
+        mark_down(d.node, reason);
     }
     // The DOWNs due, whatever the node does now: its job's steps are
     // aborted and its batch script stopped, and only the DOWN's requeue
     // (whose terminate continues the script to end it) takes the job on.
     for (auto& [node, due] : mem_.down_after_abort) {
         if (due.sent || due.at > mono_) continue;
-        act({0, action::NodeDown{node, due.reason}});
-        warn(fmt::format("node {}: drained and marked DOWN: {}", node, due.reason));
+        mark_down(node, due.reason);
         due.sent = true;
     }
     // A slice job running stopped in its own reservation, no DOWN due for
