@@ -6,7 +6,9 @@
 //    Slurm's own --segment=SLICE; Slurm orders, backfills and places each
 //    segment inside one block (rack), the spare reservation keeps the
 //    spares out of reach, nvlsliced repairs. Prefer jobs take the gate even
-//    here: a segment job cannot run split after its wait.
+//    here: a segment job cannot run split after its wait; so does
+//    checkpointable work small enough for a rack's spares (spares_first()),
+//    which nvlsliced puts on idle spares first.
 //  * gate (any Slurm): the job goes to Slurm tagged and behind the gate (one
 //    gate license, which a reservation of nvlsliced's holds), so Slurm
 //    computes its priority as for any job but cannot start it on rack-blind
@@ -149,6 +151,17 @@ void submit_hand_off(spank_t sp) {
     // Slurm's segments always run whole: a prefer job, which may run split
     // after its wait, is placed by nvlsliced behind the gate.
     if (tag.hand_off == HandOff::Native && tag.mode == PlacementMode::Prefer) tag.hand_off = HandOff::Gate;
+    // Checkpointable work that a rack's kept spares can take whole: Slurm
+    // would start it at submission on a rack's slice room, while the spares
+    // of the racks slice jobs fill idle; behind the gate nvlsliced puts it on
+    // idle spares first. Only while the gate is there (else Slurm places it,
+    // as any native job) and unless plugstack.conf says spares_first=no.
+    if (tag.hand_off == HandOff::Native && st.config.spares_first && spares_first(tag, rack_map())) {
+        if (auto open = gate_open_reason(st.config.gate, load_gate_license(st.config.gate)))
+            log_verbose(fmt::format("not handed to nvlsliced for the spares first: {}", *open));
+        else
+            tag.hand_off = HandOff::Gate;
+    }
     const bool native = tag.hand_off == HandOff::Native;
     if (native && api.isset(api.opt, "segment")) {
         auto seg = api.value("segment");

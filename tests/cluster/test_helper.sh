@@ -206,19 +206,40 @@ if [ "$MODE" = native ]; then
     wait_for 10 spares_are 'nvl[0017-0018,0035-0036]'
     SPID=$(cat "$NVL_CLUSTER_DIR/run/nvlsliced.pid")
     kill -STOP "$SPID" # no cycle while Slurm starts it
-    S=$(sbatch --parsable -N 2 --nvl-slice=2 --nvl-checkpointable --requeue -J small --wrap 'sleep 300')
+    # 4 nodes: more than a rack's spares take, so handed to Slurm natively
+    S=$(sbatch --parsable -N 4 --nvl-slice=4 --nvl-checkpointable --requeue -J small --wrap 'sleep 300')
     wait_for 15 bash -c "[ \"\$(squeue -h -j $S -t R -o %i | wc -l)\" = 1 ]"
     expect_eq "Slurm started it before any cycle of the helper saw it" "RUNNING " "$(squeue -h -j "$S" -o %T) $(record "$S")"
     kill -CONT "$SPID"
     small_lent() { record "$S" | grep -q 'lent=1'; }
     wait_for 10 small_lent
-    expect_match "recorded as lent once the helper sees it" 'placed slice=2 .*lent=1' "$(record "$S")"
+    expect_match "recorded as lent once the helper sees it" 'placed slice=4 .*lent=1' "$(record "$S")"
     case $(rack_of "$S") in rack001) OTHER='nvl[0035-0036]' ;; *) OTHER='nvl[0017-0018]' ;; esac
     wait_for 10 spares_are "$OTHER"
     expect_eq "its rack's spares left the reservation: other work may run there" "$OTHER" "$(resv_nodes)"
     scancel "$S"
     wait_for 15 spares_are 'nvl[0017-0018,0035-0036]'
     expect_eq "kept again once it ended" "nvl[0017-0018,0035-0036]" "$(resv_nodes)"
+
+    echo "# helper (native): checkpointable work that a rack's spares can take goes to nvlsliced first, which puts it on idle spares"
+    # Handed to Slurm natively it would start at once on rack001's slice
+    # room (as the 4-node job above did), while rack002's spares idle
+    # beside the 16-node job that fills the rest of it
+    B=$(sbatch --parsable -N 16 --exclusive -w 'nvl[0019-0034]' -J fill --wrap 'sleep 300')
+    wait_for 15 running_on "$B" 'nvl[0019-0034]' || not_ok "a 16-node job fills rack002 but its spares: $(squeue -h -j "$B" -o '%T %r %N')"
+    kill -STOP "$SPID"
+    S=$(sbatch --parsable -N 2 --nvl-slice=2 --nvl-checkpointable --requeue -J small --wrap 'sleep 300')
+    expect_match "tagged gate" 'nodes=2 .*checkpointable=1 handoff=gate' "$(job_comment "$S")"
+    expect_match "behind the gate license" 'nvlslice_gate:1' "$(job_field "$S" Licenses)"
+    sleep 3 # Slurm's scheduler runs at submission and then every few seconds: it must start nothing
+    expect_eq "Slurm leaves it waiting behind the gate while the helper is stopped" "PENDING Licenses" "$(squeue -h -j "$S" -o '%T %r')"
+    kill -CONT "$SPID"
+    wait_for 15 bash -c "[ \"\$(squeue -h -j $S -t R -o %i | wc -l)\" = 1 ]"
+    expect_eq "it runs on rack002's idle spares, rack001's 18 nodes left whole" "nvl[0035-0036]" "$(nodes_of "$S")"
+    expect_match "recorded as lent" 'lent=1' "$(record "$S")"
+    expect_match "the helper logged it as a lent spare" "job $S: placed 1 slice\(s\) of 2: rack002 nvl\[0035-0036\] \(a lent spare\)" "$(cat "$LOG")"
+    scancel "$S" "$B"
+    wait_for 15 spares_are 'nvl[0017-0018,0035-0036]'
 fi
 
 echo "# helper: rack001 out of spares -> the slice moves to the other rack, or waits with the reason"

@@ -292,6 +292,29 @@ TEST_CASE("the hand-off: in the tag, in the configuration, and chosen from the r
     CHECK(resolve_hand_off(HandOff::Native, false, "") == HandOff::Native);
 }
 
+TEST_CASE("native mode: checkpointable work a rack's spares can take goes to nvlsliced first", "[tag][native][quick]") {
+    RackMap m = make_map(3, 18); // 2 spares a rack, default slice 16
+    auto tag = [&](int nodes, bool ck, bool prefer = false) {
+        SliceOptions o = slice(nodes);
+        o.checkpointable = ck;
+        if (prefer) o.mode = PlacementMode::Prefer;
+        return make_request(m, o, nodes, nodes, Requeue::Requeue);
+    };
+    CHECK(spares_first(tag(1, true), m));
+    CHECK(spares_first(tag(2, true), m));
+    CHECK_FALSE(spares_first(tag(4, true), m));       // more than a rack's spares
+    CHECK_FALSE(spares_first(tag(2, false), m));      // not checkpointable: never lent
+    CHECK_FALSE(spares_first(tag(2, true, true), m)); // prefer: through the gate anyway
+    CHECK_FALSE(spares_first(tag(16, true), m));      // a whole slice
+    m.set_spares(0);
+    CHECK_FALSE(spares_first(tag(1, true), m)); // no spares kept: nothing to put it on
+    RackMap wide = make_map(2, 18);
+    wide.set_spares(4);
+    SliceOptions four = slice(4);
+    four.checkpointable = true;
+    CHECK(spares_first(make_request(wide, four, 4, 4, Requeue::Requeue), wide)); // 4 spares a rack
+}
+
 TEST_CASE("node pools: a node list on a segment job is a pool from Slurm 25.11", "[tag][native][quick]") {
     CHECK_FALSE(has_node_pools("22.05.8"));
     CHECK_FALSE(has_node_pools("24.11.5"));

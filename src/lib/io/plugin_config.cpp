@@ -38,7 +38,7 @@ PluginConfig parse_plugin_args(int argc, const char* const* argv) {
     PluginConfig c;
     static constexpr const char* kKeys =
         "map, default_slice, spares, gpus_per_node, check_gpus, placement, hwloc_xml, check_fabric, "
-        "fabric_report, fabric_drain, fabric_timeout, gate, mode";
+        "fabric_report, fabric_drain, fabric_timeout, gate, mode, spares_first";
     for (int i = 0; i < argc; ++i) {
         std::string_view a = argv[i] ? argv[i] : "";
         size_t eq = a.find('=');
@@ -68,6 +68,13 @@ PluginConfig parse_plugin_args(int argc, const char* const* argv) {
                 c.fabric_drain = false;
             else
                 throw Error(fmt::format("plugstack.conf argument fabric_drain={}: expected yes or no", v));
+        } else if (k == "spares_first") {
+            if (v == "yes")
+                c.spares_first = true;
+            else if (v == "no")
+                c.spares_first = false;
+            else
+                throw Error(fmt::format("plugstack.conf argument spares_first={}: expected yes or no", v));
         } else if (k == "fabric_timeout") {
             c.fabric_timeout_s = count_arg(k, v, 1, 300);
         } else if (k == "placement") {

@@ -38,6 +38,10 @@ struct PluginConfig {
     // How slice jobs are handed to Slurm (slice_job.hpp): auto = native
     // where the running Slurm offers topology/block and --segment.
     HandOff hand_off = HandOff::Auto;
+    // Native mode: checkpointable work that a rack's kept spares can take
+    // whole goes through the gate too (spares_first(), slice_job.hpp), so
+    // that nvlsliced puts it on idle spares first; no: Slurm places it.
+    bool spares_first = true;
     // Arguments accepted but no longer in effect, each with what replaced
     // it: logged by slurmd's side of the plugin, not to users.
     std::vector<std::string> notices;

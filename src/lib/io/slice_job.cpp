@@ -499,6 +499,15 @@ int parse_checkpoint_every_option(std::string_view v) {
     return int(s);
 }
 
+bool spares_first(const RequestTag& tag, const RackMap& map) {
+    if (!tag.checkpointable || tag.mode != PlacementMode::Strict || tag.nodes < 1 ||
+        tag.nodes >= map.defaults().default_slice)
+        return false;
+    for (const Domain& d : map.domains())
+        if (d.spares >= tag.nodes && d.size() >= tag.nodes) return true;
+    return false;
+}
+
 RequestTag make_request(const RackMap& map, const SliceOptions& o, int nodes_min, int nodes_max, Requeue requeue) {
     if (!o.slice_set)
         throw Error(fmt::format("--nvl-placement, --nvl-checkpointable and --nvl-checkpoint-every need "

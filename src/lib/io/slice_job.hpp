@@ -244,6 +244,14 @@ Requeue parse_requeue_value(std::string_view v);
 // the option, the value and the fix.
 RequestTag make_request(const RackMap& map, const SliceOptions& opts, int nodes_min, int nodes_max, Requeue requeue);
 
+// Does native mode hand this job to nvlsliced through the gate, so that it
+// goes to a rack's idle kept spares first (place_or_borrow)? Checkpointable
+// work (strict, so --requeue and a batch job) that the kept spares of some
+// rack can take whole, smaller than the map's default slice. Handed to
+// Slurm with --segment it would start at submission on a rack's slice room,
+// while the spares of the racks that slice jobs fill idle until a repair.
+bool spares_first(const RequestTag& tag, const RackMap& map);
+
 // What each task of a slice job sees.
 struct SliceEnv {
     int index = 0;
