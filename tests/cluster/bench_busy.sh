@@ -14,7 +14,9 @@
 # (1), NVL_BENCH_DEPTH (waiting backlog jobs kept, 12), NVL_BENCH_TIMEOUT
 # (seconds a trial waits for the job to run again, 600), NVL_BENCH_STEADY
 # (seconds of the steady phase after each side's trials, 600; 0: none),
-# NVL_BENCH_CKPT (the backlog's checkpointable share, 0.5).
+# NVL_BENCH_CKPT (the backlog's checkpointable share, 0.5), NVL_BENCH_DEBUG
+# (slurmctld's log level for the run, e.g. debug2: each node's epilog
+# completion is logged, to see where a trial's seconds go; unset: info).
 #
 # The backlog: jobs far below the measured job's priority (--nice), sizes
 # 1, 1, 2, 2, 4, 8 or 16 nodes and run times uniform in 20-90 s, half of
@@ -66,6 +68,7 @@ DEPTH=${NVL_BENCH_DEPTH:-12}
 TIMEOUT=${NVL_BENCH_TIMEOUT:-600}
 STEADY=${NVL_BENCH_STEADY:-600}
 CKPT=${NVL_BENCH_CKPT:-0.5}
+[ -n "${NVL_BENCH_DEBUG:-}" ] && scontrol setdebug "$NVL_BENCH_DEBUG"
 MODES=" ${NVL_BENCH_MODES:-nvlslice expedite plain} "
 FAILURES=${NVL_BENCH_FAILURES:-drain slurmd silent rack}
 RESULTS=$OUT/results

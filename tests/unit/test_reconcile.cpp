@@ -2233,13 +2233,19 @@ TEST_CASE("repair_not_responding_after: the repair's target is kept for the job 
     CHECK(find<action::NodeDown>(downed)->nodes == "n005");
     CHECK(j.reservation == "nvlslice_lend_7");
     CHECK(w.reservations.at("nvlslice_lend_7")->nodes == "n[001-004,006-017]");
+    // Slurm's requeue is the DOWN's: its second is the job's requeue's
+    CHECK(find<action::NodeDown>(downed)->job_requeued == 7);
+    CHECK(w.mem.requeued_at.at(7) == w.now);
     auto rep = slurm_requeues_on_n005_down(w, j);
     CHECK_FALSE(find(rep, ActionKind::EndLend));
     // the node held for it is its own: nobody is requeued to take it back
     CHECK_FALSE(find(rep, ActionKind::Requeue));
-    // repaired onto the very nodes held for it, from the next second
+    // repaired onto the very nodes held for it, from the second after the
+    // DOWN (its credential was revoked in the DOWN's second), which is now:
+    // not the second after the helper saw it pending
     REQUIRE(find<action::Pin>(rep));
     CHECK(find<action::Pin>(rep)->nodes == "n[001-004,006-017]");
+    CHECK(find<action::Pin>(rep)->start_at == w.now);
     CHECK(w.reservations.at("nvlslice_lend_7")->nodes == "n[001-004,006-017]");
     w.now += 1;
     for (int c = 0; c < 3 && j.licenses.find("nvlslice_gate") != std::string::npos; ++c) w.step();

@@ -181,6 +181,11 @@ struct NodeDown {
     static constexpr const char* name = "node-down";
     std::string nodes; // one node
     std::string reason;
+    // The slice job its DOWN requeues (0: none): the requeue is Slurm's, at
+    // the DOWN, so the DOWN's second is remembered as the helper's own
+    // requeue's is (HelperMemory::requeued_at): the job may start again
+    // the second after it, not the second after the helper sees it pending.
+    JobId job_requeued = 0;
     template <class Api> void run(Api& api, JobId, const Names&) const { api.set_node_down(nodes, reason); }
     bool follow_up(int64_t) const { return true; }
     std::string key() const { return std::string(name) + " " + nodes + " " + reason; }

@@ -55,8 +55,8 @@ void Cycle::not_responding() {
                          });
                      });
     // drained and marked DOWN, said once, wherever it is decided
-    auto mark_down = [&](const std::string& node, const std::string& reason) {
-        act({0, action::NodeDown{node, reason}});
+    auto mark_down = [&](const std::string& node, const std::string& reason, JobId job) {
+        act({0, action::NodeDown{node, reason, job}});
         warn(fmt::format("node {}: drained and marked DOWN: {}", node, reason));
     };
     // the DOWNs sent last cycle are done with (Slurm requeued the jobs)
@@ -128,14 +128,14 @@ void Cycle::not_responding() {
                                    d.node, kDownAfterAbortS));
             continue;
         }
-        mark_down(d.node, reason);
+        mark_down(d.node, reason, d.job);
     }
     // The DOWNs due, whatever the node does now: its job's steps are
     // aborted and its batch script stopped, and only the DOWN's requeue
     // (whose terminate continues the script to end it) takes the job on.
     for (auto& [node, due] : mem_.down_after_abort) {
         if (due.sent || due.at > mono_) continue;
-        mark_down(node, due.reason);
+        mark_down(node, due.reason, due.job);
         due.sent = true;
     }
     // A slice job running stopped in its own reservation, no DOWN due for

@@ -147,6 +147,9 @@ void note_applied(HelperMemory& mem, const std::vector<Action>& actions, const s
         }
         if (!a.job && !failed_keys.count(backoff_key(a))) mem.cluster_backoff.erase(backoff_key(a));
         if (wall > 0 && all_tried && a.requeues() && !failed.count(a.job)) mem.requeued_at[a.job] = wall;
+        if (const auto* d = a.get<action::NodeDown>();
+            d && d->job_requeued && wall > 0 && all_tried && !failed_keys.count(backoff_key(a)))
+            mem.requeued_at[d->job_requeued] = wall;
         // the record written is the one to write back over a site's
         // overwrite (HelperMemory::records); one that may not have been
         // written is not kept: the next cycle reads what Slurm has
