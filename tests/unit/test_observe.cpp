@@ -132,9 +132,15 @@ TEST_CASE("observe: a node the helper's own probe finds silent for silent_after,
     nodes[0].unanswered_s = 3;  // a 3-second blip: under silent_after
     nodes[1].unanswered_s = 60; // another job's node
     nodes[2].unanswered_s = 60; // idle
-    CHECK(judge_silent(m, nodes, s, {}, 1000, 0, 8, slice_job).down.empty());
+    auto blip = judge_silent(m, nodes, s, {}, 1000, 0, 8, slice_job);
+    CHECK(blip.down.empty());
+    // its verdict is due within seconds: the cycle is to come then
+    CHECK(blip.suspect);
+    nodes[0].unanswered_s = 0;
+    CHECK_FALSE(judge_silent(m, nodes, s, {}, 1000, 0, 8, slice_job).suspect); // another job's, an idle node's: no
     nodes[0].unanswered_s = 8;
     auto out = judge_silent(m, nodes, s, {}, 1000, 0, 8, slice_job);
+    CHECK_FALSE(out.suspect);
     REQUIRE(out.down.size() == 1);
     CHECK(out.down[0].node == "n001");
     CHECK(out.down[0].probe);

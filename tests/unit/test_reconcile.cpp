@@ -2137,7 +2137,11 @@ CycleOutput slurm_requeues_on_n005_down(World& w, SlurmJob& j) {
     j.restarts = 1;
     j.begin_time = w.now + 121;
     w.now += 1;
-    CHECK_FALSE(find(w.step(), ActionKind::EndLend)); // kept while it completes
+    auto completing = w.step();
+    CHECK_FALSE(find(completing, ActionKind::EndLend)); // kept while it completes
+    // followed closely while its aborted steps end: released the moment it
+    // is pending
+    CHECK(completing.follow_up);
     j.state = JobState::Pending;
     j.nodes.clear();
     for (const char* n : {"n001", "n002", "n003", "n004", "n006", "n007", "n008", "n009", "n010", "n011", "n012",

@@ -156,6 +156,8 @@ void Cycle::not_responding() {
         warn(j.id, "runs with its batch script stopped in its own reservation, and no node of it is due to be marked "
                    "DOWN (the helper that aborted its steps stopped before): requeued, as that DOWN would have");
     }
+    // a verdict due within seconds: given the moment it is due
+    if (silent.suspect) st_.out.follow_up = true;
     mem_.not_responding_since.swap(silent.since);
 }
 
@@ -223,6 +225,15 @@ void Cycle::collect_slice_jobs() {
         const SlurmJob& j = *p.job;
         if (j.state != JobState::Completing && !(j.state == JobState::Pending && j.held)) continue;
         const std::optional<PlacementRecord>& rec = p.rec;
+        // A slice job a silent node's DOWN requeued (its record still says
+        // placed) completes as its aborted steps end, seconds after the
+        // DOWN: followed closely, so that it is pinned and released the
+        // moment it is pending, in time for Slurm's next scheduling pass
+        // (once a second), not a cycle later.
+        if (j.state == JobState::Completing && rec && rec->belongs_to(j.id) && rec->state == RecordState::Placed)
+            if (auto it = mem_.requeued_at.find(j.id);
+                it != mem_.requeued_at.end() && now_ - it->second <= kFollowDownS)
+                st_.out.follow_up = true;
         if (!rec || !rec->belongs_to(j.id) ||
             (rec->state != RecordState::Repairing && rec->state != RecordState::Restarting))
             continue;

@@ -223,6 +223,11 @@ class Cycle {
     // How long a job completing after the helper's requeue is followed at
     // the follow-up pace (seconds; a kill takes one or two).
     static constexpr int64_t kFollowCompletingS = 5;
+    // How long a job completing after a silent node's DOWN is followed so:
+    // its aborted steps end within 13 s of the abort (5 tries a second
+    // apart per message to a parent stepd that ended first, 3 messages at
+    // most), the DOWN kDownAfterAbortS after it.
+    static constexpr int64_t kFollowDownS = 15;
     // a tag flipped back and forth: so many records and lines per window
     static constexpr int64_t kTagChangeS = 60;
     static constexpr int kTagChanges = 3;

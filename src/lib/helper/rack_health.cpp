@@ -72,9 +72,15 @@ SilentNodes judge_silent(const RackMap& map, const std::vector<SlurmNode>& nodes
         if (n.failed) continue; // Slurm has marked it DOWN already
         const bool flagged = after_s > 0 && n.not_responding;
         const bool unanswered = probe_after_s > 0 && n.unanswered_s >= probe_after_s;
-        if (!flagged && !unanswered) continue;
+        const bool suspect = probe_after_s > 0 && n.unanswered_s > 0 && !unanswered;
+        if (!flagged && !unanswered && !suspect) continue;
         auto id = map.find_node(n.name);
         if (!id) continue;
+        if (suspect && !flagged) {
+            const NodeStatus& st = snap.node(*id);
+            out.suspect = out.suspect || (st.job_id != 0 && runs_slice_job(st.job_id));
+            continue;
+        }
         int64_t first = mono;
         if (flagged) {
             auto it = since.find(n.name);

@@ -76,6 +76,11 @@ struct SilentNodes {
         bool probe = false;   // found by the helper's probe (else slurmctld's NOT_RESPONDING)
     };
     std::vector<Down> down; // to drain and mark DOWN, in Slurm's node order
+    // A node of a running slice job has gone unanswered by the probe (two
+    // probes in a row), not yet for probe_after_s: its verdict is due within
+    // seconds, and the cycle that gives it should come then, not up to a
+    // cycle later.
+    bool suspect = false;
 };
 SilentNodes judge_silent(const RackMap& map, const std::vector<SlurmNode>& nodes, const Snapshot& snap,
                          const std::unordered_map<std::string, int64_t>& since, int64_t mono, int64_t after_s,
