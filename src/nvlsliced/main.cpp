@@ -196,8 +196,9 @@ bool apply_probe(SlurmdProbe& probe, std::vector<SlurmNode>& nodes, const std::v
     for (const auto& [name, secs] : unanswered) {
         auto it = by_name.find(name);
         if (it == by_name.end() || !seen[it->second]) continue;
-        nodes[it->second].unanswered_s = secs;
-        silent += secs >= silent_after_s;
+        nodes[it->second].unanswered_s = secs.s;
+        nodes[it->second].unanswered_refused = secs.refused;
+        silent += secs.s >= silent_after_s;
     }
     const bool distrust = silent > 2 && silent * 20 > probed;
     if (distrust) {

@@ -146,14 +146,16 @@ void SlurmdProbe::set_targets(std::vector<ProbeTarget> targets) {
     targets_ = std::move(targets);
 }
 
-std::unordered_map<std::string, int64_t> SlurmdProbe::unanswered() const {
+std::unordered_map<std::string, SlurmdProbe::Silence> SlurmdProbe::unanswered() const {
     const auto now = Clock::now();
     std::lock_guard<std::mutex> g(mu_);
-    std::unordered_map<std::string, int64_t> out;
+    std::unordered_map<std::string, Silence> out;
     out.reserve(seen_.size());
     for (const auto& [name, s] : seen_)
-        out.emplace(name,
-                    s.fails < 2 ? 0 : std::chrono::duration_cast<std::chrono::seconds>(now - s.first_fail).count());
+        out.emplace(name, s.fails < 2
+                              ? Silence{}
+                              : Silence{std::chrono::duration_cast<std::chrono::seconds>(now - s.first_fail).count(),
+                                        s.refused});
     return out;
 }
 
@@ -193,8 +195,9 @@ void SlurmdProbe::run() {
                 Seen s = it == seen_.end() ? Seen{} : it->second;
                 if (r[i] == ProbeResult::Answered) {
                     s = Seen{};
-                } else if (s.fails++ == 0) {
-                    s.first_fail = start;
+                } else {
+                    if (s.fails++ == 0) s.first_fail = start;
+                    s.refused = r[i] == ProbeResult::Refused;
                 }
                 next.emplace(targets[i].name, s);
             }

@@ -62,7 +62,11 @@ class SlurmdProbe {
     // new); nodes not probed are absent. Two in a row: a round may come
     // seconds apart on a large cluster (below), and one lost connection
     // is no silence.
-    std::unordered_map<std::string, int64_t> unanswered() const;
+    struct Silence {
+        int64_t s = 0;        // seconds unanswered (as above)
+        bool refused = false; // the last unanswered probe was refused: slurmd is gone, its host answers
+    };
+    std::unordered_map<std::string, Silence> unanswered() const;
     // The pace: a round every interval, or, where a round costs more than
     // a tenth of that in CPU time (tens of thousands of nodes), every ten
     // times its CPU time: the probe takes at most a tenth of one core.
@@ -87,6 +91,7 @@ class SlurmdProbe {
     struct Seen {
         Clock::time_point first_fail{}; // of the current run of unanswered probes
         int fails = 0;                  // unanswered probes in a row
+        bool refused = false;           // the last of them refused (else timed out, unresolved)
     };
     std::unordered_map<std::string, Seen> seen_; // by node
     int64_t pace_ms_;

@@ -48,6 +48,11 @@
 #           NVLink switch fault takes a whole NVL72 rack): drained (and,
 #           on the expedited side, DOWN) with the reason "NVLink switch
 #           fault"; the plain side requeues the job.
+# A failure comes once the measured job's srun step has run 5 s (from run
+# 19 on; before, within a second of its start or restart): a node fails
+# under a job that has run a while, not in the second it starts, when the
+# helper's probe has not had a cycle to add the job's nodes yet (and
+# slurmctld's ping does not care).
 # Measured from the failure to the job running again (its batch script
 # started again, Restarts one higher, on 32 nodes none of them failed):
 # p50 / p90 / max per kind and side, whether each slice stayed in one rack
@@ -164,6 +169,8 @@ trial() {
             { echo "$side $kind $k never-started - - -" >> "$RESULTS"; not_ok "$side/$kind #$k: the measured job did not start: $(squeue -h -j "$J" -o '%T %r')"; return; }
     fi
     wait_for 30 bash -c "squeue -h -s -o %i | grep -q '^$J\.0\$'"
+    # the step has run 5 s (squeue's step time, in seconds once past 0:05)
+    wait_for 30 bash -c "[ \"\$(squeue -h -s -j $J -o '%i %M' | awk '\$1 == \"$J.0\" { n = split(\$2, t, \":\"); print t[n - 1] * 60 + t[n] }')\" -ge 5 ] 2>/dev/null"
     wait_for 120 saturated || echo "# $side/$kind #$k: not saturated: idle $(sinfo -h -N -t idle -o %N | sort -u | paste -sd,)"
     before=$(nodes_of "$J")
     r0=$(restarts "$J")

@@ -123,12 +123,12 @@ TEST_CASE("probe: the thread counts how long a node has gone unanswered, from it
     };
     CHECK(wait_until([&] {
         auto u = p.unanswered();
-        return u.count("n001") && u.at("n001") == 0;
+        return u.count("n001") && u.at("n001").s == 0;
     }));
     up.close_now(); // slurmd gone: refused from now on
     CHECK(wait_until([&] {
         auto u = p.unanswered();
-        return u.count("n001") && u.at("n001") >= 1;
+        return u.count("n001") && u.at("n001").s >= 1 && u.at("n001").refused;
     }));
     // no longer a target: forgotten
     p.set_targets({});

@@ -40,6 +40,9 @@ struct SlurmNode {
     std::string addr;
     uint16_t port = 0;
     int64_t unanswered_s = 0;
+    // Its last unanswered probe was refused: its host answers, its slurmd
+    // is gone (else the probe timed out: the host itself is silent).
+    bool unanswered_refused = false;
 };
 
 enum class JobState { Pending, Running, Suspended, Completing, Finished };

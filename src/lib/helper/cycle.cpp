@@ -64,7 +64,8 @@ void Cycle::not_responding() {
         it = it->second.sent ? mem_.down_after_abort.erase(it) : std::next(it);
     for (const auto& d : silent.down) {
         if (mem_.down_after_abort.count(d.node)) continue; // aborted: its DOWN is due (below)
-        bool delay = false;
+        bool delay = false, stopped = false;
+        const int64_t after_s = down_after_abort_s(d.host_silent);
         // its repair's target kept for the job first, so that the moment
         // Slurm lets go of its nodes (the DOWN requeues it) no other job
         // takes them, nor the spare (the repair of a later cycle pins it
@@ -88,12 +89,16 @@ void Cycle::not_responding() {
                 // the DOWN's requeue instead, each slurmstepd above the
                 // silent node in a step's reverse tree would wait 60 s for
                 // it, and so would the job's restart. The DOWN follows
-                // kDownAfterAbortS later, the batch script stopped till
-                // then, unless the script runs on the silent node (Slurm's
-                // batch host: the allocation's first node), where nothing
-                // reaches it: then at once, as before.
-                delay = j.nodes.front() != d.node;
-                if (delay) act({j.id, action::StopBatch{}});
+                // down_after_abort_s() later, the batch script stopped till
+                // then. A script on the node itself (Slurm's batch host: the
+                // allocation's first node), which nothing reaches: at once
+                // where its slurmd is gone (the script runs on and could end
+                // the job); where the whole host is silent it can tell
+                // slurmctld nothing, and the DOWN waits as for any node.
+                const bool batch_here = j.nodes.front() == d.node;
+                delay = !batch_here || d.host_silent;
+                stopped = !batch_here;
+                if (stopped) act({j.id, action::StopBatch{}});
                 act({j.id, action::AbortSteps{}});
                 log(j.id, fmt::format("its steps aborted, so that its nodes need not wait for {}'s", d.node));
             }
@@ -122,10 +127,9 @@ void Cycle::not_responding() {
                                   "slice job {} repaired on a spare",
                                   d.silent_s, cfg_.repair_not_responding_after_s, d.job);
         if (delay) {
-            mem_.down_after_abort[d.node] = {mono_ + kDownAfterAbortS, reason, d.job};
-            log(d.job, fmt::format("its batch script stopped; {} is marked DOWN in {} s, once its steps have ended on "
-                                   "its other nodes",
-                                   d.node, kDownAfterAbortS));
+            mem_.down_after_abort[d.node] = {mono_ + after_s, reason, d.job};
+            log(d.job, fmt::format("{}{} is marked DOWN in {} s, once its steps have ended on its other nodes",
+                                   stopped ? "its batch script stopped; " : "", d.node, after_s));
             continue;
         }
         mark_down(d.node, reason, d.job);

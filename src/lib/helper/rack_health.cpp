@@ -90,7 +90,7 @@ SilentNodes judge_silent(const RackMap& map, const std::vector<SlurmNode>& nodes
         const NodeStatus& st = snap.node(*id);
         if (st.job_id == 0 || !runs_slice_job(st.job_id)) continue; // only slice jobs are the helper's to repair
         if (unanswered) {
-            out.down.push_back({n.name, st.job_id, n.unanswered_s, true});
+            out.down.push_back({n.name, st.job_id, n.unanswered_s, true, !n.unanswered_refused});
         } else if (mono - first >= after_s) {
             out.down.push_back({n.name, st.job_id, mono - first, false});
         }

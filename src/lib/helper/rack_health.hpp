@@ -74,6 +74,9 @@ struct SilentNodes {
         JobId job = 0;        // the slice job on it
         int64_t silent_s = 0; // for how long
         bool probe = false;   // found by the helper's probe (else slurmctld's NOT_RESPONDING)
+        // Its host does not answer at all (the probe timed out, or slurmctld
+        // flagged it): others' connections to it wait TCPTimeout per try.
+        bool host_silent = true;
     };
     std::vector<Down> down; // to drain and mark DOWN, in Slurm's node order
     // A node of a running slice job has gone unanswered by the probe (two

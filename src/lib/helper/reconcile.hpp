@@ -324,6 +324,16 @@ inline constexpr int64_t kUnregisteredWaitS = 120;
 // slurmd's first 10 s, and the job completes seconds sooner (not 20 s after
 // the DOWN).
 inline constexpr int64_t kDownAfterAbortS = 3;
+// Where the whole host is silent (the probe timed out, or slurmctld flagged
+// it): its children in a step's reverse tree try to connect to it 5 times,
+// each waiting TCPTimeout (2 s by default) a second apart, 14 s in all
+// before they report to slurmctld; slurmd looks for a job's stepds every
+// second for 10 s after the DOWN's terminate, then every 10 s. 5 s after
+// the abort, the DOWN's first 10 s cover them.
+inline constexpr int64_t kDownAfterAbortSilentHostS = 5;
+inline int64_t down_after_abort_s(bool host_silent) {
+    return host_silent ? kDownAfterAbortSilentHostS : kDownAfterAbortS;
+}
 
 // Which cluster-wide actions back off together: Action::backoff_key().
 inline std::string backoff_key(const Action& a) {
