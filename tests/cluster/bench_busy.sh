@@ -14,7 +14,11 @@
 # (1), NVL_BENCH_DEPTH (waiting backlog jobs kept, 12), NVL_BENCH_TIMEOUT
 # (seconds a trial waits for the job to run again, 600), NVL_BENCH_STEADY
 # (seconds of the steady phase after each side's trials, 600; 0: none),
-# NVL_BENCH_CKPT (the backlog's checkpointable share, 0.5), NVL_BENCH_DEBUG
+# NVL_BENCH_CKPT (the backlog's checkpointable share, 0.5), NVL_BENCH_AT
+# (the places in the job's node list of the failed node, taken in turn, e.g.
+# "2 10 18 26": the nodes with children in an srun step's reverse tree,
+# Slurm's fixed width 7 over 32 nodes; unset: (7 k mod 32) + 1 for trial
+# k), NVL_BENCH_DEBUG
 # (slurmctld's log level for the run, e.g. debug2: each node's epilog
 # completion is logged, to see where a trial's seconds go; unset: info).
 #
@@ -161,7 +165,7 @@ restore() { # restore KIND VICTIMS-FILE
 
 # one trial: SIDE KIND K
 trial() {
-    local side=$1 kind=$2 k=$3 r0 t0 t1 before victims="$OUT/victims" n same
+    local side=$1 kind=$2 k=$3 r0 t0 t1 before victims="$OUT/victims" n same i at
     if [ -z "$J" ] || [ "$(state "$J")" != RUNNING ]; then
         [ -n "$J" ] && scancel "$J"
         submit_measured "$side"
@@ -178,7 +182,14 @@ trial() {
         rack) n=$(scontrol show hostnames "$before" | sed -n "$(( (k % 2) * 16 + 1 ))p")
               n=$((10#${n#nvl})); lo=$(( (n - 1) / 18 * 18 + 1 ))
               for i in $(seq "$lo" $((lo + 17))); do printf 'nvl%04d\n' "$i"; done > "$victims" ;;
-        *) scontrol show hostnames "$before" | sed -n "$(( (k * 7) % 32 + 1 ))p" > "$victims" ;;
+        *) if [ -n "${NVL_BENCH_AT:-}" ]; then
+               # the node at these places of the job's node list, in turn
+               read -r -a at <<< "$NVL_BENCH_AT"
+               i=${at[$(( (k - 1) % ${#at[@]} ))]}
+           else
+               i=$(( (k * 7) % 32 + 1 ))
+           fi
+           scontrol show hostnames "$before" | sed -n "${i}p" > "$victims" ;;
     esac
     local vl; vl=$(paste -sd, "$victims")
     t0=$(now)
