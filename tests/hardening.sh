@@ -25,7 +25,7 @@ exported=$(nm -D --defined-only "$B/plugins/spank/.libs/spank_nvlslice.so" | awk
 # Slurm 25.05+ also reads the plugin's slurm_spank_init_failure_mode
 want="plugin_name plugin_type plugin_version slurm_spank_exit slurm_spank_init "
 grep -q '^#define HAVE_DECL_ESPANK_JOB_FAILURE 1' "$B/config.h" && want+="slurm_spank_init_failure_mode "
-want+="slurm_spank_init_post_opt slurm_spank_task_exit slurm_spank_task_init spank_plugin_version "
+want+="slurm_spank_init_post_opt slurm_spank_job_epilog slurm_spank_task_exit slurm_spank_task_init spank_plugin_version "
 if [ "$exported" = "$want" ]; then
     ok "the plugin exports only the plugin symbols"
 else
