@@ -2169,13 +2169,13 @@ TEST_CASE("repair_not_responding_after: a silent node of a running slice job is 
     CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown)); // the count starts again
     w.now += 20;
     // its job's batch script stopped and steps aborted now, the DOWN
-    // kDownAfterAbortSilentHostS later, whatever the node does meanwhile
+    // kDownAfterAbortS later, whatever the node does meanwhile
     auto aborted = w.cycle();
     CHECK(kinds(aborted).rfind("stop-batch abort-steps", 0) == 0);
     CHECK_FALSE(find(aborted, ActionKind::NodeDown));
     w.apply(aborted);
     w.node("n005").not_responding = false; // it answers again: too late
-    w.now += kDownAfterAbortSilentHostS - 1;
+    w.now += kDownAfterAbortS - 1;
     CHECK_FALSE(find(w.cycle(), ActionKind::NodeDown));
     w.now += 1;
     auto out = w.cycle();
@@ -2216,7 +2216,7 @@ TEST_CASE("repair_not_responding_after: the repair's target is kept for the job 
         if (out.actions[i].kind() == ActionKind::AbortSteps) abort = i;
     }
     CHECK(abort < lend);
-    CHECK(down == 0); // not yet: kDownAfterAbortSilentHostS later
+    CHECK(down == 0); // not yet: kDownAfterAbortS later
     // its batch script stopped first: the script must not end the job
     // before the DOWN requeues it
     CHECK(kinds(out).rfind("stop-batch abort-steps", 0) == 0);
@@ -2224,7 +2224,7 @@ TEST_CASE("repair_not_responding_after: the repair's target is kept for the job 
     w.apply(out);
     CHECK(std::count(w.calls.begin(), w.calls.end(), "stop-batch 7") == 1);
     CHECK(std::count(w.calls.begin(), w.calls.end(), "abort-steps 7") == 1);
-    for (int s = 1; s < kDownAfterAbortSilentHostS; ++s) {
+    for (int s = 1; s < kDownAfterAbortS; ++s) {
         w.now += 1;
         auto wait = w.step();
         CHECK_FALSE(find(wait, ActionKind::NodeDown));
@@ -2279,7 +2279,7 @@ TEST_CASE("repair_not_responding_after: a lent spare the repair needs is taken b
     const Action* rq = find(out, ActionKind::Requeue, 8);
     REQUIRE(rq);
     CHECK_FALSE(find(out, ActionKind::Requeue, 9));
-    // both this cycle; the DOWN kDownAfterAbortSilentHostS later
+    // both this cycle; the DOWN kDownAfterAbortS later
     CHECK_FALSE(find(out, ActionKind::NodeDown));
     bool said = false;
     for (const auto& l : out.log)
@@ -2293,7 +2293,7 @@ TEST_CASE("repair_not_responding_after: a lent spare the repair needs is taken b
     a.state = JobState::Pending;
     a.nodes.clear();
     w.node("n017").state = NodeState::Idle;
-    for (int s = 1; s < kDownAfterAbortSilentHostS; ++s) {
+    for (int s = 1; s < kDownAfterAbortS; ++s) {
         w.now += 1;
         auto wait = w.step();
         CAPTURE(wait.log);
@@ -2329,7 +2329,7 @@ TEST_CASE("repair_not_responding_after: two silent nodes of one job are marked D
                         [](const Action& a) { return a.kind() == ActionKind::StopBatch; }) == 1);
     CHECK_FALSE(find(out, ActionKind::NodeDown));
     w.apply(out);
-    w.now += kDownAfterAbortSilentHostS;
+    w.now += kDownAfterAbortS;
     auto downs = w.cycle();
     std::vector<std::string> nodes;
     for (const auto& a : downs.actions)
@@ -2337,8 +2337,8 @@ TEST_CASE("repair_not_responding_after: two silent nodes of one job are marked D
     CHECK(nodes == std::vector<std::string>{"n005", "n009"});
 }
 
-TEST_CASE("silent_after: the DOWN follows the abort by what the probe found: 3 s after a refused slurmd, 5 s after a "
-          "silent host; a batch host whose slurmd is gone at once",
+TEST_CASE("silent_after: the DOWN follows the abort; a batch host whose slurmd is gone gets it at once, a silent "
+          "batch host after the abort as any node",
           "[reconcile][rack][quick]") {
     // node `n` of job 7 on n[001-016] unanswered for silent_after (5 s):
     // refused (its slurmd gone) or timed out (the whole host silent)
@@ -2368,11 +2368,11 @@ TEST_CASE("silent_after: the DOWN follows the abort by what the probe found: 3 s
         return -1;
     };
     bool stopped = false;
-    // slurmd gone: its children's tries are refused at once
+    // slurmd gone, or the whole host silent: the DOWN once the aborted
+    // steps have ended, the batch script stopped meanwhile
     CHECK(downs_after("n005", true, &stopped) == kDownAfterAbortS);
     CHECK(stopped);
-    // the host silent: each try waits TCPTimeout
-    CHECK(downs_after("n005", false, &stopped) == kDownAfterAbortSilentHostS);
+    CHECK(downs_after("n005", false, &stopped) == kDownAfterAbortS);
     CHECK(stopped);
     // the batch host (the allocation's first node), its slurmd gone: the
     // script runs on, out of reach, and could end the job: DOWN at once
@@ -2380,7 +2380,7 @@ TEST_CASE("silent_after: the DOWN follows the abort by what the probe found: 3 s
     CHECK_FALSE(stopped);
     // the batch host silent: its script can tell slurmctld nothing; the
     // DOWN waits as for any silent host (no stop sent: it would not arrive)
-    CHECK(downs_after("n001", false, &stopped) == kDownAfterAbortSilentHostS);
+    CHECK(downs_after("n001", false, &stopped) == kDownAfterAbortS);
     CHECK_FALSE(stopped);
 }
 

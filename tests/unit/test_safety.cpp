@@ -290,7 +290,7 @@ TEST_CASE("an NTP step of the wall clock does not expire the helper's own timers
     w.apply(aborted);
     // the DOWN that follows the abort counts monotonic seconds too
     w.now -= 3600;
-    w.mono += kDownAfterAbortSilentHostS;
+    w.mono += kDownAfterAbortS;
     CHECK(find(w.cycle(), ActionKind::NodeDown));
 }
 

@@ -65,7 +65,7 @@ void Cycle::not_responding() {
     for (const auto& d : silent.down) {
         if (mem_.down_after_abort.count(d.node)) continue; // aborted: its DOWN is due (below)
         bool delay = false, stopped = false;
-        const int64_t after_s = down_after_abort_s(d.host_silent);
+        const int64_t after_s = kDownAfterAbortS;
         // its repair's target kept for the job first, so that the moment
         // Slurm lets go of its nodes (the DOWN requeues it) no other job
         // takes them, nor the spare (the repair of a later cycle pins it
@@ -89,7 +89,7 @@ void Cycle::not_responding() {
                 // the DOWN's requeue instead, each slurmstepd above the
                 // silent node in a step's reverse tree would wait 60 s for
                 // it, and so would the job's restart. The DOWN follows
-                // down_after_abort_s() later, the batch script stopped till
+                // kDownAfterAbortS later, the batch script stopped till
                 // then. A script on the node itself (Slurm's batch host: the
                 // allocation's first node), which nothing reaches: at once
                 // where its slurmd is gone (the script runs on and could end

@@ -317,23 +317,16 @@ inline constexpr int64_t kUnregisteredWaitS = 120;
 // How long after aborting a silent node's job's steps the helper marks the
 // node DOWN (its batch script stopped meanwhile). The DOWN's requeue sends
 // every node the job's terminate, and slurmd then looks for the job's
-// slurmstepds every second for 10 s, then every 10 s; an aborted stepd
-// whose parent in the step's reverse tree has already ended tries it 5
-// times a second apart per message before it reports to slurmctld, up to
-// 12 s on the busy bench. Aborted 3 s before the terminate, they end inside
-// slurmd's first 10 s, and the job completes seconds sooner (not 20 s after
-// the DOWN).
-inline constexpr int64_t kDownAfterAbortS = 3;
-// Where the whole host is silent (the probe timed out, or slurmctld flagged
-// it): its children in a step's reverse tree try to connect to it 5 times,
-// each waiting TCPTimeout (2 s by default) a second apart, 14 s in all
-// before they report to slurmctld; slurmd looks for a job's stepds every
-// second for 10 s after the DOWN's terminate, then every 10 s. 5 s after
-// the abort, the DOWN's first 10 s cover them.
-inline constexpr int64_t kDownAfterAbortSilentHostS = 5;
-inline int64_t down_after_abort_s(bool host_silent) {
-    return host_silent ? kDownAfterAbortSilentHostS : kDownAfterAbortS;
-}
+// slurmstepds every second for 10 s, then every 10 s. The aborted stepds
+// end up to 16 s after the abort: the step's first node reports and ends
+// at once, and each of its children in the step's reverse tree then tries
+// it 5 times a second apart per message (one per run of its own children
+// that had reported: up to 4 on the busy bench) before it reports to
+// slurmctld; a silent node's own children try to connect to it 5 times,
+// each waiting TCPTimeout (2 s), 14 s. 6 s after the abort, slurmd's first
+// 10 s of looks cover them; 3 s after it, a 16-s stepd was seen 10 s later
+// (the busy bench's run 22).
+inline constexpr int64_t kDownAfterAbortS = 6;
 
 // Which cluster-wide actions back off together: Action::backoff_key().
 inline std::string backoff_key(const Action& a) {
