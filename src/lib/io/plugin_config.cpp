@@ -34,6 +34,12 @@ static GpuCheck check_arg(std::string_view key, std::string_view v) {
     throw Error(fmt::format("plugstack.conf argument {}={}: expected off, warn or fail", key, v));
 }
 
+static bool yes_no_arg(std::string_view key, std::string_view v) {
+    if (v == "yes") return true;
+    if (v == "no") return false;
+    throw Error(fmt::format("plugstack.conf argument {}={}: expected yes or no", key, v));
+}
+
 PluginConfig parse_plugin_args(int argc, const char* const* argv) {
     PluginConfig c;
     static constexpr const char* kKeys =
@@ -62,19 +68,9 @@ PluginConfig parse_plugin_args(int argc, const char* const* argv) {
             if (v.empty()) throw Error("plugstack.conf argument fabric_report=: give a report's path (%n = node name)");
             c.fabric_report = std::string(v);
         } else if (k == "fabric_drain") {
-            if (v == "yes")
-                c.fabric_drain = true;
-            else if (v == "no")
-                c.fabric_drain = false;
-            else
-                throw Error(fmt::format("plugstack.conf argument fabric_drain={}: expected yes or no", v));
+            c.fabric_drain = yes_no_arg(k, v);
         } else if (k == "spares_first") {
-            if (v == "yes")
-                c.spares_first = true;
-            else if (v == "no")
-                c.spares_first = false;
-            else
-                throw Error(fmt::format("plugstack.conf argument spares_first={}: expected yes or no", v));
+            c.spares_first = yes_no_arg(k, v);
         } else if (k == "fabric_timeout") {
             c.fabric_timeout_s = count_arg(k, v, 1, 300);
         } else if (k == "placement") {
