@@ -65,7 +65,6 @@ void Cycle::not_responding() {
     for (const auto& d : silent.down) {
         if (mem_.down_after_abort.count(d.node)) continue; // aborted: its DOWN is due (below)
         bool delay = false, stopped = false;
-        const int64_t after_s = kDownAfterAbortS;
         // its repair's target kept for the job first, so that the moment
         // Slurm lets go of its nodes (the DOWN requeues it) no other job
         // takes them, nor the spare (the repair of a later cycle pins it
@@ -127,9 +126,9 @@ void Cycle::not_responding() {
                                   "slice job {} repaired on a spare",
                                   d.silent_s, cfg_.repair_not_responding_after_s, d.job);
         if (delay) {
-            mem_.down_after_abort[d.node] = {mono_ + after_s, reason, d.job};
+            mem_.down_after_abort[d.node] = {mono_ + kDownAfterAbortS, reason, d.job};
             log(d.job, fmt::format("{}{} is marked DOWN in {} s, once its steps have ended on its other nodes",
-                                   stopped ? "its batch script stopped; " : "", d.node, after_s));
+                                   stopped ? "its batch script stopped; " : "", d.node, kDownAfterAbortS));
             continue;
         }
         mark_down(d.node, reason, d.job);

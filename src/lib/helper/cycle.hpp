@@ -224,9 +224,10 @@ class Cycle {
     // the follow-up pace (seconds; a kill takes one or two).
     static constexpr int64_t kFollowCompletingS = 5;
     // How long a job completing after a silent node's DOWN is followed so:
-    // its aborted steps end within 13 s of the abort (5 tries a second
-    // apart per message to a parent stepd that ended first, 3 messages at
-    // most), the DOWN kDownAfterAbortS after it.
+    // its aborted steps end within 16 s of the abort (5 tries a second
+    // apart per message to a parent stepd that ended first, up to 4
+    // messages), the DOWN kDownAfterAbortS (6 s) after it: 10 s after the
+    // DOWN, and slurmd's next look a second later.
     static constexpr int64_t kFollowDownS = 15;
     // a tag flipped back and forth: so many records and lines per window
     static constexpr int64_t kTagChangeS = 60;
