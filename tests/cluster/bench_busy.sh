@@ -14,6 +14,8 @@
 # (1), NVL_BENCH_DEPTH (waiting backlog jobs kept, 12), NVL_BENCH_TIMEOUT
 # (seconds a trial waits for the job to run again, 600), NVL_BENCH_STEADY
 # (seconds of the steady phase after each side's trials, 600; 0: none),
+# NVL_BENCH_ALONE (seconds of a phase after it with the measured job
+# cancelled: the backlog alone on the whole cluster; 0, the default: none),
 # NVL_BENCH_CKPT (the backlog's checkpointable share, 0.5), NVL_BENCH_AT
 # (the places in the job's node list of the failed node, taken in turn, e.g.
 # "2 10 18 26": the nodes with children in an srun step's reverse tree,
@@ -76,6 +78,7 @@ SEED=${NVL_BENCH_SEED:-1}
 DEPTH=${NVL_BENCH_DEPTH:-12}
 TIMEOUT=${NVL_BENCH_TIMEOUT:-600}
 STEADY=${NVL_BENCH_STEADY:-600}
+ALONE=${NVL_BENCH_ALONE:-0}
 CKPT=${NVL_BENCH_CKPT:-0.5}
 [ -n "${NVL_BENCH_DEBUG:-}" ] && scontrol setdebug "$NVL_BENCH_DEBUG"
 MODES=" ${NVL_BENCH_MODES:-nvlslice expedite plain} "
@@ -87,7 +90,7 @@ NODES=$(wc -l <<< "$ALL")
 RACKS=$((NODES / 18))
 ALL_HL=$(paste -sd, <<< "$ALL")
 LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
-echo "# bench_busy: $(sinfo -V), $RACKS racks x 18, SlurmdTimeout $(scontrol show config | sed -n 's/^SlurmdTimeout *= *//p'), $TRIALS trial(s) of each kind and side, seed $SEED"
+echo "# bench_busy: $(sinfo -V), $RACKS racks x 18, SlurmdTimeout $(scontrol show config | sed -n 's/^SlurmdTimeout *= *//p'), TCPTimeout $(scontrol show config | sed -n 's/^TCPTimeout *= *//p'), $TRIALS trial(s) of each kind and side, seed $SEED"
 
 # The backlog's jobs, drawn once: "SIZE SECONDS CHECKPOINTABLE" per line.
 # Each logs its start, its end, and its stop when it is requeued or
@@ -223,7 +226,27 @@ trial() {
     restore "$kind" "$victims"
 }
 
-declare -A SIDE_T0 SIDE_T1 STEADY_T0 STEADY_T1
+# sample_window SIDE PHASE SECONDS: once no node is idle but the spares,
+# PHASE's window of SECONDS; every 5 s the idle nodes, those of them in
+# nvlslice_spares, and the lent jobs running (lend reservations and lent=1
+# jobs are the helper's; Slurm alone has neither), so that the price of the
+# spares is seen, not guessed
+sample_window() {
+    local side=$1 phase=$2 secs=$3 end idle spare lent
+    wait_for 120 saturated
+    WIN_T0[$side/$phase]=$(now)
+    end=$(awk -v a="${WIN_T0[$side/$phase]}" -v d="$secs" 'BEGIN { printf "%d", a + d }')
+    while [ "$(date +%s)" -lt "$end" ]; do
+        idle=$(sinfo -h -N -t idle -o %N | sort -u)
+        spare=$(scontrol show hostnames "$(resv_nodes)" 2>/dev/null | sort -u)
+        lent=$(squeue -h -t R -o '%i' | while read -r j; do scontrol show job "$j" | grep -q 'AdminComment=.*lent=1' && echo "$j"; done | wc -l)
+        echo "$(grep -c . <<< "$idle") $(comm -12 <(echo "$idle") <(echo "$spare") | grep -c .) $lent" >> "$OUT/$phase-$side.samples"
+        sleep 5
+    done
+    WIN_T1[$side/$phase]=$(now)
+}
+
+declare -A SIDE_T0 SIDE_T1 WIN_T0 WIN_T1
 for side in nvlslice expedite plain; do
     [[ $MODES = *" $side "* ]] || continue
     scancel -u root 2>/dev/null
@@ -263,21 +286,15 @@ for side in nvlslice expedite plain; do
             wait_for 300 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ]" ||
                 echo "# $side: the measured job did not start for the steady phase: $(squeue -h -j "$J" -o '%T %r')"
         fi
-        wait_for 120 saturated
-        STEADY_T0[$side]=$(now)
-        # where the node-hours go: every 5 s the idle nodes, those of them
-        # in nvlslice_spares, and the nodes lent out of it (lend
-        # reservations and lent=1 jobs are the helper's; Slurm alone has
-        # neither), so that the price of the spares is seen, not guessed
-        end=$(awk -v a="${STEADY_T0[$side]}" -v d="$STEADY" 'BEGIN { printf "%d", a + d }')
-        while [ "$(date +%s)" -lt "$end" ]; do
-            idle=$(sinfo -h -N -t idle -o %N | sort -u)
-            spare=$(scontrol show hostnames "$(resv_nodes)" 2>/dev/null | sort -u)
-            lent=$(squeue -h -t R -o '%i' | while read -r j; do scontrol show job "$j" | grep -q 'AdminComment=.*lent=1' && echo "$j"; done | wc -l)
-            echo "$(grep -c . <<< "$idle") $(comm -12 <(echo "$idle") <(echo "$spare") | grep -c .) $lent" >> "$OUT/steady-$side.samples"
-            sleep 5
-        done
-        STEADY_T1[$side]=$(now)
+        sample_window "$side" steady "$STEADY"
+    fi
+    # The backlog alone on the whole cluster: the measured job cancelled,
+    # the same backlog, no failure. Here the spares hold their share of
+    # the nodes the backlog may use (2 of 18 a rack); beside the measured
+    # job they are 6 of the 22 nodes it leaves.
+    if [ "$ALONE" -gt 0 ]; then
+        [ -n "$J" ] && scancel "$J"; J=""
+        sample_window "$side" alone "$ALONE"
     fi
     stop_feeder
     scancel -u root 2>/dev/null
@@ -285,14 +302,14 @@ done
 wait_for 120 bash -c '[ -z "$(squeue -h -o %i)" ]'
 "$CL" helper >/dev/null 2>&1
 
-echo "# bench_busy: time to running again (s) p50 / p90 / max over the trials; each slice in one rack; requeues"
+[ "$TRIALS" -gt 0 ] && echo "# bench_busy: time to running again (s) p50 / p90 / max over the trials; each slice in one rack; requeues"
 for side in nvlslice expedite plain; do
-    [[ $MODES = *" $side "* ]] || continue
+    [[ $MODES = *" $side "* ]] && [ "$TRIALS" -gt 0 ] || continue
     for f in $FAILURES; do bench_summary "$side" "$f" "$RESULTS"; done
 done
-echo "# bench_busy: the backlog's throughput over each side's run (jobs ended, node-hours done, per hour)"
+[ "$TRIALS" -gt 0 ] && echo "# bench_busy: the backlog's throughput over each side's run (jobs ended, node-hours done, per hour)"
 for side in nvlslice expedite plain; do
-    [[ $MODES = *" $side "* ]] || continue
+    [[ $MODES = *" $side "* ]] && [ "$TRIALS" -gt 0 ] || continue
     # (inside the window only: the steady phase follows it)
     awk -v m="$side" -v a="${SIDE_T0[$side]}" -v b="${SIDE_T1[$side]}" '
         function clip(x) { return x < a ? a : (x > b ? b : x) }
@@ -303,24 +320,35 @@ for side in nvlslice expedite plain; do
               printf "# %-9s %6.0f s  %5.1f jobs/h  %6.1f node-h/h (of %d nodes)\n", m, b - a, done / h, ns / 3600 / h, '"$NODES"' }' \
         "$OUT/backlog.log" 2>/dev/null
 done
-if [ "$STEADY" -gt 0 ]; then
-    echo "# bench_busy: the backlog beside the measured job, no failure, $STEADY s on each side (jobs ended, node-hours done, per hour): the price of the spares"
+# report_window PHASE MEASURED-NODES: each side's jobs ended and node-hours
+# done an hour in PHASE's window (a job's run clipped to it), and where
+# the node-hours went by the samples
+report_window() {
+    local phase=$1 busy=$2 side
     for side in nvlslice expedite plain; do
-        [[ $MODES = *" $side "* ]] && [ -n "${STEADY_T0[$side]:-}" ] || continue
-        # node-seconds inside the window only: a job's run clipped to it
-        awk -v m="$side" -v a="${STEADY_T0[$side]}" -v b="${STEADY_T1[$side]}" '
+        [[ $MODES = *" $side "* ]] && [ -n "${WIN_T0[$side/$phase]:-}" ] || continue
+        awk -v m="$side" -v a="${WIN_T0[$side/$phase]}" -v b="${WIN_T1[$side/$phase]}" -v busy="$busy" -v nodes="$NODES" '
             function clip(x) { return x < a ? a : (x > b ? b : x) }
             $1 == m && $5 == "start" { st[$2] = $4; sz[$2] = $3 }
             $1 == m && $5 == "end" && ($2 in st) { if ($4 >= a && $4 <= b) done++; ns += sz[$2] * (clip($4) - clip(st[$2])); delete st[$2] }
             $1 == m && $5 == "stop" && ($2 in st) { ns += sz[$2] * (clip($4) - clip(st[$2])); delete st[$2] }
-            END { for (j in st) ns += sz[j] * (b - clip(st[j])); h = (b - a) / 3600;
-                  printf "# %-9s %6.0f s  %5.1f jobs/h  %6.1f node-h/h (of %d nodes; with the measured job 32 nodes busy: %.0f %% of the cluster)\n",
-                      m, b - a, done / h, ns / 3600 / h, '"$NODES"', 100 * (ns + 32 * (b - a)) / ('"$NODES"' * (b - a)) }' \
+            END { for (j in st) ns += sz[j] * (b - clip(st[j])); h = (b - a) / 3600
+                  if (busy) w = sprintf("with the measured job %d nodes busy: ", busy)
+                  printf "# %-9s %6.0f s  %5.1f jobs/h  %6.1f node-h/h (of %d nodes; %s%.0f %% of the cluster)\n",
+                      m, b - a, done / h, ns / 3600 / h, nodes, w, 100 * (ns + busy * (b - a)) / (nodes * (b - a)) }' \
             "$OUT/backlog.log" 2>/dev/null
-        awk -v m="$side" '{ n++; i += $1; s += $2; l += $3 }
-            END { if (n) printf "# %-9s steady, %d samples 5 s apart: idle nodes %.1f on average, %.1f of them spares; lent jobs running %.1f\n", m, n, i / n, s / n, l / n }' \
-            "$OUT/steady-$side.samples" 2>/dev/null
+        awk -v m="$side" -v p="$phase" '{ n++; i += $1; s += $2; l += $3 }
+            END { if (n) printf "# %-9s %s, %d samples 5 s apart: idle nodes %.1f on average, %.1f of them spares; lent jobs running %.1f\n", m, p, n, i / n, s / n, l / n }' \
+            "$OUT/$phase-$side.samples" 2>/dev/null
     done
+}
+if [ "$STEADY" -gt 0 ]; then
+    echo "# bench_busy: the backlog beside the measured job, no failure, $STEADY s on each side (jobs ended, node-hours done, per hour): the price of the spares"
+    report_window steady 32
+fi
+if [ "$ALONE" -gt 0 ]; then
+    echo "# bench_busy: the backlog alone on the whole cluster, no measured job, no failure, $ALONE s on each side (jobs ended, node-hours done, per hour): the price of the spares where they are 2 of each rack's 18 nodes the backlog may use"
+    report_window alone 0
 fi
 while read -r line; do ok "trial: $line"; done < <(awk '$4 ~ /^[0-9.]+$/' "$RESULTS")
 rm -rf "$OUT"
