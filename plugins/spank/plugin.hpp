@@ -22,6 +22,7 @@ struct State {
     PluginConfig config;
     SliceOptions options;
     std::unique_ptr<RackMap> map; // loaded on first use
+    bool task_killed = false;     // remote: a task of this step ended by SIGKILL
 };
 
 State& state();
@@ -42,6 +43,13 @@ bool check_node_fabric(spank_t sp);
 // Remote context, as a task exits (slurmstepd, root): with fabric_drain=yes,
 // a failed task on a node whose fabric check fails drains the node.
 void drain_on_fabric_failure(spank_t sp);
+
+// Remote context, a task's end: whether SIGKILL ended it (note_task_exit),
+// and at the step's end, after such a kill, a slice job's slurmstepd with
+// children in the step's reverse tree waits for their reports
+// (wait_for_tree_children; plugstack abort_wait).
+void note_task_exit(spank_t sp);
+void wait_for_tree_children(spank_t sp);
 
 // Logging through Slurm with one prefix ("nvlslice: ").
 void log_error(const std::string& msg);

@@ -11,6 +11,7 @@
 #include "gpu_fabric.hpp"
 #include "hostlist.hpp"
 #include "job_calls.hpp"
+#include "step_tree.hpp"
 
 #include <fmt/format.h>
 
@@ -18,8 +19,13 @@ extern "C" {
 #include <slurm/slurm.h>
 }
 
+#include <cerrno>
+#include <csignal>
 #include <cstdint>
+#include <ctime>
 #include <vector>
+
+#include <sys/wait.h>
 
 namespace nvl::spank {
 namespace {
@@ -198,6 +204,44 @@ void drain_on_fabric_failure(spank_t sp) {
                               slurm_calls::error_text()));
     else
         log_info(fmt::format("node {} drained: {}", host, reason));
+}
+
+void note_task_exit(spank_t sp) {
+    int status = 0;
+    if (spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS) return;
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) state().task_killed = true;
+}
+
+// After nvlsliced aborts a slice job's step (a node of it died), every
+// slurmstepd of the step reports its end at once without waiting for its
+// children in the step's reverse tree: the first node to slurmctld, then
+// ends; each of its children, which report to it, then finds it gone and
+// retries it 5 times a second apart per message before it reports to
+// slurmctld, its own children waiting on it meanwhile (4 to 16 s on the
+// busy bench, where the job's restart waits for the last). Here, called
+// before slurmstepd reports (slurm_spank_exit), a node with children in
+// the tree waits a second for each level below it: its children, aborted
+// at the same moment, report to it meanwhile, and it reports once, to a
+// parent still waiting in turn. Only where this step's tasks were killed
+// by SIGKILL (Slurm's abort kills them so; scancel and time limits send
+// SIGTERM first), on a slice job, on nodes with children: the 1 s a level
+// is the most a killed step's end is held (2 s for 8-56 nodes, 4 s for
+// 2,304), and a step whose slurmstepds wait for their children anyway
+// (not aborted) loses nothing else.
+void wait_for_tree_children(spank_t sp) {
+    State& st = state();
+    if (!st.task_killed || !st.options.slice_set || !st.config.abort_wait) return;
+    uint32_t rank = 0, nodes = 0;
+    if (spank_get_item(sp, S_JOB_NODEID, &rank) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_NNODES, &nodes) != ESPANK_SUCCESS)
+        return;
+    const StepTreePlace p = step_tree_place(static_cast<int>(rank), static_cast<int>(nodes));
+    if (p.descendants == 0) return;
+    const int wait_s = p.max_depth - p.depth;
+    log_verbose(fmt::format("step killed: node {} of {} waits {} s for its {} node(s) below in the step's reverse tree",
+                            rank, nodes, wait_s, p.descendants));
+    timespec left{wait_s, 0};
+    while (nanosleep(&left, &left) != 0 && errno == EINTR) {}
 }
 
 } // namespace nvl::spank

@@ -172,7 +172,9 @@ int slurm_spank_task_exit(spank_t sp, int ac, char** av) {
     (void)ac;
     (void)av;
     return guarded("slurm_spank_task_exit", [&] {
-        if (spank_context() == S_CTX_REMOTE) drain_on_fabric_failure(sp);
+        if (spank_context() != S_CTX_REMOTE) return 0;
+        note_task_exit(sp);
+        drain_on_fabric_failure(sp);
         return 0;
     });
 }
@@ -195,11 +197,11 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char** av) {
 }
 
 int slurm_spank_exit(spank_t sp, int ac, char** av) {
-    (void)sp;
     (void)ac;
     (void)av;
     return guarded("slurm_spank_exit", [&] {
         state().map.reset();
+        if (spank_context() == S_CTX_REMOTE) wait_for_tree_children(sp);
         return 0;
     });
 }

@@ -40,6 +40,8 @@ TEST_CASE("plugstack arguments: defaults first, each key matched exactly", "[plu
     CHECK(d.hwloc_xml == "/x.xml");
     CHECK(c.spares_first);
     CHECK_FALSE(parse({"map=m", "spares_first=no"}).spares_first);
+    CHECK(c.abort_wait);
+    CHECK_FALSE(parse({"map=m", "abort_wait=no"}).abort_wait);
 }
 
 TEST_CASE("plugstack arguments: bad input names the key and the fix", "[plugin][quick]") {
@@ -56,6 +58,7 @@ TEST_CASE("plugstack arguments: bad input names the key and the fix", "[plugin][
     CHECK_THAT(err({"map=m", "check_fabric=warn", "fabric_drain=yes"}),
                Catch::Contains("fabric_drain=yes needs check_fabric=fail (it is warn)"));
     CHECK_THAT(err({"map=m", "spares_first=1"}), Catch::Contains("spares_first=1: expected yes or no"));
+    CHECK_THAT(err({"map=m", "abort_wait=maybe"}), Catch::Contains("abort_wait=maybe: expected yes or no"));
     CHECK_THAT(err({"map=m", "fabric_report="}), Catch::Contains("fabric_report=: give a report's path"));
 }
 

@@ -44,7 +44,7 @@ PluginConfig parse_plugin_args(int argc, const char* const* argv) {
     PluginConfig c;
     static constexpr const char* kKeys =
         "map, default_slice, spares, gpus_per_node, check_gpus, placement, hwloc_xml, check_fabric, "
-        "fabric_report, fabric_drain, fabric_timeout, gate, mode, spares_first";
+        "fabric_report, fabric_drain, fabric_timeout, gate, mode, spares_first, abort_wait";
     for (int i = 0; i < argc; ++i) {
         std::string_view a = argv[i] ? argv[i] : "";
         size_t eq = a.find('=');
@@ -71,6 +71,8 @@ PluginConfig parse_plugin_args(int argc, const char* const* argv) {
             c.fabric_drain = yes_no_arg(k, v);
         } else if (k == "spares_first") {
             c.spares_first = yes_no_arg(k, v);
+        } else if (k == "abort_wait") {
+            c.abort_wait = yes_no_arg(k, v);
         } else if (k == "fabric_timeout") {
             c.fabric_timeout_s = count_arg(k, v, 1, 300);
         } else if (k == "placement") {

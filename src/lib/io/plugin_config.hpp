@@ -42,6 +42,13 @@ struct PluginConfig {
     // whole goes through the gate too (spares_first(), slice_job.hpp), so
     // that nvlsliced puts it on idle spares first; no: Slurm places it.
     bool spares_first = true;
+    // A slice job's step whose tasks were killed (SIGKILL: nvlsliced's
+    // abort after a node died): on a node with children in the step's
+    // reverse tree, slurmstepd waits a second a level below it before it
+    // reports, so that its children report once to a slurmstepd still
+    // there instead of retrying one that has ended (nvlslice(8), ABORTED
+    // STEPS); no: it reports at once, as Slurm's own.
+    bool abort_wait = true;
     // Arguments accepted but no longer in effect, each with what replaced
     // it: logged by slurmd's side of the plugin, not to users.
     std::vector<std::string> notices;
