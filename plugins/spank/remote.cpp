@@ -222,12 +222,11 @@ void note_task_exit(spank_t sp) {
 // before slurmstepd reports (slurm_spank_exit), a node with children in
 // the tree waits a second for each level below it: its children, aborted
 // at the same moment, report to it meanwhile, and it reports once, to a
-// parent still waiting in turn. Only where this step's tasks were killed
-// by SIGKILL (Slurm's abort kills them so; scancel and time limits send
-// SIGTERM first), on a slice job, on nodes with children: the 1 s a level
-// is the most a killed step's end is held (2 s for 8-56 nodes, 4 s for
-// 2,304), and a step whose slurmstepds wait for their children anyway
-// (not aborted) loses nothing else.
+// parent still waiting in turn. Only where a task of the step ended by
+// SIGKILL (Slurm's abort kills them so; a job's cancel, requeue or time
+// limit sends SIGTERM first), on a slice job, on nodes with children: a
+// step killed so otherwise (scancel of one step, the OOM killer) ends that
+// much later, 1 s a level (2 s for 8-56 nodes, 4 s for 2,304), no more.
 void wait_for_tree_children(spank_t sp) {
     State& st = state();
     if (!st.task_killed || !st.options.slice_set || !st.config.abort_wait) return;
