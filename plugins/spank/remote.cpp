@@ -230,7 +230,11 @@ void note_task_exit(spank_t sp) {
 void wait_for_tree_children(spank_t sp) {
     State& st = state();
     if (!st.task_killed || !st.options.slice_set || !st.config.abort_wait) return;
-    uint32_t rank = 0, nodes = 0;
+    // the batch script and the extern step report to slurmctld alone
+    uint32_t step = 0, rank = 0, nodes = 0;
+    if (spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS || step == SLURM_BATCH_SCRIPT ||
+        step == SLURM_EXTERN_CONT)
+        return;
     if (spank_get_item(sp, S_JOB_NODEID, &rank) != ESPANK_SUCCESS ||
         spank_get_item(sp, S_JOB_NNODES, &nodes) != ESPANK_SUCCESS)
         return;
