@@ -89,7 +89,7 @@ bench() {
             if (match($0, /binaries of [0-9a-f]+/)) what = substr($0, RSTART + 12, RLENGTH - 12)
             date = ""
             if (match($0, /20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]/)) date = substr($0, RSTART, RLENGTH)
-            steady = 0
+            phase = ""
             next
         }
         # the run SlurmdTimeout: the table and the goals are the runs at
@@ -98,44 +98,34 @@ bench() {
             sto = 0
             if (match($0, /SlurmdTimeout [0-9]+/)) sto = substr($0, RSTART + 14, RLENGTH - 14) + 0
         }
-        $1 == "#" && $4 ~ /^[0-9]+$/ && $5 == "runs" && $6 == "p50" && sto == 300 {
-            key = $2 "/" $3
-            if (!(key in dbest) || $4 + 0 >= dbest[key]) {
-                dbest[key] = $4 + 0; dp50[key] = $7; dmx[key] = $11
-                dsrc[key] = "run " run ", " what (date != "" ? ", " date : "")
-            }
-            next
-        }
+        # (a run at 300 s keyed apart: "300/SIDE/KIND")
         $1 == "#" && $4 ~ /^[0-9]+$/ && $5 == "runs" && $6 == "p50" {
-            side = $2; kind = $3; n = $4 + 0; key = side "/" kind
+            n = $4 + 0; key = (sto == 300 ? "300/" : "") $2 "/" $3
             if (!(key in best) || n >= best[key]) {
                 best[key] = n; p50[key] = $7; p90[key] = $9; mx[key] = $11; whole[key] = $17
                 src[key] = "run " run ", " what (date != "" ? ", " date : "")
             }
         }
-        # the steady phase: the backlog beside the measured job, no
-        # failure; the alone phase: the backlog alone on the whole cluster
+        # the phases without failures, keyed "PHASE/SIDE": steady, the
+        # backlog beside the measured job; alone, the backlog alone on the
+        # whole cluster
         /^# bench_busy: / {
-            steady = ($0 ~ /the backlog beside the measured job, no failure/)
-            alone = ($0 ~ /the backlog alone on the whole cluster/)
+            phase = ""
+            if ($0 ~ /the backlog beside the measured job, no failure/) phase = "steady"
+            if ($0 ~ /the backlog alone on the whole cluster/) phase = "alone"
         }
-        steady && $1 == "#" && $2 ~ /^(nvlslice|expedite|plain)$/ && $4 == "s" && $8 == "node-h/h" {
-            s = $2; ssec[s] = $3; snh[s] = $7; srun[s] = "run " run; snodes = $10 + 0
-            sbusy[s] = ""
-            if (match($0, /[0-9]+ % of the cluster/)) sbusy[s] = substr($0, RSTART, RLENGTH)
-        }
-        alone && $1 == "#" && $2 ~ /^(nvlslice|expedite|plain)$/ && $4 == "s" && $8 == "node-h/h" {
-            s = $2; asec[s] = $3; anh[s] = $7; arun[s] = "run " run; anodes = $10 + 0
-            abusy[s] = ""
-            if (match($0, /[0-9]+ % of the cluster/)) { abusy[s] = substr($0, RSTART, RLENGTH); sub(/ of the cluster/, "", abusy[s]) }
+        phase != "" && $1 == "#" && $2 ~ /^(nvlslice|expedite|plain)$/ && $4 == "s" && $8 == "node-h/h" {
+            k = phase "/" $2; wsec[k] = $3; wnh[k] = $7; wrun[k] = "run " run; wnodes[phase] = $10 + 0
+            wbusy[k] = ""
+            if (match($0, /[0-9]+ % of the cluster/)) { wbusy[k] = substr($0, RSTART, RLENGTH); sub(/ of the cluster/, "", wbusy[k]) }
         }
         function cell(key) {
             if (!(key in best)) return sprintf("%-22s", "not run")
             return sprintf("%6.1f / %5.1f s (%2d)  ", p50[key], p90[key], best[key])
         }
-        function steadyline(s,   b) {
-            b = sbusy[s]; sub(/ of the cluster/, "", b)
-            return sprintf("%s %.1f (%s, %d s%s)", name[s], snh[s], srun[s], ssec[s], b == "" ? "" : "; the cluster " b " busy")
+        function windowline(phase, s,   k) {
+            k = phase "/" s
+            return sprintf("%s %.1f (%s, %d s%s)", name[s], wnh[k], wrun[k], wsec[k], wbusy[k] == "" ? "" : "; the cluster " wbusy[k] " busy")
         }
         # the goals, nvlslice against its own and Slurm alone'"'"'s lines
         function goals(first, rest,   i, k, key, e, lim) {
@@ -155,46 +145,47 @@ bench() {
                         mx[key] <= 60 ? "met" : "not met", mx[key]), first, rest)
             }
             for (i = 2; i <= 3; i++) {
-                key = "nvlslice/" kinds[i]
-                if (key in dbest)
+                key = "300/nvlslice/" kinds[i]
+                if (key in best)
                     wrap(sprintf("%s under Slurm'"'"'s default SlurmdTimeout (300 s), p99 <= 20 s: %s (p50 %.1f s, the slowest %.1f s of %d; %s)",
-                        label[kinds[i]], dmx[key] <= 20 ? "met" : "not met", dp50[key], dmx[key], dbest[key], dsrc[key]), first, rest)
+                        label[kinds[i]], mx[key] <= 20 ? "met" : "not met", p50[key], mx[key], best[key], src[key]), first, rest)
                 else
                     wrap(label[kinds[i]] " under Slurm'"'"'s default SlurmdTimeout (300 s): not run", first, rest)
             }
-            price("beside the measured job", snh, snodes, 32, first, rest)
-            price("alone on the whole cluster", anh, anodes, 0, first, rest)
+            price("steady", "beside the measured job", 32, first, rest)
+            price("alone", "alone on the whole cluster", 0, first, rest)
         }
         # the spares'"'"' price in one phase: the backlog'"'"'s node-hours an
         # hour below Slurm alone'"'"'s best side'"'"'s, against the spares'"'"' share
         # of the nodes the backlog may use there (2 of each rack'"'"'s 18; the
         # measured job'"'"'s MEASURED nodes are not the backlog'"'"'s)
-        function price(phase, nh, nodes, measured, first, rest,   b, loss, spares, share) {
-            if (!("nvlslice" in nh) || (!("expedite" in nh) && !("plain" in nh))) {
-                wrap("the spares'"'"' price, the backlog " phase ": not measured", first, rest); return
+        function price(phase, what, measured, first, rest,   e, p, b, loss, nodes, spares, share) {
+            e = phase "/expedite"; p = phase "/plain"
+            if (!((phase "/nvlslice") in wnh) || (!(e in wnh) && !(p in wnh))) {
+                wrap("the spares'"'"' price, the backlog " what ": not measured", first, rest); return
             }
-            b = "expedite"
-            if (!(b in nh) || (("plain" in nh) && nh["plain"] > nh[b])) b = "plain"
-            loss = 100 * (nh[b] - nh["nvlslice"]) / nh[b]
-            spares = 2 * nodes / 18
+            b = e
+            if (!(b in wnh) || ((p in wnh) && wnh[p] > wnh[b])) b = p
+            loss = 100 * (wnh[b] - wnh[phase "/nvlslice"]) / wnh[b]
+            nodes = wnodes[phase]; spares = 2 * nodes / 18
             share = 100 * spares / (nodes - measured)
             wrap(sprintf("the spares'"'"' price, the backlog %s: its node-hours an hour at most the spares'"'"' share of the nodes it may use (%d of %d, %.0f %%) below Slurm alone'"'"'s best: %s (%.0f %% %s the %s'"'"'s)",
-                phase, spares, nodes - measured, share, loss <= share ? "met" : "not met", loss < 0 ? -loss : loss,
-                loss < 0 ? "above" : "below", name[b]), first, rest)
+                what, spares, nodes - measured, share, loss <= share ? "met" : "not met", loss < 0 ? -loss : loss,
+                loss < 0 ? "above" : "below", name[substr(b, length(phase) + 2)]), first, rest)
         }
-        function steadies(first, rest,   j, t) {
+        function steadies(first, rest) {
+            windows("steady", "the backlog beside the measured job", first, rest)
+            windows("alone", "the backlog alone on the whole cluster", first, rest)
+        }
+        function windows(phase, what, first, rest,   j, t) {
             t = ""
             for (j = 1; j <= 3; j++)
-                if (sides[j] in snh) t = t (t == "" ? "" : ", ") steadyline(sides[j])
-            if (t != "") wrap("the backlog beside the measured job, no failure, node-hours an hour: " t, first, rest)
-            t = ""
-            for (j = 1; j <= 3; j++)
-                if (sides[j] in anh) t = t (t == "" ? "" : ", ") sprintf("%s %.1f (%s, %d s%s)", name[sides[j]], anh[sides[j]], arun[sides[j]], asec[sides[j]], abusy[sides[j]] == "" ? "" : "; the cluster " abusy[sides[j]] " busy")
-            if (t != "") wrap("the backlog alone on the whole cluster, no failure, node-hours an hour: " t, first, rest)
+                if ((phase "/" sides[j]) in wnh) t = t (t == "" ? "" : ", ") windowline(phase, sides[j])
+            if (t != "") wrap(what ", no failure, node-hours an hour: " t, first, rest)
         }
         END {
             if (mode == "cells") {
-                for (key in best) { split(key, sk, "/"); print sk[1], sk[2], best[key], p50[key], p90[key], mx[key] }
+                for (key in best) { if (key ~ /^300\//) continue; split(key, sk, "/"); print sk[1], sk[2], best[key], p50[key], p90[key], mx[key] }
                 exit
             }
             split("drain slurmd silent rack", kinds, " ")
