@@ -302,41 +302,43 @@ done
 wait_for 120 bash -c '[ -z "$(squeue -h -o %i)" ]'
 "$CL" helper >/dev/null 2>&1
 
-[ "$TRIALS" -gt 0 ] && echo "# bench_busy: time to running again (s) p50 / p90 / max over the trials; each slice in one rack; requeues"
-for side in nvlslice expedite plain; do
-    [[ $MODES = *" $side "* ]] && [ "$TRIALS" -gt 0 ] || continue
-    for f in $FAILURES; do bench_summary "$side" "$f" "$RESULTS"; done
-done
-[ "$TRIALS" -gt 0 ] && echo "# bench_busy: the backlog's throughput over each side's run (jobs ended, node-hours done, per hour)"
-for side in nvlslice expedite plain; do
-    [[ $MODES = *" $side "* ]] && [ "$TRIALS" -gt 0 ] || continue
-    # (inside the window only: the steady phase follows it)
-    awk -v m="$side" -v a="${SIDE_T0[$side]}" -v b="${SIDE_T1[$side]}" '
+# backlog_rate SIDE T0 T1 [MEASURED-NODES]: the side's backlog jobs ended
+# and node-hours done an hour from T0 to T1 (a job's run clipped to the
+# window); with MEASURED-NODES, also the cluster's busy share, the measured
+# job's nodes counted (0: none ran)
+backlog_rate() {
+    awk -v m="$1" -v a="$2" -v b="$3" -v busy="${4:-}" -v nodes="$NODES" '
         function clip(x) { return x < a ? a : (x > b ? b : x) }
         $1 == m && $5 == "start" { st[$2] = $4; sz[$2] = $3 }
         $1 == m && $5 == "end" && ($2 in st) { if ($4 >= a && $4 <= b) done++; ns += sz[$2] * (clip($4) - clip(st[$2])); delete st[$2] }
         $1 == m && $5 == "stop" && ($2 in st) { ns += sz[$2] * (clip($4) - clip(st[$2])); delete st[$2] }
-        END { for (j in st) ns += sz[j] * (b - clip(st[j])); h = (b - a) / 3600;
-              printf "# %-9s %6.0f s  %5.1f jobs/h  %6.1f node-h/h (of %d nodes)\n", m, b - a, done / h, ns / 3600 / h, '"$NODES"' }' \
+        END { for (j in st) ns += sz[j] * (b - clip(st[j])); h = (b - a) / 3600
+              share = ""
+              if (busy != "")
+                  share = sprintf("; %s%.0f %% of the cluster", busy ? sprintf("with the measured job %d nodes busy: ", busy) : "",
+                                  100 * (ns + busy * (b - a)) / (nodes * (b - a)))
+              printf "# %-9s %6.0f s  %5.1f jobs/h  %6.1f node-h/h (of %d nodes%s)\n", m, b - a, done / h, ns / 3600 / h, nodes, share }' \
         "$OUT/backlog.log" 2>/dev/null
-done
-# report_window PHASE MEASURED-NODES: each side's jobs ended and node-hours
-# done an hour in PHASE's window (a job's run clipped to it), and where
-# the node-hours went by the samples
+}
+if [ "$TRIALS" -gt 0 ]; then
+    echo "# bench_busy: time to running again (s) p50 / p90 / max over the trials; each slice in one rack; requeues"
+    for side in nvlslice expedite plain; do
+        [[ $MODES = *" $side "* ]] || continue
+        for f in $FAILURES; do bench_summary "$side" "$f" "$RESULTS"; done
+    done
+    echo "# bench_busy: the backlog's throughput over each side's run (jobs ended, node-hours done, per hour)"
+    for side in nvlslice expedite plain; do
+        # (inside the window only: the steady phase follows it)
+        [[ $MODES = *" $side "* ]] && backlog_rate "$side" "${SIDE_T0[$side]}" "${SIDE_T1[$side]}"
+    done
+fi
+# report_window PHASE MEASURED-NODES: each side's backlog rate in PHASE's
+# window, and where the node-hours went by the samples
 report_window() {
     local phase=$1 busy=$2 side
     for side in nvlslice expedite plain; do
         [[ $MODES = *" $side "* ]] && [ -n "${WIN_T0[$side/$phase]:-}" ] || continue
-        awk -v m="$side" -v a="${WIN_T0[$side/$phase]}" -v b="${WIN_T1[$side/$phase]}" -v busy="$busy" -v nodes="$NODES" '
-            function clip(x) { return x < a ? a : (x > b ? b : x) }
-            $1 == m && $5 == "start" { st[$2] = $4; sz[$2] = $3 }
-            $1 == m && $5 == "end" && ($2 in st) { if ($4 >= a && $4 <= b) done++; ns += sz[$2] * (clip($4) - clip(st[$2])); delete st[$2] }
-            $1 == m && $5 == "stop" && ($2 in st) { ns += sz[$2] * (clip($4) - clip(st[$2])); delete st[$2] }
-            END { for (j in st) ns += sz[j] * (b - clip(st[j])); h = (b - a) / 3600
-                  if (busy) w = sprintf("with the measured job %d nodes busy: ", busy)
-                  printf "# %-9s %6.0f s  %5.1f jobs/h  %6.1f node-h/h (of %d nodes; %s%.0f %% of the cluster)\n",
-                      m, b - a, done / h, ns / 3600 / h, nodes, w, 100 * (ns + busy * (b - a)) / (nodes * (b - a)) }' \
-            "$OUT/backlog.log" 2>/dev/null
+        backlog_rate "$side" "${WIN_T0[$side/$phase]}" "${WIN_T1[$side/$phase]}" "$busy"
         awk -v m="$side" -v p="$phase" '{ n++; i += $1; s += $2; l += $3 }
             END { if (n) printf "# %-9s %s, %d samples 5 s apart: idle nodes %.1f on average, %.1f of them spares; lent jobs running %.1f\n", m, p, n, i / n, s / n, l / n }' \
             "$OUT/$phase-$side.samples" 2>/dev/null
