@@ -21,10 +21,13 @@
 #     requeue) the summary line of the newest run in bench_busy.out with the
 #     most trials of that kind and side, and that run named (its number, the
 #     commit of the binaries or "Slurm alone", its date); a kind or side
-#     never measured reads "not run". Then each side's newest steady phase
-#     (the backlog's node-hours an hour beside the measured job, no
-#     failure), the goals against those lines, and the simulator's rows
-#     from sim_check.out.
+#     never measured reads "not run". Then the failure-free phases (the
+#     backlog's node-hours an hour beside the measured job, and alone on
+#     the whole cluster): each side pooled over the runs that ran nvlslice
+#     and Slurm alone in one invocation (from run POOL_FROM on), each
+#     run's figure beside it; a side no such run has, its newest window.
+#     Then the goals against those lines, and the simulator's rows from
+#     sim_check.out.
 #   doc/figures.txt, the test command: its measured lines, tier by tier,
 #     from measured.out, with the commit and date of that run.
 #   doc/figures.txt, the busy bench: the same runs as README's, with p50,
@@ -82,7 +85,8 @@ function wrap(t, first, rest,   n, w, i, line) {
 # busy (doc/figures.txt's table), cells (--cells); readme and busy end with
 # the steady phases and the goals
 bench() {
-    awk -v mode="$1" "$WRAP"'
+    # POOL_FROM: the first run whose steady windows are priced (pool())
+    awk -v mode="$1" -v POOL_FROM=18 "$WRAP"'
         /^# [0-9]+\. / {
             run = $2; sub(/\.$/, "", run)
             what = "Slurm alone"
@@ -114,10 +118,14 @@ bench() {
             if ($0 ~ /the backlog beside the measured job, no failure/) phase = "steady"
             if ($0 ~ /the backlog alone on the whole cluster/) phase = "alone"
         }
+        # every window by run ("RUN/PHASE/SIDE"); a side'"'"'s newest window
+        # ("PHASE/SIDE") is shown where no run paired it (below)
         phase != "" && $1 == "#" && $2 ~ /^(nvlslice|expedite|plain)$/ && $4 == "s" && $8 == "node-h/h" {
             k = phase "/" $2; wsec[k] = $3; wnh[k] = $7; wrun[k] = "run " run; wnodes[phase] = $10 + 0
             wbusy[k] = ""
             if (match($0, /[0-9]+ % of the cluster/)) { wbusy[k] = substr($0, RSTART, RLENGTH); sub(/ of the cluster/, "", wbusy[k]) }
+            rsec[run "/" k] = $3; rnh[run "/" k] = $7; rbusy[run "/" k] = wbusy[k]
+            if (!((phase "/" run) in listed)) { listed[phase "/" run] = 1; runs[phase, ++nruns[phase]] = run }
         }
         function cell(key) {
             if (!(key in best)) return sprintf("%-22s", "not run")
@@ -126,6 +134,45 @@ bench() {
         function windowline(phase, s,   k) {
             k = phase "/" s
             return sprintf("%s %.1f (%s, %d s%s)", name[s], wnh[k], wrun[k], wsec[k], wbusy[k] == "" ? "" : "; the cluster " wbusy[k] " busy")
+        }
+        # pool(PHASE): the windows of the runs that ran nvlslice and Slurm
+        # alone side by side in one invocation, from run POOL_FROM on (the
+        # helper'"'"'s lending as it is since: small checkpointable work placed
+        # on idle spares first, 94794a1), pooled a side: node-hours over
+        # seconds, pnh["PHASE/SIDE"]; the runs in plist[PHASE], each run'"'"'s
+        # figure in pvals["PHASE/SIDE"], each run'"'"'s price (against its
+        # own best Slurm alone side) from plo[PHASE] to phi[PHASE]
+        function pool(phase,   i, r, j, k, nh, sec, b, l) {
+            plist[phase] = ""; pn[phase] = 0
+            for (i = 1; i <= nruns[phase]; i++) {
+                r = runs[phase, i]
+                if (r + 0 < POOL_FROM || !((r "/" phase "/nvlslice") in rnh)) continue
+                b = ""
+                if ((r "/" phase "/expedite") in rnh) b = "expedite"
+                if (((r "/" phase "/plain") in rnh) && (b == "" || rnh[r "/" phase "/plain"] > rnh[r "/" phase "/expedite"])) b = "plain"
+                if (b == "") continue
+                pn[phase]++
+                plist[phase] = plist[phase] (plist[phase] == "" ? "" : ", ") r
+                l = 100 * (rnh[r "/" phase "/" b] - rnh[r "/" phase "/nvlslice"]) / rnh[r "/" phase "/" b]
+                if (pn[phase] == 1 || l < plo[phase]) plo[phase] = l
+                if (pn[phase] == 1 || l > phi[phase]) phi[phase] = l
+                for (j = 1; j <= 3; j++) {
+                    k = phase "/" sides[j]
+                    if (!((r "/" k) in rnh)) continue
+                    psum[k] += rnh[r "/" k] * rsec[r "/" k]; psec[k] += rsec[r "/" k]
+                    pvals[k] = ((k in pvals) ? pvals[k] ", " : "") sprintf("%.1f", rnh[r "/" k])
+                }
+            }
+            for (j = 1; j <= 3; j++) {
+                k = phase "/" sides[j]
+                if (psec[k] > 0) pnh[k] = psum[k] / psec[k]
+            }
+        }
+        # "18, 30 and 31"
+        function andlist(t,   i) {
+            for (i = length(t) - 1; i > 0; i--)
+                if (substr(t, i, 2) == ", ") return substr(t, 1, i - 1) " and " substr(t, i + 2)
+            return t
         }
         # the goals, nvlslice against its own and Slurm alone'"'"'s lines
         function goals(first, rest,   i, k, key, e, lim) {
@@ -159,28 +206,44 @@ bench() {
         # hour below Slurm alone'"'"'s best side'"'"'s, against the spares'"'"' share
         # of the nodes the backlog may use there (2 of each rack'"'"'s 18; the
         # measured job'"'"'s MEASURED nodes are not the backlog'"'"'s)
-        function price(phase, what, measured, first, rest,   e, p, b, loss, nodes, spares, share) {
+        function price(phase, what, measured, first, rest,   e, p, b, loss, nodes, spares, share, each) {
             e = phase "/expedite"; p = phase "/plain"
-            if (!((phase "/nvlslice") in wnh) || (!(e in wnh) && !(p in wnh))) {
+            if (!((phase "/nvlslice") in pnh) || (!(e in pnh) && !(p in pnh))) {
                 wrap("the spares'"'"' price, the backlog " what ": not measured", first, rest); return
             }
             b = e
-            if (!(b in wnh) || ((p in wnh) && wnh[p] > wnh[b])) b = p
-            loss = 100 * (wnh[b] - wnh[phase "/nvlslice"]) / wnh[b]
+            if (!(b in pnh) || ((p in pnh) && pnh[p] > pnh[b])) b = p
+            loss = 100 * (pnh[b] - pnh[phase "/nvlslice"]) / pnh[b]
             nodes = wnodes[phase]; spares = 2 * nodes / 18
             share = 100 * spares / (nodes - measured)
-            wrap(sprintf("the spares'"'"' price, the backlog %s: its node-hours an hour at most the spares'"'"' share of the nodes it may use (%d of %d, %.0f %%) below Slurm alone'"'"'s best: %s (%.0f %% %s the %s'"'"'s)",
+            each = (pn[phase] > 1) ? sprintf("; a run: %.0f to %.0f %%", plo[phase], phi[phase]) : ""
+            wrap(sprintf("the spares'"'"' price, the backlog %s: its node-hours an hour at most the spares'"'"' share of the nodes it may use (%d of %d, %.0f %%) below Slurm alone'"'"'s best: %s (%.0f %% %s the %s'"'"'s, %s %s%s)",
                 what, spares, nodes - measured, share, loss <= share ? "met" : "not met", loss < 0 ? -loss : loss,
-                loss < 0 ? "above" : "below", name[substr(b, length(phase) + 2)]), first, rest)
+                loss < 0 ? "above" : "below", name[substr(b, length(phase) + 2)],
+                pn[phase] > 1 ? "runs" : "run", andlist(plist[phase]) (pn[phase] > 1 ? " pooled" : ""), each), first, rest)
         }
         function steadies(first, rest) {
             windows("steady", "the backlog beside the measured job", first, rest)
             windows("alone", "the backlog alone on the whole cluster", first, rest)
         }
-        function windows(phase, what, first, rest,   j, t) {
+        # the pooled runs a side (each run in brackets), then the newest
+        # window of a side no pooled run has
+        function windows(phase, what, first, rest,   j, t, k) {
             t = ""
-            for (j = 1; j <= 3; j++)
-                if ((phase "/" sides[j]) in wnh) t = t (t == "" ? "" : ", ") windowline(phase, sides[j])
+            for (j = 1; j <= 3; j++) {
+                k = phase "/" sides[j]
+                if (!(k in pnh)) continue
+                if (pn[phase] > 1)
+                    t = t (t == "" ? "" : ", ") sprintf("%s %.1f (runs %s pooled: %s)", name[sides[j]], pnh[k],
+                        andlist(plist[phase]), andlist(pvals[k]))
+                else
+                    t = t (t == "" ? "" : ", ") sprintf("%s %.1f (run %s, %d s%s)", name[sides[j]], pnh[k], plist[phase],
+                        psec[k], rbusy[plist[phase] "/" k] == "" ? "" : "; the cluster " rbusy[plist[phase] "/" k] " busy")
+            }
+            for (j = 1; j <= 3; j++) {
+                k = phase "/" sides[j]
+                if ((k in wnh) && !(k in pnh)) t = t (t == "" ? "" : ", ") windowline(phase, sides[j])
+            }
             if (t != "") wrap(what ", no failure, node-hours an hour: " t, first, rest)
         }
         END {
@@ -192,6 +255,7 @@ bench() {
             label["drain"] = "a drained node"; label["slurmd"] = "a killed slurmd"
             label["silent"] = "a silent node"; label["rack"] = "its whole rack"
             split("nvlslice expedite plain", sides, " ")
+            pool("steady"); pool("alone")
             name["nvlslice"] = "nvlslice"; name["expedite"] = "expedited requeue"; name["plain"] = "plain requeue"
             if (mode == "busy") {
                 print "  seconds from the failure to the job running again, p50 / p90 / slowest"
