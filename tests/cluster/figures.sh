@@ -145,7 +145,7 @@ bench() {
         # seconds, pnh["PHASE/SIDE"]; the runs in plist[PHASE], each run'"'"'s
         # figure in pvals["PHASE/SIDE"], each run'"'"'s price (against its
         # own best Slurm alone side) from plo[PHASE] to phi[PHASE]
-        function pool(phase,   i, r, j, k, nh, sec, b, l) {
+        function pool(phase,   i, r, j, k, nh, sec, b, l, v) {
             plist[phase] = ""; pn[phase] = 0
             for (i = 1; i <= nruns[phase]; i++) {
                 r = runs[phase, i]
@@ -163,7 +163,9 @@ bench() {
                     k = phase "/" sides[j]
                     if (!((r "/" k) in rnh)) continue
                     psum[k] += rnh[r "/" k] * rsec[r "/" k]; psec[k] += rsec[r "/" k]
-                    pvals[k] = ((k in pvals) ? pvals[k] ", " : "") sprintf("%.1f", rnh[r "/" k])
+                    v = sprintf("%.1f", rnh[r "/" k])
+                    if (k in pvals) pvals[k] = pvals[k] ", " v
+                    else pvals[k] = v
                 }
             }
             for (j = 1; j <= 3; j++) {
