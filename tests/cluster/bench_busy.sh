@@ -22,7 +22,8 @@
 # Slurm's fixed width 7 over 32 nodes; unset: (7 k mod 32) + 1 for trial
 # k), NVL_BENCH_DEBUG
 # (slurmctld's log level for the run, e.g. debug2: each node's epilog
-# completion is logged, to see where a trial's seconds go; unset: info).
+# completion is logged, to see where a trial's seconds go; unset: info;
+# NVL_SLURMD_DEBUG sets the slurmds' and slurmstepds' level the same way).
 #
 # The backlog: jobs far below the measured job's priority (--nice), sizes
 # 1, 1, 2, 2, 4, 8 or 16 nodes and run times uniform in 20-90 s, half of
@@ -139,6 +140,7 @@ saturated() {
 }
 
 J=""
+LAST="" # "KIND K" of the trial that brought the job back last
 WORK="date +%s.%N >> $OUT/starts.\$SLURM_JOB_ID; srun sleep 30000"
 submit_measured() {
     case $1 in
@@ -169,6 +171,13 @@ restore() { # restore KIND VICTIMS-FILE
 # one trial: SIDE KIND K
 trial() {
     local side=$1 kind=$2 k=$3 r0 t0 t1 before victims="$OUT/victims" n same i at
+    # a job that ran again and has ended since, by itself: the trial before
+    # failed after all (its line in the results says so too)
+    if [ -n "$J" ] && [ -n "$LAST" ] && [ "$(state "$J")" != RUNNING ]; then
+        echo "$side $LAST ended-after - - -" >> "$RESULTS"
+        not_ok "$side/${LAST% *} #${LAST#* }: the measured job ran again, then ended by itself: $(scontrol show job -o "$J" 2>/dev/null | grep -o 'JobState=[^ ]*\|Reason=[^ ]*\|Restarts=[^ ]*\|ExitCode=[^ ]*' | paste -sd' ')"
+    fi
+    LAST=""
     if [ -z "$J" ] || [ "$(state "$J")" != RUNNING ]; then
         [ -n "$J" ] && scancel "$J"
         submit_measured "$side"
@@ -180,6 +189,14 @@ trial() {
     wait_for 30 bash -c "[ \"\$(squeue -h -s -j $J -o '%i %M' | awk '\$1 == \"$J.0\" { n = split(\$2, t, \":\"); print t[n - 1] * 60 + t[n] }')\" -ge 5 ] 2>/dev/null"
     wait_for 120 saturated || echo "# $side/$kind #$k: not saturated: idle $(sinfo -h -N -t idle -o %N | sort -u | paste -sd,)"
     before=$(nodes_of "$J")
+    # the job may have ended meanwhile, with no failure of ours: a trial
+    # that failed (its state and exit code said), not a bench that stops
+    if [ "$(state "$J")" != RUNNING ] || [ -z "$before" ]; then
+        echo "$side $kind $k ended-unfailed - - -" >> "$RESULTS"
+        not_ok "$side/$kind #$k: the measured job ended before the failure came: $(scontrol show job -o "$J" 2>/dev/null | grep -o 'JobState=[^ ]*\|Reason=[^ ]*\|Restarts=[^ ]*\|ExitCode=[^ ]*' | paste -sd' ')"
+        J=""
+        return
+    fi
     r0=$(restarts "$J")
     case $kind in
         rack) n=$(scontrol show hostnames "$before" | sed -n "$(( (k % 2) * 16 + 1 ))p")
@@ -218,6 +235,7 @@ trial() {
         if whole_slices "$after"; then same=yes; else same="no($(racks_count "$after"))"; fi
         echo "$side $kind $k $(secs "$t0" "$t1") $same $(( $(restarts "$J") - r0 ))" >> "$RESULTS"
         echo "# $side/$kind #$k: running again after $(secs "$t0" "$t1") s on $(racks_count "$after") (each slice in one rack: $same, $(( $(restarts "$J") - r0 )) requeue(s)); failed $vl"
+        LAST="$kind $k"
     else
         echo "$side $kind $k never - -" >> "$RESULTS"
         not_ok "$side/$kind #$k: not running again within $TIMEOUT s: $(squeue -h -j "$J" -o '%T %r %N') $(record "$J")"

@@ -17,6 +17,8 @@
 #   NVL_SLURMD_TIMEOUT slurm.conf's SlurmdTimeout (10; sites run 60 or more)
 #   NVL_TREE_WIDTH     slurm.conf's TreeWidth (64)
 #   NVL_TCP_TIMEOUT    slurm.conf's TCPTimeout (unset: Slurm's 2 s)
+#   NVL_SLURMD_DEBUG   slurm.conf's SlurmdDebug (unset: info), e.g. debug2 to
+#                      see what each slurmd and slurmstepd did in a bench run
 #   NVL_PLUGIN         spank_nvlslice.so to load through PlugStackConfig (none)
 #   NVL_PLUGIN_ARGS    extra plugstack.conf arguments for it
 #   NVL_HELPER         nvlsliced binary to run on the controller host (none)
@@ -329,7 +331,7 @@ SlurmdPidFile=$DIR/run/slurmd-%n.pid
 SlurmctldLogFile=$DIR/log/slurmctld.log
 SlurmdLogFile=$DIR/log/slurmd-%n.log
 SlurmctldDebug=info
-SlurmdDebug=info
+SlurmdDebug=${NVL_SLURMD_DEBUG:-info}
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -383,7 +385,7 @@ CONF
     else
         : > "$DIR/etc/plugstack.conf"
     fi
-    echo "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP site=$SITE tcp=${NVL_TCP_TIMEOUT:-}" > "$DIR/etc/geometry"
+    echo "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP site=$SITE tcp=${NVL_TCP_TIMEOUT:-} sd=${NVL_SLURMD_DEBUG:-}" > "$DIR/etc/geometry"
     # (a bare site's helper configuration is the package's, test_guide.sh)
     [ -n "$SITE" ] || write_helper_conf
 }
@@ -629,7 +631,7 @@ wait_ready() {
 
 healthy() {
     [ -f "$DIR/etc/geometry" ] || return 1
-    [ "$(cat "$DIR/etc/geometry")" = "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP site=$SITE tcp=${NVL_TCP_TIMEOUT:-}" ] || return 1
+    [ "$(cat "$DIR/etc/geometry")" = "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP site=$SITE tcp=${NVL_TCP_TIMEOUT:-} sd=${NVL_SLURMD_DEBUG:-}" ] || return 1
     alive "$DIR/run/slurmctld.pid" && alive "$DIR/run/munged.pid" || return 1
     if [ "$BACKUP" = 1 ]; then alive "$(ctl_pidfile 2)" || return 1; fi
     if [ "$ACCOUNTING" = 1 ]; then alive "$DIR/run/slurmdbd.pid" && alive "$DIR/run/mariadbd.pid" || return 1; fi

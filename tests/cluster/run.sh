@@ -80,7 +80,7 @@ if { [ "${NVL_SLURM:-}" = 24.11 ] || [ "${NVL_SLURM:-}" = 26.05 ]; } && [ -z "${
         { echo "run.sh: copying the tests into the $NVL_SLURM root failed" >&2; exit 1; }
     # the geometry and the benches' settings, when given
     pass=()
-    for v in NVL_RACKS NVL_SLURMD_TIMEOUT NVL_TREE_WIDTH NVL_TCP_TIMEOUT NVL_UPGRADE NVL_KEEP_STATE NVL_ADOPT $(compgen -v NVL_BENCH_); do [ -n "${!v:-}" ] && pass+=("$v=${!v}"); done
+    for v in NVL_RACKS NVL_SLURMD_TIMEOUT NVL_TREE_WIDTH NVL_TCP_TIMEOUT NVL_SLURMD_DEBUG NVL_UPGRADE NVL_KEEP_STATE NVL_ADOPT $(compgen -v NVL_BENCH_); do [ -n "${!v:-}" ] && pass+=("$v=${!v}"); done
     # NVL_OWN_NET=1: the tier's cluster in a network namespace of its own
     # (its bridge, the nodes' links, slurmctld's and the helper's ports
     # and addresses are then its own), so that another tier's cluster may
