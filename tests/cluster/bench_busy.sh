@@ -89,8 +89,6 @@ RESULTS=$OUT/results
 ALL=$(sinfo -h -N -o %N | sort -u)
 NODES=$(wc -l <<< "$ALL")
 RACKS=$((NODES / 18))
-ALL_HL=$(paste -sd, <<< "$ALL")
-LOG=$NVL_CLUSTER_DIR/log/nvlsliced.log
 echo "# bench_busy: $(sinfo -V), $RACKS racks x 18, SlurmdTimeout $(scontrol show config | sed -n 's/^SlurmdTimeout *= *//p'), TCPTimeout $(scontrol show config | sed -n 's/^TCPTimeout *= *//p'), $TRIALS trial(s) of each kind and side, seed $SEED"
 
 # The backlog's jobs, drawn once: "SIZE SECONDS CHECKPOINTABLE" per line.
