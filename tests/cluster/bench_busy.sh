@@ -23,7 +23,9 @@
 # k), NVL_BENCH_DEBUG
 # (slurmctld's log level for the run, e.g. debug2: each node's epilog
 # completion is logged, to see where a trial's seconds go; unset: info;
-# NVL_SLURMD_DEBUG sets the slurmds' and slurmstepds' level the same way).
+# NVL_SLURMD_DEBUG sets the slurmds' and slurmstepds' level the same way),
+# NVL_BENCH_DEBUGFLAGS (slurmctld's DebugFlags added for the run, e.g.
+# Steps,AuditRPCs: who cancels a step, from which address).
 #
 # The backlog: jobs far below the measured job's priority (--nice), sizes
 # 1, 1, 2, 2, 4, 8 or 16 nodes and run times uniform in 20-90 s, half of
@@ -82,6 +84,7 @@ STEADY=${NVL_BENCH_STEADY:-600}
 ALONE=${NVL_BENCH_ALONE:-0}
 CKPT=${NVL_BENCH_CKPT:-0.5}
 [ -n "${NVL_BENCH_DEBUG:-}" ] && scontrol setdebug "$NVL_BENCH_DEBUG"
+[ -n "${NVL_BENCH_DEBUGFLAGS:-}" ] && scontrol setdebugflags "+$NVL_BENCH_DEBUGFLAGS"
 MODES=" ${NVL_BENCH_MODES:-nvlslice expedite plain} "
 FAILURES=${NVL_BENCH_FAILURES:-drain slurmd silent rack}
 RESULTS=$OUT/results
