@@ -51,9 +51,11 @@ trace dead > "$work/trace.dead"
 # teardown sometimes keeps one node completing a minute (bench_busy.out,
 # "completion process took 80 seconds"), which no fixed figure models
 # (a run that chose the failed nodes' places, NVL_BENCH_AT, is not the
-# bench's load: skipped)
+# bench's load, nor is a run on a Slurm other than the bench's 26.05:
+# skipped)
 dead_draws=$(awk '/^# [0-9]+\. / { if (n && !at) { last = cur }; cur = ""; n = 0; at = 0; next }
     /^#    .*NVL_BENCH_AT=/ { at = 1 }
+    /^# bench_busy: slurm-wlm / && $4 !~ /^26\.05/ { at = 1 }
     /^# nvlslice\/(slurmd|silent) #[0-9]+: running again after / { t = $7 - 6; if (t < 0) t = 0; cur = cur (n++ ? "," : "") t }
     END { if (n && !at) last = cur; print last }' "${NVL_BENCH_OUT:-$HERE/bench_busy.out}")
 common=(--racks 3 --nodes-per-rack 18 --days 2 --restart-hours 0 --requeue-delay 31 --slurmd-timeout 60
