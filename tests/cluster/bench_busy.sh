@@ -169,17 +169,23 @@ restore() { # restore KIND VICTIMS-FILE
         echo "# not back after 120 s: $(sinfo -h -N -n "$(paste -sd, "$2")" -o '%N %T' | sort -u | paste -sd' ')"
 }
 
+# how_ended JOB: its state, reason, restarts and exit code, for a trial
+# whose measured job ended by itself
+how_ended() { scontrol show job -o "$1" 2>/dev/null | grep -o 'JobState=[^ ]*\|Reason=[^ ]*\|Restarts=[^ ]*\|ExitCode=[^ ]*' | paste -sd' '; }
+
 # one trial: SIDE KIND K
 trial() {
     local side=$1 kind=$2 k=$3 r0 t0 t1 before victims="$OUT/victims" n same i at
+    local st=""
+    [ -n "$J" ] && st=$(state "$J")
     # a job that ran again and has ended since, by itself: the trial before
     # failed after all (its line in the results says so too)
-    if [ -n "$J" ] && [ -n "$LAST" ] && [ "$(state "$J")" != RUNNING ]; then
+    if [ -n "$J" ] && [ -n "$LAST" ] && [ "$st" != RUNNING ]; then
         echo "$side $LAST ended-after - - -" >> "$RESULTS"
-        not_ok "$side/${LAST% *} #${LAST#* }: the measured job ran again, then ended by itself: $(scontrol show job -o "$J" 2>/dev/null | grep -o 'JobState=[^ ]*\|Reason=[^ ]*\|Restarts=[^ ]*\|ExitCode=[^ ]*' | paste -sd' ')"
+        not_ok "$side/${LAST% *} #${LAST#* }: the measured job ran again, then ended by itself: $(how_ended "$J")"
     fi
     LAST=""
-    if [ -z "$J" ] || [ "$(state "$J")" != RUNNING ]; then
+    if [ -z "$J" ] || [ "$st" != RUNNING ]; then
         [ -n "$J" ] && scancel "$J"
         submit_measured "$side"
         wait_for 300 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ]" ||
@@ -194,7 +200,7 @@ trial() {
     # that failed (its state and exit code said), not a bench that stops
     if [ "$(state "$J")" != RUNNING ] || [ -z "$before" ]; then
         echo "$side $kind $k ended-unfailed - - -" >> "$RESULTS"
-        not_ok "$side/$kind #$k: the measured job ended before the failure came: $(scontrol show job -o "$J" 2>/dev/null | grep -o 'JobState=[^ ]*\|Reason=[^ ]*\|Restarts=[^ ]*\|ExitCode=[^ ]*' | paste -sd' ')"
+        not_ok "$side/$kind #$k: the measured job ended before the failure came: $(how_ended "$J")"
         J=""
         return
     fi

@@ -121,23 +121,25 @@ bench() {
             if ($0 ~ /the backlog beside the measured job, no failure/) phase = "steady"
             if ($0 ~ /the backlog alone on the whole cluster/) phase = "alone"
         }
-        # every window by run ("RUN/PHASE/SIDE"); a side'"'"'s newest window
-        # ("PHASE/SIDE") is shown where no run paired it (below)
+        # every window by run ("RUN/PHASE/SIDE"), and the newest run of
+        # each "PHASE/SIDE": shown where no run paired it (below)
         phase != "" && $1 == "#" && $2 ~ /^(nvlslice|expedite|plain)$/ && $4 == "s" && $8 == "node-h/h" {
-            k = phase "/" $2; wsec[k] = $3; wnh[k] = $7; wrun[k] = "run " run; wnodes[phase] = $10 + 0
-            wbusy[k] = ""
-            if (match($0, /[0-9]+ % of the cluster/)) { wbusy[k] = substr($0, RSTART, RLENGTH); sub(/ of the cluster/, "", wbusy[k]) }
-            rsec[run "/" k] = $3; rnh[run "/" k] = $7; rbusy[run "/" k] = wbusy[k]
+            k = phase "/" $2; newest[k] = run; wnodes[phase] = $10 + 0
+            rsec[run "/" k] = $3; rnh[run "/" k] = $7; rbusy[run "/" k] = ""
+            if (match($0, /[0-9]+ % of the cluster/)) { rbusy[run "/" k] = substr($0, RSTART, RLENGTH); sub(/ of the cluster/, "", rbusy[run "/" k]) }
             if (!((phase "/" run) in listed)) { listed[phase "/" run] = 1; runs[phase, ++nruns[phase]] = run }
         }
         function cell(key) {
             if (!(key in best)) return sprintf("%-22s", "not run")
             return sprintf("%6.1f / %5.1f s (%2d)  ", p50[key], p90[key], best[key])
         }
-        function windowline(phase, s,   k) {
-            k = phase "/" s
-            return sprintf("%s %.1f (%s, %d s%s)", name[s], wnh[k], wrun[k], wsec[k], wbusy[k] == "" ? "" : "; the cluster " wbusy[k] " busy")
+        # one run'"'"'s window of a side
+        function windowline(r, phase, s,   k) {
+            k = r "/" phase "/" s
+            return sprintf("%s %.1f (run %s, %d s%s)", name[s], rnh[k], r, rsec[k], rbusy[k] == "" ? "" : "; the cluster " rbusy[k] " busy")
         }
+        # "A, B": a list grown an item at a time
+        function join(a, b) { return a == "" ? b : a ", " b }
         # pool(PHASE): the windows of the runs that ran nvlslice and Slurm
         # alone side by side in one invocation, from run POOL_FROM on (the
         # helper'"'"'s lending as it is since: small checkpointable work placed
@@ -145,7 +147,7 @@ bench() {
         # seconds, pnh["PHASE/SIDE"]; the runs in plist[PHASE], each run'"'"'s
         # figure in pvals["PHASE/SIDE"], each run'"'"'s price (against its
         # own best Slurm alone side) from plo[PHASE] to phi[PHASE]
-        function pool(phase,   i, r, j, k, nh, sec, b, l, v) {
+        function pool(phase,   i, r, j, k, b, l) {
             plist[phase] = ""; pn[phase] = 0
             for (i = 1; i <= nruns[phase]; i++) {
                 r = runs[phase, i]
@@ -155,7 +157,7 @@ bench() {
                 if (((r "/" phase "/plain") in rnh) && (b == "" || rnh[r "/" phase "/plain"] > rnh[r "/" phase "/expedite"])) b = "plain"
                 if (b == "") continue
                 pn[phase]++
-                plist[phase] = plist[phase] (plist[phase] == "" ? "" : ", ") r
+                plist[phase] = join(plist[phase], r)
                 l = 100 * (rnh[r "/" phase "/" b] - rnh[r "/" phase "/nvlslice"]) / rnh[r "/" phase "/" b]
                 if (pn[phase] == 1 || l < plo[phase]) plo[phase] = l
                 if (pn[phase] == 1 || l > phi[phase]) phi[phase] = l
@@ -163,9 +165,7 @@ bench() {
                     k = phase "/" sides[j]
                     if (!((r "/" k) in rnh)) continue
                     psum[k] += rnh[r "/" k] * rsec[r "/" k]; psec[k] += rsec[r "/" k]
-                    v = sprintf("%.1f", rnh[r "/" k])
-                    if (k in pvals) pvals[k] = pvals[k] ", " v
-                    else pvals[k] = v
+                    pvals[k] = join(pvals[k], sprintf("%.1f", rnh[r "/" k]))
                 }
             }
             for (j = 1; j <= 3; j++) {
@@ -249,15 +249,14 @@ bench() {
                 k = phase "/" sides[j]
                 if (!(k in pnh)) continue
                 if (pn[phase] > 1)
-                    t = t (t == "" ? "" : ", ") sprintf("%s %.1f (runs %s pooled: %s)", name[sides[j]], pnh[k],
-                        andlist(plist[phase]), andlist(pvals[k]))
+                    t = join(t, sprintf("%s %.1f (runs %s pooled: %s)", name[sides[j]], pnh[k],
+                        andlist(plist[phase]), andlist(pvals[k])))
                 else
-                    t = t (t == "" ? "" : ", ") sprintf("%s %.1f (run %s, %d s%s)", name[sides[j]], pnh[k], plist[phase],
-                        psec[k], rbusy[plist[phase] "/" k] == "" ? "" : "; the cluster " rbusy[plist[phase] "/" k] " busy")
+                    t = join(t, windowline(plist[phase], phase, sides[j]))
             }
             for (j = 1; j <= 3; j++) {
                 k = phase "/" sides[j]
-                if ((k in wnh) && !(k in pnh)) t = t (t == "" ? "" : ", ") windowline(phase, sides[j])
+                if ((k in newest) && !(k in pnh)) t = join(t, windowline(newest[k], phase, sides[j]))
             }
             if (t != "") wrap(what ", no failure, node-hours an hour: " t, first, rest)
         }

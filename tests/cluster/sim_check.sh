@@ -53,11 +53,11 @@ trace dead > "$work/trace.dead"
 # (a run that chose the failed nodes' places, NVL_BENCH_AT, is not the
 # bench's load, nor is a run on a Slurm other than the bench's 26.05:
 # skipped)
-dead_draws=$(awk '/^# [0-9]+\. / { if (n && !at) { last = cur }; cur = ""; n = 0; at = 0; next }
-    /^#    .*NVL_BENCH_AT=/ { at = 1 }
-    /^# bench_busy: slurm-wlm / && $4 !~ /^26\.05/ { at = 1 }
+dead_draws=$(awk '/^# [0-9]+\. / { if (n && !skip) { last = cur }; cur = ""; n = 0; skip = 0; next }
+    /^#    .*NVL_BENCH_AT=/ { skip = 1 }
+    /^# bench_busy: slurm-wlm / && $4 !~ /^26\.05/ { skip = 1 }
     /^# nvlslice\/(slurmd|silent) #[0-9]+: running again after / { t = $7 - 6; if (t < 0) t = 0; cur = cur (n++ ? "," : "") t }
-    END { if (n && !at) last = cur; print last }' "${NVL_BENCH_OUT:-$HERE/bench_busy.out}")
+    END { if (n && !skip) last = cur; print last }' "${NVL_BENCH_OUT:-$HERE/bench_busy.out}")
 common=(--racks 3 --nodes-per-rack 18 --days 2 --restart-hours 0 --requeue-delay 31 --slurmd-timeout 60
     --time-limit 120 --top-jobs 1 --sliced top --repair-hours 0.05 --failjob-busy-wait 120 --seed 1)
 "$SIM" trace --trace "$work/trace.drain" "${common[@]}" > "$work/drain.out"
