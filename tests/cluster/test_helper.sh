@@ -653,27 +653,49 @@ echo "# helper: repair_not_responding_after: 5 -> the same repair before Slurm m
 NR_CONF="${NVL_HELPER_CONF:-}"$'\n'"repair_not_responding_after: 5"$'\n'"silent_after: 0"
 "$CL" kill-helper
 NVL_HELPER_CONF="$NR_CONF" "$CL" helper || not_ok "nvlsliced restarted with repair_not_responding_after"
-cleanup; resume_all
-wait_for 60 all_up || not_ok "all nodes up before the case: $(sinfo -h -N -t down,drain,drained,draining,fail,unk,no_respond -o '%N %T')"
-settle
-J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --requeue --wrap 'sleep 600')
-wait_for 15 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ]" || not_ok "16-node job placed: $(nodes_of "$J")"
-mapfile -t JN < <(scontrol show hostnames "$(nodes_of "$J")")
-VICTIM=${JN[6]} BLIP=${JN[8]}
 num() { echo $((10#${1#nvl})); }
-# a blip: slurmd gone just long enough for slurmctld to flag it, then back
-"$CL" kill-node "$(num "$BLIP")"
-if wait_for 20 bash -c "[[ \"\$(sinfo -h -n $BLIP -o %T)\" == *'*' ]]"; then
+# A blip: slurmd gone just long enough for slurmctld to flag it, then back.
+# How long it stays flagged depends on slurmd's start on a loaded machine; a
+# flag the test saw for 4 s or more may have lasted the 5 s (the helper looks
+# once a cycle, the test every few tenths): that is no blip, and its repair
+# is right, so the case runs again on a fresh job (3 tries). A repair after a
+# flag seen for less is a failure.
+blip_try() {
+    cleanup; resume_all
+    wait_for 60 all_up || not_ok "all nodes up before the case: $(sinfo -h -N -t down,drain,drained,draining,fail,unk,no_respond -o '%N %T')"
+    settle
+    J=$(sbatch --parsable -N 16 --nvl-slice=16 -w 'nvl[0001-0016]' --requeue --wrap 'sleep 600')
+    wait_for 15 bash -c "[ \"\$(squeue -h -j $J -o %T)\" = RUNNING ]" || not_ok "16-node job placed: $(nodes_of "$J")"
+    local before t1 seen
+    before=$(nodes_of "$J")
+    mapfile -t JN < <(scontrol show hostnames "$before")
+    BLIP=${JN[8]}
+    "$CL" kill-node "$(num "$BLIP")"
+    if ! wait_for 20 bash -c "[[ \"\$(sinfo -h -n $BLIP -o %T)\" == *'*' ]]"; then
+        not_ok "slurmctld flagged the killed slurmd NOT_RESPONDING: $(sinfo -h -n "$BLIP" -o %T)"
+        "$CL" start-node "$(num "$BLIP")"; return 0
+    fi
+    t1=$(now)
     "$CL" start-node "$(num "$BLIP")"
-    wait_for 10 bash -c "[[ \"\$(sinfo -h -n $BLIP -o %T)\" != *'*' ]]"
+    wait_for 20 bash -c "[[ \"\$(sinfo -h -n $BLIP -o %T)\" != *'*' ]]"
+    seen=$(secs "$t1" "$(now)")
     sleep 6 # past the threshold: it must have been forgotten
-    expect_eq "a blip ($BLIP NOT_RESPONDING, answering again within 5 s) is left alone" "RUNNING $(nodes_of "$J")" \
+    if [ "$(squeue -h -j "$J" -o '%T %N')" != "RUNNING $before" ] &&
+        awk -v s="$seen" 'BEGIN { exit !(s >= 4) }'; then
+        echo "# blip try $1: $BLIP seen flagged for $seen s (its slurmd slow to start): no blip under the 5-s threshold, its repair is right; again"
+        return 1
+    fi
+    expect_eq "a blip ($BLIP seen NOT_RESPONDING for $seen s, under the 5-s threshold) is left alone" "RUNNING $before" \
         "$(squeue -h -j "$J" -o '%T %N')"
     expect_eq "and its node is not marked down" "" "$(sinfo -h -n "$BLIP" -t down -o %N)"
-else
-    not_ok "slurmctld flagged the killed slurmd NOT_RESPONDING: $(sinfo -h -n "$BLIP" -o %T)"
-    "$CL" start-node "$(num "$BLIP")"
-fi
+}
+for try in 1 2 3; do
+    blip_try "$try" && break
+    [ "$try" = 3 ] && not_ok "3 tries, none a blip: the killed slurmd took 4 s or more to start each time"
+done
+# the victim: another node of the job where it runs now
+mapfile -t JN < <(scontrol show hostnames "$(nodes_of "$J")")
+VICTIM=${JN[6]}
 t0=$(now)
 "$CL" kill-node "$(num "$VICTIM")"
 moved() { running_without "$J" "$VICTIM"; }
