@@ -1340,26 +1340,27 @@ TEST_CASE("a repair with no room now holds the job's healthy slice and the rack 
     World w(3);
     SlurmJob& j = two_slices_in_three_racks(w);
     // r3 busy but for its spares: 8 nodes free in 50 s, 7 in 90 s, 1 in 500 s
-    // (by the jobs' time limits)
+    // (by the jobs' time limits); its spares stay its spares, so the slice
+    // waits for all 16 (taking the spares would have it start in 90 s and
+    // leave r3 with no spare for its own next failure)
     w.add_plain_job(20, 1, "n[037-044]").end_time = w.now + 50;
     w.add_plain_job(21, 1, "n[045-051]").end_time = w.now + 90;
     w.add_plain_job(22, 1, "n052").end_time = w.now + 500;
     for (int i = 1; i <= 18; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Drained;
-    SECTION("held: the healthy slice and r3's soonest-free 16 nodes, its spares among them") {
+    SECTION("held: the healthy slice and r3's 16 nodes but its spares") {
         auto out = w.cycle();
         CAPTURE(out.log);
         REQUIRE(find(out, ActionKind::RequeueHold, 7));
         REQUIRE(find<action::Lend>(out, 7));
-        // the target, and the rest of r3 held with it (the nodes that free
-        // first there are its: the next test)
-        CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("slices=n[019-034];n[037-050,053-054]"));
+        // the target, and the rest of r3 (its spares) held with it
+        CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("slices=n[019-034];n[037-052]"));
         CHECK(find<action::Lend>(out, 7)->nodes == "n[019-034,037-054]");
         CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::StartsWith("nvlslice/1 repairing"));
         CHECK_THAT(find<action::SetRecord>(out, 7)->text, !Catch::Contains("repairwait=1"));
         CHECK_FALSE(find(out, ActionKind::Requeue, 20)); // nobody's work is taken
         bool said = false;
         for (const auto& l : out.log)
-            said = said || l.line().find("it starts when the last of it frees, in 90 s") != std::string::npos;
+            said = said || l.line().find("it starts when the last of it frees, in 500 s") != std::string::npos;
         CHECK(said);
         w.apply(out);
         CHECK(j.reservation == "nvlslice_lend_7");
@@ -1374,30 +1375,37 @@ TEST_CASE("a repair with no room now holds the job's healthy slice and the rack 
         CHECK_FALSE(wait.follow_up); // no close following while other jobs run there
         w.apply(wait);
         CHECK(j.held);
-        // they end: it starts there
+        // two of them end: n052 of its target still runs job 22, and the
+        // spares beside it are not taken instead
         for (JobId id : {JobId(20), JobId(21)}) {
             w.complete(id);
             w.job(id).state = JobState::Finished;
         }
         w.now += 30;
-        // pinned from its next second, then released
         bool released = false;
+        for (int c = 0; c < 3 && !released; ++c, ++w.now) released = find(w.step(), ActionKind::Release, 7);
+        CHECK_FALSE(released);
+        CHECK(j.held);
+        CHECK_THAT(j.admin_comment, Catch::Contains("slices=n[019-034];n[037-052]"));
+        // the last ends: it starts there, pinned from its next second, then released
+        w.complete(22);
+        w.job(22).state = JobState::Finished;
+        w.now += 1;
         for (int c = 0; c < 3 && !released; ++c, ++w.now) released = find(w.step(), ActionKind::Release, 7);
         CAPTURE(w.calls);
         CHECK(released);
         CHECK_FALSE(j.held);
         CHECK(w.reservations.count("nvlslice_lend_7"));
         // released but not started yet (its nodes may still be completing
-        // the jobs it waited for, and n052 still runs job 22): the
-        // reservation keeps its target from a higher-priority job until it
-        // runs there
+        // the jobs it waited for): the reservation keeps its target from a
+        // higher-priority job until it runs there
         ++w.now;
         auto pending = w.cycle();
         CAPTURE(pending.log);
         CHECK_FALSE(find(pending, ActionKind::EndLend));
         w.apply(pending);
         REQUIRE(w.reservations.count("nvlslice_lend_7"));
-        w.run_on(j, "n[019-034,037-050,053-054]");
+        w.run_on(j, "n[019-034,037-052]");
         ++w.now;
         auto runs = w.cycle();
         CAPTURE(runs.log);
@@ -1426,25 +1434,23 @@ TEST_CASE("a repair with no room now requeues the checkpointable work on its tar
     World w(3);
     SlurmJob& j = two_slices_in_three_racks(w);
     // r3 busy but for its spares: a checkpointable 8-node job that would run
-    // 500 s more, 6 nodes free in 40 s, 2 in 500 s (by time limits): 16 in
-    // 40 s only if the checkpointable job goes now
+    // 500 s more, 8 nodes free in 40 s (by time limits): 16 in 40 s beside
+    // its spares only if the checkpointable job goes now
     SlurmJob& ckpt = w.add_slice_job(24, 8, 1, false, true);
     w.run_on(ckpt, "n[037-044]");
     ckpt.admin_comment = "nvlslice/1 placed slice=8 slices=n[037-044] repairs=0 moves=0";
     ckpt.end_time = w.now + 500;
-    w.add_plain_job(21, 1, "n[045-050]").end_time = w.now + 40;
-    w.add_plain_job(22, 1, "n[051-052]").end_time = w.now + 500;
+    w.add_plain_job(21, 1, "n[045-052]").end_time = w.now + 40;
     for (int i = 1; i <= 18; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Drained;
     auto out = w.cycle();
     CAPTURE(out.log);
     REQUIRE(find(out, ActionKind::RequeueHold, 7));
-    CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("slices=n[019-034];n[037-050,053-054]"));
+    CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("slices=n[019-034];n[037-052]"));
     // the checkpointable job goes now; the others run out their time
     REQUIRE(find(out, ActionKind::Requeue, 24));
     CHECK_THAT(find<action::SetRecord>(out, 24)->text,
                Catch::Contains("requeued to free the target of the repair of job 7"));
     CHECK_FALSE(find(out, ActionKind::Requeue, 21));
-    CHECK_FALSE(find(out, ActionKind::Requeue, 22));
     CHECK(out.stats.defrag_preemptions == 1);
     bool said = false, waits = false;
     for (const auto& l : out.log) {
@@ -1460,8 +1466,15 @@ TEST_CASE("a repair with no room now requeues the checkpointable work on its tar
 
 TEST_CASE("a held repair takes the nodes of its held rack that free first, whichever they are",
           "[reconcile][native][quick]") {
+    // a 2 x 14 job: r3 has 16 nodes beside its spares, 2 more than the
+    // slice needs
     World w(3);
-    SlurmJob& j = two_slices_in_three_racks(w);
+    w.cfg.hand_off = HandOff::Native;
+    w.resv = Reservation{"nvlslice_spares", "n[017-018,035-036,053-054]"};
+    SlurmJob& j = add_native_job(w, 7, 14, 2);
+    w.run_on(j, "n[001-014,019-032]");
+    j.admin_comment = "nvlslice/1 placed slice=14 slices=n[001-014];n[019-032] repairs=0 moves=0 job=7";
+    w.add_plain_job(19, 1, "n[033-034]").end_time = w.now + 1000;
     w.add_plain_job(20, 1, "n[037-044]").end_time = w.now + 50;
     w.add_plain_job(21, 1, "n[045-048]").end_time = w.now + 90;
     w.add_plain_job(23, 1, "n[049-050]").end_time = w.now + 90;
@@ -1470,9 +1483,9 @@ TEST_CASE("a held repair takes the nodes of its held rack that free first, which
     auto out = w.cycle();
     CAPTURE(out.log);
     REQUIRE(find<action::Lend>(out, 7));
-    // the target by time limits, and the whole of r3 held with it
-    CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("slices=n[019-034];n[037-050,053-054]"));
-    CHECK(find<action::Lend>(out, 7)->nodes == "n[019-034,037-054]");
+    // the target by time limits, its spares kept, and the whole of r3 held with it
+    CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("slices=n[019-032];n[037-050]"));
+    CHECK(find<action::Lend>(out, 7)->nodes == "n[019-032,037-054]");
     w.apply(out);
     w.complete(7);
     w.now += 1;
@@ -1488,7 +1501,8 @@ TEST_CASE("a held repair takes the nodes of its held rack that free first, which
     auto swap = w.cycle();
     CAPTURE(swap.log);
     REQUIRE(find<action::SetRecord>(swap, 7));
-    CHECK_THAT(find<action::SetRecord>(swap, 7)->text, Catch::Contains("slices=n[019-034];n[037-048,051-054]"));
+    // (the spares are still not among them)
+    CHECK_THAT(find<action::SetRecord>(swap, 7)->text, Catch::Contains("slices=n[019-032];n[037-048,051-052]"));
     w.apply(swap);
     bool released = false;
     for (int c = 0; c < 3 && !released; ++c, ++w.now) released = find(w.step(), ActionKind::Release, 7);

@@ -191,3 +191,62 @@ TEST_CASE("spare rule: a move target keeps only the spares its failures left", "
     set_all(j.snap, "n[038-039]", NodeState::Down); // r3: 15 healthy: no 16-node slice
     CHECK_FALSE(plan_repair(j.snap, j.placement, j.ids("n001")).feasible);
 }
+
+TEST_CASE("room that frees later: a move keeps the target rack's spares, lent stand-ins and reserved alike",
+          "[repair][spares][quick]") {
+    // r1 lost 3 nodes (spares gone); r3 full: its spares n053-054 taken by a
+    // plain job that ends at 500 s, while 2 nodes lent to checkpointable
+    // work stand in for them (n051-052); the other 14 run work ending at 100 s
+    Running j(3);
+    j.fail("n[001-003]");
+    std::unordered_map<JobId, int64_t> ends{{70, 100}, {71, 500}, {72, 5000}};
+    for (const auto& n : hostlist_expand("n[037-050]")) j.snap.set(id(j.map, n), {NodeState::Allocated, 70, -1, false});
+    for (const auto& n : hostlist_expand("n[053-054]")) j.snap.set(id(j.map, n), {NodeState::Allocated, 71, -1, false});
+    for (const auto& n : hostlist_expand("n[051-052]")) {
+        NodeStatus st{NodeState::Allocated, 72, -1, true};
+        st.lent = true;
+        j.snap.set(id(j.map, n), st);
+    }
+    const LaterRoom later{&ends, 0, 1000, true};
+    SECTION("the stand-ins stay its spares: the slice waits for the plain job's nodes") {
+        RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n[001-003]"), NodeSet(), &later);
+        REQUIRE(p.feasible);
+        CHECK(p.slices[0].action == RepairAction::MoveDomain);
+        CHECK(names(j.map, p.placement.slices[0].nodes) == "n[037-050,053-054]");
+        CHECK(p.ready_at == 500);
+        CHECK(p.preempt.empty()); // the lent work stays where it stands in
+        CHECK(p.evict.empty());
+    }
+    SECTION("a rack whose spares cannot be kept is no target: the job waits") {
+        // the plain job on n053-054 has no end within the hold: r3 has 14
+        // nodes for the slice beside its 2 stand-ins
+        ends[71] = 5000;
+        RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n[001-003]"), NodeSet(), &later);
+        CHECK_FALSE(p.feasible);
+        CHECK(p.slices[0].action == RepairAction::Wait);
+    }
+    SECTION("its reserved spares likewise, ahead of idle nodes") {
+        set_all(j.snap, "n[051-052]", NodeState::SpareReserved);
+        set_all(j.snap, "n[053-054]", NodeState::Idle);
+        RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n[001-003]"), NodeSet(), &later);
+        REQUIRE(p.feasible);
+        CHECK(names(j.map, p.placement.slices[0].nodes) == "n[037-050,053-054]");
+        CHECK(p.ready_at == 100);
+    }
+}
+
+TEST_CASE("room that frees later: the slice's own rack gives its spares to the slice", "[repair][spares][quick]") {
+    // r1 lost n003; its spares run plain work ending at 50 s: the repair
+    // waits for one of them, its own rack's spare, as step 1 would use it
+    Running j(2);
+    j.fail("n003");
+    std::unordered_map<JobId, int64_t> ends{{70, 50}, {80, 5000}};
+    for (const auto& n : hostlist_expand("n[017-018]")) j.snap.set(id(j.map, n), {NodeState::Allocated, 70, -1, false});
+    for (const auto& n : hostlist_expand("n[035-036]")) j.snap.set(id(j.map, n), {NodeState::Allocated, 80, -1, false});
+    const LaterRoom later{&ends, 0, 1000, true};
+    RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n003"), NodeSet(), &later);
+    REQUIRE(p.feasible);
+    CHECK(p.slices[0].action == RepairAction::ReplaceInDomain);
+    CHECK(names(j.map, p.slices[0].added) == "n017");
+    CHECK(p.ready_at == 50);
+}

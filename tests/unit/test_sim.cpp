@@ -400,16 +400,15 @@ TEST_CASE("a repair with no room now is held where the nodes free soonest, the l
           "as the helper's",
           "[sim][quick]") {
     // 3 racks: the 32-node top job on r1 and r2; r3 busy: a checkpointable
-    // 8-node job of 10 h (lent work: it stands in for r3's spares), 6
-    // one-node jobs that end at 0.1 h, a 2-node job of 10 h. r1 fails whole
-    // at 0.02 h: no rack has room, none frees from checkpointable work alone
-    // (16 of r3's nodes that are not spares), so its slice waits for r3's 6
-    // nodes that free first with the checkpointable job's 8, requeued at
-    // once, and the 2 idle ones; Slurm's backfill alone would wait 10 h for
-    // the checkpointable job
+    // 8-node job of 10 h (lent work: it stands in for r3's spares) and 8
+    // one-node jobs that end at 0.1 h. r1 fails whole at 0.02 h: no rack
+    // has room, none frees from checkpointable work alone, so its slice
+    // waits for r3's 8 nodes that free first with 6 of the checkpointable
+    // job's, requeued at once, and the 2 idle ones; r3 keeps 2 nodes as its
+    // spares. Slurm's backfill alone would wait 10 h for the checkpointable job
     std::string text = "job 0 32 10 0\njob 0 8 10 1\n";
-    for (int k = 0; k < 6; ++k) text += "job 0 1 0.1 0\n";
-    text += "job 0 2 10 0\nfailjob 0.02 0 3 drain\n";
+    for (int k = 0; k < 8; ++k) text += "job 0 1 0.1 0\n";
+    text += "failjob 0.02 0 3 drain\n";
     const Trace t = read_trace(text, "held.txt");
     SimParams p = queue_only(3);
     p.spares = 2;
@@ -426,4 +425,12 @@ TEST_CASE("a repair with no room now is held where the nodes free soonest, the l
     // the same under Slurm's expedited requeue: its backfill waits for the
     // 10-hour jobs
     CHECK(by(run_trace(p, t), "block_expedite").resume_slice_drain_s.max > 3600);
+    // 2 of those one-node jobs a 2-node job of 10 h instead: r3 has room for
+    // the slice only on its spares, and keeps them; the slice is not moved
+    // there (it would have left r3 with no spare for 10 h)
+    std::string spareless = "job 0 32 10 0\njob 0 8 10 1\n";
+    for (int k = 0; k < 6; ++k) spareless += "job 0 1 0.1 0\n";
+    spareless += "job 0 2 10 0\nfailjob 0.02 0 3 drain\n";
+    const auto kept = by(run_trace(p, read_trace(spareless, "spareless.txt")), "nvlslice");
+    CHECK(kept.moves == 0);
 }

@@ -102,6 +102,28 @@ struct SoonestRoom {
     std::vector<Slot> slots; // the nodes, soonest first
 };
 
+// Takes out of `slots` (sorted) the nodes the domain keeps as its spares
+// (kept_spares()): those that are spares now first (reserved, then lent to
+// work a repair takes back: standing in for them), then idle ones, then ones
+// held for the job (a held repair's reservation holds the whole rack, its
+// spares too), then the ones whose jobs end last (spares again when those
+// end); never a node whose work would be requeued to free it. False when
+// too few are left for them.
+bool set_aside_spares(const Snapshot& snap, DomainId d, std::vector<Slot>& slots) {
+    int keep = kept_spares(snap.map().domain(d), snap.counts(d));
+    // by rank (idle, held for the job, spare-reserved, lent, requeued, ends
+    // later): the pass that sets it aside, -1 never
+    static constexpr int kOrder[] = {2, 3, 0, 1, -1, 4};
+    for (int pass = 0; pass < 5 && keep > 0; ++pass) {
+        for (size_t i = slots.size(); i-- > 0 && keep > 0;) {
+            if (kOrder[slots[i].rank] != pass) continue;
+            slots.erase(slots.begin() + std::ptrdiff_t(i));
+            --keep;
+        }
+    }
+    return keep == 0;
+}
+
 // The domain where the nodes a slice needs (its lost ones in its own
 // domain, the whole slice in another) are free soonest, by the running
 // jobs' time limits; of those free as soon, the one that requeues the
@@ -135,6 +157,10 @@ SoonestRoom soonest_room(const Snapshot& snap, JobId job, const PlacedSlice& sli
         }
         if (int(slots.size()) < need) continue;
         std::sort(slots.begin(), slots.end());
+        // another domain keeps its spares, as step 2 does: its spare
+        // failure budget stays out of the slice's nodes
+        if (d != slice.domain && !set_aside_spares(snap, d, slots)) continue;
+        if (int(slots.size()) < need) continue;
         // work requeued for it frees all its nodes: those of them left
         // over take the place of the rack's spares among the chosen
         for (size_t i = size_t(need); i < slots.size(); ++i) {

@@ -14,7 +14,11 @@
 //     (the plan's ready_at), if that is within later->until; checkpointable
 //     work there counts as free now (the plan's evict: requeued to free the
 //     target at once, as defragmentation for a repair would requeue it), so
-//     the slice waits only for the work that cannot be requeued;
+//     the slice waits only for the work that cannot be requeued; another
+//     domain keeps its spares here too (its reserved ones, then those lent
+//     to work that stands in for them, then idle nodes, then those whose
+//     jobs end last are set aside first; a domain without enough is not a
+//     target), so that a failure there after the move still has its spare;
 //  4. else the job is requeued and waits, with the reason.
 // Several failures at once, in one slice or several, are planned together:
 // no node is handed out twice.

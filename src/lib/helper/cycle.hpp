@@ -249,7 +249,8 @@ class Cycle {
     void hold_target(const SliceJob& sj, const std::vector<NodeId>& nodes, const std::vector<NodeId>& hold_also = {});
     // A held repair's target still busy: each slice whose nodes are not all
     // free takes the free ones its reservation holds in the same rack, if
-    // they are enough; the new nodes when every slice can, else nothing.
+    // they are enough and the rack keeps its spares beside them; the new
+    // nodes when every slice can, else nothing.
     std::optional<std::vector<std::vector<NodeId>>> swap_held_target(const SliceJob& sj) const;
     std::string hl(const std::vector<NodeId>& ids) const { return hostlist_compress(map_.node_names(ids)); }
     // A decision about one job (0: about the cluster), in words.

@@ -432,6 +432,20 @@ std::optional<std::vector<std::vector<NodeId>>> Cycle::swap_held_target(const Sl
                 std::find(used.begin(), used.end(), id) == used.end())
                 pick.push_back(id);
         if (pick.size() < k) return std::nullopt;
+        // the rack keeps its spares (its failure budget, kept_spares()),
+        // as the plan did: nodes beside the new target that are free (held
+        // for the job or reserved as spares) or lent to work standing in
+        // for spares
+        auto taken = [&](NodeId id) {
+            return std::find(pick.begin(), pick.end(), id) != pick.end() ||
+                   std::find(used.begin(), used.end(), id) != used.end();
+        };
+        int left = 0;
+        for (NodeId id : map_.domain(d).nodes) {
+            const NodeStatus& st = st_.snap.node(id);
+            left += !taken(id) && (usable(id) || (is_healthy(st.state) && st.lent));
+        }
+        if (left < kept_spares(map_.domain(d), st_.snap.counts(d))) return std::nullopt;
         std::sort(pick.begin(), pick.end());
         used.insert(used.end(), pick.begin(), pick.end());
         out.push_back(std::move(pick));
