@@ -50,6 +50,10 @@ void drain_on_fabric_failure(spank_t sp);
 // (wait_for_tree_children; plugstack abort_wait).
 void note_task_exit(spank_t sp);
 void wait_for_tree_children(spank_t sp);
+// Remote context, the batch step's end (slurmstepd, root): a slice job's
+// sruns on the node that outlived its batch script are killed (an aborted
+// one would cancel step 0 of the job's next run before Slurm 26.05).
+void end_stray_sruns(spank_t sp);
 
 // Logging through Slurm with one prefix ("nvlslice: ").
 void log_error(const std::string& msg);

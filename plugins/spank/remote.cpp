@@ -22,9 +22,15 @@ extern "C" {
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <ctime>
+#include <dirent.h>
+#include <fstream>
+#include <iterator>
 #include <vector>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 namespace nvl::spank {
@@ -245,6 +251,98 @@ void wait_for_tree_children(spank_t sp) {
                             rank, nodes, wait_s, p.descendants));
     timespec left{wait_s, 0};
     while (nanosleep(&left, &left) != 0 && errno == EINTR) {}
+}
+
+namespace {
+
+// A process's command name and parent, from /proc/PID/stat (the name in
+// parentheses may hold anything, so the fields are read after its last ')').
+bool proc_stat(pid_t pid, std::string& comm, pid_t& ppid) {
+    std::ifstream f(fmt::format("/proc/{}/stat", pid));
+    std::string line;
+    if (!std::getline(f, line)) return false;
+    const auto open = line.find('('), close = line.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close < open) return false;
+    comm = line.substr(open + 1, close - open - 1);
+    char state = 0;
+    int parent = 0;
+    if (std::sscanf(line.c_str() + close + 1, " %c %d", &state, &parent) != 2) return false;
+    ppid = parent;
+    return true;
+}
+
+// Whether a slurmstepd is among the process's ancestors (a step's task, or
+// an srun a task started: not a leftover of the batch script).
+bool under_slurmstepd(pid_t pid) {
+    std::string comm;
+    pid_t ppid = 0;
+    for (int depth = 0; depth < 64 && pid > 1; ++depth) {
+        if (!proc_stat(pid, comm, ppid)) return false;
+        if (comm == "slurmstepd") return true;
+        pid = ppid;
+    }
+    return false;
+}
+
+// Whether the process's environment names the job (SLURM_JOB_ID=<job>).
+bool of_job(pid_t pid, uint32_t job) {
+    std::ifstream f(fmt::format("/proc/{}/environ", pid), std::ios::binary);
+    const std::string env((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const std::string want = fmt::format("SLURM_JOB_ID={}", job);
+    for (size_t at = 0; at < env.size();) {
+        const size_t end = env.find('\0', at);
+        const size_t len = (end == std::string::npos ? env.size() : end) - at;
+        if (len == want.size() && env.compare(at, len, want) == 0) return true;
+        if (end == std::string::npos) break;
+        at = end + 1;
+    }
+    return false;
+}
+
+} // namespace
+
+// When the batch script of a slice job ends (its job requeued after a node
+// failed, or done), an srun it started may live on: under
+// proctrack/linuxproc, which follows processes by their parents, an srun
+// whose shell died first is no one's child any more and escapes the batch
+// step's kill. Aborted, that srun waits KillWait + 2 s for the tasks of a
+// node that went silent, then asks slurmctld to kill step 0 of its job once
+// more; before Slurm 26.05 (which checks the step's unique id, SLUID)
+// slurmctld kills step 0 of the job's next run with it, 32 s after the
+// failure, when nvlsliced has already started that run. Here, as the batch
+// step ends (slurmstepd, root), every srun of this job on the node that no
+// slurmstepd holds (a step's task may run srun) and that runs as the job's
+// user is killed, as proctrack/cgroup kills all of the batch step's
+// processes. Nothing else is touched: a job's next run cannot start before
+// this node reports the end of this one.
+void end_stray_sruns(spank_t sp) {
+    uint32_t step = 0, job = 0;
+    uid_t uid = 0;
+    if (!state().options.slice_set || spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
+        step != SLURM_BATCH_SCRIPT || spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
+        return;
+    DIR* proc = opendir("/proc");
+    if (!proc) return;
+    std::vector<pid_t> stray;
+    while (const dirent* e = readdir(proc)) {
+        char* end = nullptr;
+        const long pid = std::strtol(e->d_name, &end, 10);
+        if (pid <= 1 || !end || *end) continue;
+        std::string comm;
+        pid_t ppid = 0;
+        struct stat sb {};
+        if (!proc_stat(pid_t(pid), comm, ppid) || comm != "srun") continue;
+        if (stat(fmt::format("/proc/{}", pid).c_str(), &sb) != 0 || sb.st_uid != uid) continue;
+        if (!of_job(pid_t(pid), job) || under_slurmstepd(pid_t(pid))) continue;
+        stray.push_back(pid_t(pid));
+    }
+    closedir(proc);
+    for (pid_t pid : stray)
+        if (kill(pid, SIGKILL) == 0)
+            log_info(fmt::format("job {}: its batch script ended, its srun (pid {}) outlived it: killed, so that it "
+                                 "cannot cancel a step of the job's next run",
+                                 job, pid));
 }
 
 } // namespace nvl::spank

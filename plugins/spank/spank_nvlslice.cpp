@@ -201,7 +201,10 @@ int slurm_spank_exit(spank_t sp, int ac, char** av) {
     (void)av;
     return guarded("slurm_spank_exit", [&] {
         state().map.reset();
-        if (spank_context() == S_CTX_REMOTE) wait_for_tree_children(sp);
+        if (spank_context() == S_CTX_REMOTE) {
+            wait_for_tree_children(sp);
+            end_stray_sruns(sp);
+        }
         return 0;
     });
 }

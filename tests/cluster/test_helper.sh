@@ -359,10 +359,34 @@ else
     not_ok "repair of a silent node: $(squeue -h -j "$J" -o '%T %N %r') $(record "$J") $(sinfo -h -n nvl0011 -o '%T %E')"
 fi
 expect_match "marked down by the probe, with the reason" "^nvlsliced: slurmd did not answer nvlsliced's probe" "$(sinfo -h -n nvl0011 -o %E)"
+# The aborted run's srun waits KillWait + 2 s for nvl0011's tasks, then asks
+# slurmctld to kill step 0 of its job once more, which before Slurm 26.05 is
+# the next run's step; under proctrack/linuxproc it may outlive its batch
+# script (the busy bench on 24.11: 2 of 8 such trials). The plugin ends it as
+# the batch step ends (the next case); the next run and its step must
+# outlive that moment.
+R_SILENT=$(restarts "$J")
+left=$(awk -v t0="$t0" -v now="$(now)" 'BEGIN { s = t0 + 45 - now; print (s > 0) ? int(s) + 1 : 0 }')
+sleep "$left" # past KillWait (30 s) + 2 s after the abort: the old srun's moment
+expect_eq "45 s after the silence the job's next run still runs, its step too" "RUNNING $R_SILENT $J.0" \
+    "$(squeue -h -j "$J" -o %T) $(restarts "$J") $(squeue -h -s -j "$J" -o %i | grep -x "$J\.0")"
 scancel "$J"; cleanup
 "$CL" revive-node 11
 scontrol update nodename=nvl0011 state=resume 2>/dev/null
 wait_for 60 all_up || not_ok "nvl0011 back: $(sinfo -h -n nvl0011 -o '%T %E')"
+
+echo "# plugin: an srun that outlives its slice job's batch script is ended with the batch step"
+# its shell killed while its srun runs (as a requeue's terminate can leave
+# it under proctrack/linuxproc): the srun is no one's child any more, and
+# only the plugin's end of the batch step ends it
+cleanup
+J=$(sbatch --parsable -N 2 --nvl-slice=2 -o /dev/null --wrap 'srun sleep 600 & sleep 3; kill -9 $$')
+ended() { grep -q "job $J: its batch script ended, its srun (pid [0-9]*) outlived it: killed" "$NVL_CLUSTER_DIR"/log/slurmd-*.log; }
+if wait_for 60 ended; then ok "the batch script's leftover srun killed as its batch step ended, and logged"
+else not_ok "the leftover srun of job $J: $(squeue -h -j "$J" -o '%T %r') $(grep -h "\[$J\.batch\]" "$NVL_CLUSTER_DIR"/log/slurmd-*.log | tail -3)"; fi
+left_over() { for p in $(pgrep -x srun); do tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "SLURM_JOB_ID=$J" && return 0; done; return 1; }
+expect_eq "no srun of the job is left on the node" "" "$(left_over && echo "an srun of job $J")"
+cleanup
 
 echo "# helper: a degraded rack (rack_failure_reasons: contained) is emptied of slice jobs, checkpointable first"
 cleanup; resume_all
