@@ -51,9 +51,12 @@ void drain_on_fabric_failure(spank_t sp);
 void note_task_exit(spank_t sp);
 void wait_for_tree_children(spank_t sp);
 // Remote context, the batch step's end (slurmstepd, root): a slice job's
-// sruns on the node that outlived its batch script are killed (an aborted
-// one would cancel step 0 of the job's next run before Slurm 26.05).
+// sruns on the node that outlived its batch script are killed where a task
+// of its step was killed here (an aborted srun would cancel step 0 of the
+// job's next run before Slurm 26.05); forget_abort() (the job epilog)
+// removes the mark note_task_exit() left.
 void end_stray_sruns(spank_t sp);
+void forget_abort(spank_t sp);
 
 // Logging through Slurm with one prefix ("nvlslice: ").
 void log_error(const std::string& msg);

@@ -30,7 +30,9 @@ extern "C" {
 #include <iterator>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 namespace nvl::spank {
@@ -212,10 +214,33 @@ void drain_on_fabric_failure(spank_t sp) {
         log_info(fmt::format("node {} drained: {}", host, reason));
 }
 
+namespace {
+// A job's mark on the node that a step of it was killed (nvlsliced's abort,
+// for a dead node: end_stray_sruns()); root's alone, gone at the job's end.
+constexpr const char* kMarkDir = "/run/nvlslice";
+std::string abort_mark(uint32_t job) { return fmt::format("{}/aborted.{}", kMarkDir, job); }
+} // namespace
+
 void note_task_exit(spank_t sp) {
     int status = 0;
     if (spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS) return;
-    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) state().task_killed = true;
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) return;
+    State& st = state();
+    const bool first = !st.task_killed;
+    st.task_killed = true;
+    uint32_t job = 0, step = 0;
+    if (!first || !st.options.slice_set || spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS || step == SLURM_BATCH_SCRIPT ||
+        step == SLURM_EXTERN_CONT || geteuid() != 0)
+        return;
+    mkdir(kMarkDir, 0700);
+    const int fd = open(abort_mark(job).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) close(fd);
+}
+
+void forget_abort(spank_t sp) {
+    uint32_t job = 0;
+    if (geteuid() == 0 && spank_get_item(sp, S_JOB_ID, &job) == ESPANK_SUCCESS) unlink(abort_mark(job).c_str());
 }
 
 // After nvlsliced aborts a slice job's step (a node of it died), every
@@ -301,8 +326,9 @@ bool of_job(pid_t pid, uint32_t job) {
 
 } // namespace
 
-// When the batch script of a slice job ends (its job requeued after a node
-// failed, or done), an srun it started may live on: under
+// When the batch script of a slice job whose step was killed ends (its job
+// requeued after nvlsliced aborted its steps for a dead node), an srun it
+// started may live on: under
 // proctrack/linuxproc, which follows processes by their parents, an srun
 // whose shell died first is no one's child any more and escapes the batch
 // step's kill. Aborted, that srun waits KillWait + 2 s for the tasks of a
@@ -313,15 +339,20 @@ bool of_job(pid_t pid, uint32_t job) {
 // step ends (slurmstepd, root), every srun of this job on the node that no
 // slurmstepd holds (a step's task may run srun) and that runs as the job's
 // user is killed, as proctrack/cgroup kills all of the batch step's
-// processes. Nothing else is touched: a job's next run cannot start before
-// this node reports the end of this one.
+// processes. Only where a task of the job's step on this node was killed
+// (the mark note_task_exit() leaves: nvlsliced's abort kills them so; a
+// requeue, a cancel or a drain sends SIGTERM first, and their srun ends on
+// its own, its tasks' ends reported to it). Nothing else is touched: a
+// job's next run cannot start before this node reports the end of this one.
 void end_stray_sruns(spank_t sp) {
     uint32_t step = 0, job = 0;
     uid_t uid = 0;
+    struct stat mark {};
     if (!state().options.slice_set || spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
         step != SLURM_BATCH_SCRIPT || spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
-        spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
+        spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || lstat(abort_mark(job).c_str(), &mark) != 0)
         return;
+    unlink(abort_mark(job).c_str());
     DIR* proc = opendir("/proc");
     if (!proc) return;
     std::vector<pid_t> stray;

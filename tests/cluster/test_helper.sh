@@ -376,11 +376,13 @@ scontrol update nodename=nvl0011 state=resume 2>/dev/null
 wait_for 60 all_up || not_ok "nvl0011 back: $(sinfo -h -n nvl0011 -o '%T %E')"
 
 echo "# plugin: an srun that outlives its slice job's batch script is ended with the batch step"
-# its shell killed while its srun runs (as a requeue's terminate can leave
-# it under proctrack/linuxproc): the srun is no one's child any more, and
-# only the plugin's end of the batch step ends it
+# A task of its step killed by SIGKILL (as nvlsliced's abort kills them),
+# the other still running, then its shell killed while its srun waits (as a
+# requeue's terminate can leave it under proctrack/linuxproc): the srun is
+# no one's child any more, and only the plugin's end of the batch step ends it
 cleanup
-J=$(sbatch --parsable -N 2 --nvl-slice=2 -o /dev/null --wrap 'srun sleep 600 & sleep 3; kill -9 $$')
+J=$(sbatch --parsable -N 2 --nvl-slice=2 -o /dev/null \
+    --wrap 'srun bash -c '"'"'[ "$SLURM_NODEID" = 0 ] && kill -9 $$; sleep 600'"'"' & sleep 4; kill -9 $$')
 ended() { grep -q "job $J: its batch script ended, its srun (pid [0-9]*) outlived it: killed" "$NVL_CLUSTER_DIR"/log/slurmd-*.log; }
 if wait_for 60 ended; then ok "the batch script's leftover srun killed as its batch step ended, and logged"
 else not_ok "the leftover srun of job $J: $(squeue -h -j "$J" -o '%T %r') $(grep -h "\[$J\.batch\]" "$NVL_CLUSTER_DIR"/log/slurmd-*.log | tail -3)"; fi
