@@ -1537,6 +1537,51 @@ TEST_CASE("native mode: Slurm places a segment job; the helper neither pins nor 
     CHECK_FALSE(find(run, ActionKind::Requeue));
 }
 
+TEST_CASE("a job Slurm requeued after a DOWN whose repair has no room now is held where room frees first",
+          "[reconcile][native][quick]") {
+    // Slurm requeued job 8 itself (n009 DOWN): its 15 healthy nodes are free
+    // now, r1's spares run a plain job for 50 s more, r2 is full for 500 s.
+    World w(2);
+    make_native(w);
+    SlurmJob& k = add_native_job(w, 8, 16, 1);
+    k.restarts = 1;
+    k.begin_time = w.now + 120;
+    k.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    w.node("n009").state = NodeState::Down;
+    w.node("n009").failed = true;
+    w.add_plain_job(20, 1, "n[017-018]").end_time = w.now + 50;
+    w.add_plain_job(21, 1, "n[019-036]").end_time = w.now + 500;
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    // its healthy nodes and r1's spare that frees first held for it at
+    // once, in its own reservation, before Slurm gives them to other work
+    REQUIRE(find<action::Lend>(out, 8));
+    CHECK(find<action::Lend>(out, 8)->nodes == "n[001-008,010-018]");
+    CHECK_THAT(find<action::SetRecord>(out, 8)->text,
+               Catch::StartsWith("nvlslice/1 repairing") && Catch::Contains("slices=n[001-008,010-017]"));
+    REQUIRE(find<action::Exclude>(out, 8));
+    CHECK(find<action::Exclude>(out, 8)->start_at == w.now + 1);
+    bool said = false;
+    for (const auto& l : out.log)
+        said = said || l.line().find("no rack has room now: pending again (Slurm requeued it), its target held for it "
+                                     "in nvlslice_lend_8; it starts when the last of it frees, in 50 s") !=
+                           std::string::npos;
+    CHECK(said);
+    // with repair_hold_max 0 nothing is held: placed afresh as before
+    World z(2);
+    make_native(z);
+    z.cfg.repair_hold_max_s = 0;
+    SlurmJob& m = add_native_job(z, 8, 16, 1);
+    m.restarts = 1;
+    m.begin_time = z.now + 120;
+    m.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
+    z.node("n009").state = NodeState::Down;
+    z.node("n009").failed = true;
+    z.add_plain_job(20, 1, "n[017-018]").end_time = z.now + 50;
+    z.add_plain_job(21, 1, "n[019-036]").end_time = z.now + 500;
+    CHECK_FALSE(find<action::Lend>(z.cycle(), 8));
+}
+
 TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN-requeued job from its record",
           "[reconcile][native][quick]") {
     World w(2);

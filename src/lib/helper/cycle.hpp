@@ -195,9 +195,11 @@ class Cycle {
     void take_back_lent(JobId repaired, const std::vector<JobId>& borrowers);
     // A repair with no room now: the nodes that free soonest (checkpointable
     // work there requeued at once), held for the job with its healthy
-    // slices in its own reservation from its requeue. False: none within
-    // repair_hold_max.
-    bool hold_repair(const SliceJob& sj, const RunningDecision& d, PlacementRecord& rec);
+    // slices in its own reservation from its requeue (`running`), or at
+    // once for a job Slurm requeued itself. `nodes`: its placement's, with
+    // `failed` among them. False: none within repair_hold_max.
+    bool hold_repair(const SliceJob& sj, const std::vector<std::string>& nodes, const std::vector<NodeId>& failed,
+                     PlacementRecord& rec, bool running);
     // Of `ids`, the nodes down or drained (a degraded rack's others are not).
     std::vector<NodeId> down_or_drained(const std::vector<NodeId>& ids) const {
         std::vector<NodeId> out;

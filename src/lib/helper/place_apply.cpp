@@ -25,7 +25,7 @@ void Cycle::pin_and_release(const SliceJob& sj, const Placement& placement, Plac
     case PlacedRecord::Route::Restart: {
         // It ran before: pinned to start in the next second; a later cycle
         // releases it when that second has come (finish_placed).
-        hold_target(sj, nodes);
+        hold_target(sj, nodes, hold_also);
         const int64_t start = start_time(*sj.job);
         pin(sj, nodes, start);
         if (native(sj) && !held_by_us(sj) && !gated(*sj.job)) mem_.schedule_at[id] = start;

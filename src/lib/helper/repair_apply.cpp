@@ -68,7 +68,8 @@ void Cycle::handle_running(const SliceJob& started) {
         // checkpointable work is such a target too, held before that work
         // is requeued, so that nothing else starts there meanwhile.
         if (cfg_.repair_hold_max_s > 0 && cfg_.repair_reservation &&
-            (j.reservation.empty() || j.reservation == cfg_.lend_name(j.id)) && hold_repair(sj, d, rec))
+            (j.reservation.empty() || j.reservation == cfg_.lend_name(j.id)) &&
+            hold_repair(sj, j.nodes, d.failed, rec, true))
             return;
         // Else a rack freed from checkpointable work: the move of a later
         // cycle; the job runs on until then.
@@ -257,6 +258,15 @@ void Cycle::finish_placed(const SliceJob& sj) {
     if (d.kind == PlacedCase::NotRequeueable) return;
     const RepairPlan plan = plan_pinned_repair(map_, st_.snap, sj, d, obs_.unprotected);
     if (!plan.feasible) {
+        // No room now, the job pending again (Slurm requeued it when a node
+        // went DOWN, its nodes free): its target where room frees soonest,
+        // held as a running job's is (hold_repair()), else its healthy
+        // nodes go to other work the moment they free
+        if (PlacementRecord rec = *sj.rec;
+            cfg_.repair_hold_max_s > 0 && cfg_.repair_reservation &&
+            (j.reservation.empty() || j.reservation == cfg_.lend_name(j.id)) &&
+            hold_repair(sj, map_.node_names(d.pinned), d.failed, rec, false))
+            return;
         say_once(j.id, fmt::format("pinned node(s) {} failed; {}", hl(d.failed), plan.reason));
         try_defrag(sj, true);
         return; // pass 2 places it afresh or records why it waits
@@ -503,11 +513,12 @@ void Cycle::start_pinned(const SliceJob& sj, const PlacedDecision& d) {
 // nothing else starts there as they free, and it starts the moment the last
 // does (finish_placed(), TargetBusy). Checkpointable work there is requeued
 // at once (defrag.for_repairs), after the reservation is made.
-bool Cycle::hold_repair(const SliceJob& sj, const RunningDecision& d, PlacementRecord& rec) {
+bool Cycle::hold_repair(const SliceJob& sj, const std::vector<std::string>& nodes, const std::vector<NodeId>& failed,
+                        PlacementRecord& rec, bool running) {
     const SlurmJob& j = *sj.job;
     const auto ends = end_times();
     const LaterRoom later{&ends, now_, now_ + cfg_.repair_hold_max_s, cfg_.defrag_repairs};
-    const RepairPlan plan = plan_repair(st_.snap, placement_of(map_, sj, j.nodes), d.failed, obs_.unprotected, &later);
+    const RepairPlan plan = plan_repair(st_.snap, placement_of(map_, sj, nodes), failed, obs_.unprotected, &later);
     if (!plan.feasible) return false;
     const bool again = rec.state == RecordState::Repairing;
     st_.out.stats.repairs_held += !again;
@@ -520,10 +531,11 @@ bool Cycle::hold_repair(const SliceJob& sj, const RunningDecision& d, PlacementR
             if (s.action != RepairAction::Keep && s.to != kNoDomain)
                 for (NodeId id : map_.domain(s.to).nodes)
                     if (is_healthy(st_.snap.node(id).state)) also.push_back(id);
-    pin_and_release(sj, plan.placement, rec, true, also);
-    log(j.id, fmt::format("node(s) {} failed and no rack has room now: requeued, its target held for it in {}; it "
+    pin_and_release(sj, plan.placement, rec, running, also);
+    log(j.id, fmt::format("node(s) {} failed and no rack has room now: {}, its target held for it in {}; it "
                           "starts when the last of it frees, {}",
-                          hl(down_or_drained(d.failed)), cfg_.lend_name(j.id),
+                          hl(down_or_drained(failed)), running ? "requeued" : "pending again (Slurm requeued it)",
+                          cfg_.lend_name(j.id),
                           plan.ready_at > now_ ? fmt::format("in {} s by its jobs' time limits", plan.ready_at - now_)
                                                : std::string("now")));
     // the checkpointable work on the target goes now, once the target is
