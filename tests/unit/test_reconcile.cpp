@@ -1537,11 +1537,9 @@ TEST_CASE("native mode: Slurm places a segment job; the helper neither pins nor 
     CHECK_FALSE(find(run, ActionKind::Requeue));
 }
 
-TEST_CASE("a job Slurm requeued after a DOWN whose repair has no room now is held where room frees first",
-          "[reconcile][native][quick]") {
-    // Slurm requeued job 8 itself (n009 DOWN): its 15 healthy nodes are free
-    // now, r1's spares run a plain job for 50 s more, r2 is full for 500 s.
-    World w(2);
+// A native world of 2 racks: job 8 (16 nodes) placed on n[001-016] is
+// pending again, Slurm having requeued it itself when n009 went DOWN.
+SlurmJob& requeued_by_slurm(World& w) {
     make_native(w);
     SlurmJob& k = add_native_job(w, 8, 16, 1);
     k.restarts = 1;
@@ -1549,6 +1547,15 @@ TEST_CASE("a job Slurm requeued after a DOWN whose repair has no room now is hel
     k.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
     w.node("n009").state = NodeState::Down;
     w.node("n009").failed = true;
+    return k;
+}
+
+TEST_CASE("a job Slurm requeued after a DOWN whose repair has no room now is held where room frees first",
+          "[reconcile][native][quick]") {
+    // Slurm requeued job 8 itself (n009 DOWN): its 15 healthy nodes are free
+    // now, r1's spares run a plain job for 50 s more, r2 is full for 500 s.
+    World w(2);
+    requeued_by_slurm(w);
     w.add_plain_job(20, 1, "n[017-018]").end_time = w.now + 50;
     w.add_plain_job(21, 1, "n[019-036]").end_time = w.now + 500;
     auto out = w.cycle();
@@ -1569,14 +1576,8 @@ TEST_CASE("a job Slurm requeued after a DOWN whose repair has no room now is hel
     CHECK(said);
     // with repair_hold_max 0 nothing is held: placed afresh as before
     World z(2);
-    make_native(z);
+    requeued_by_slurm(z);
     z.cfg.repair_hold_max_s = 0;
-    SlurmJob& m = add_native_job(z, 8, 16, 1);
-    m.restarts = 1;
-    m.begin_time = z.now + 120;
-    m.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
-    z.node("n009").state = NodeState::Down;
-    z.node("n009").failed = true;
     z.add_plain_job(20, 1, "n[017-018]").end_time = z.now + 50;
     z.add_plain_job(21, 1, "n[019-036]").end_time = z.now + 500;
     CHECK_FALSE(find<action::Lend>(z.cycle(), 8));
@@ -1624,13 +1625,7 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
 
     // the other path: slurmd died, Slurm requeued the job itself (no pin, not held)
     World d(2);
-    make_native(d);
-    SlurmJob& k = add_native_job(d, 8, 16, 1);
-    k.restarts = 1;
-    k.begin_time = d.now + 120;
-    k.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0";
-    d.node("n009").state = NodeState::Down;
-    d.node("n009").failed = true;
+    SlurmJob& k = requeued_by_slurm(d);
     auto rep = d.cycle();
     CHECK(kinds(rep) == "record lend reservation exclude"); // never gated
     CHECK(find<action::Exclude>(rep)->nodes == "n[009,018-036]");
