@@ -385,7 +385,7 @@ CONF
     else
         : > "$DIR/etc/plugstack.conf"
     fi
-    echo "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP site=$SITE tcp=${NVL_TCP_TIMEOUT:-} sd=${NVL_SLURMD_DEBUG:-}" > "$DIR/etc/geometry"
+    geometry > "$DIR/etc/geometry"
     # (a bare site's helper configuration is the package's, test_guide.sh)
     [ -n "$SITE" ] || write_helper_conf
 }
@@ -629,9 +629,15 @@ wait_ready() {
     die "not ready after ${1:-90} s"
 }
 
+# What the cluster was made with: a running one whose file says otherwise
+# is made again
+geometry() {
+    echo "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP site=$SITE tcp=${NVL_TCP_TIMEOUT:-} sd=${NVL_SLURMD_DEBUG:-}"
+}
+
 healthy() {
     [ -f "$DIR/etc/geometry" ] || return 1
-    [ "$(cat "$DIR/etc/geometry")" = "$RACKS $PER $SPARES $PLUGIN $PLUGIN_ARGS acct=$ACCOUNTING t=${NVL_SLURMD_TIMEOUT:-10} backup=$BACKUP site=$SITE tcp=${NVL_TCP_TIMEOUT:-} sd=${NVL_SLURMD_DEBUG:-}" ] || return 1
+    [ "$(cat "$DIR/etc/geometry")" = "$(geometry)" ] || return 1
     alive "$DIR/run/slurmctld.pid" && alive "$DIR/run/munged.pid" || return 1
     if [ "$BACKUP" = 1 ]; then alive "$(ctl_pidfile 2)" || return 1; fi
     if [ "$ACCOUNTING" = 1 ]; then alive "$DIR/run/slurmdbd.pid" && alive "$DIR/run/mariadbd.pid" || return 1; fi
