@@ -197,7 +197,9 @@ class Cycle {
     // work there requeued at once), held for the job with its healthy
     // slices in its own reservation from its requeue (`running`), or at
     // once for a job Slurm requeued itself. `nodes`: its placement's, with
-    // `failed` among them. False: none within repair_hold_max.
+    // `failed` among them. False: none within repair_hold_max, or no hold
+    // allowed (repair_hold_max 0, repair_reservation off, or the job in a
+    // reservation other than its own).
     bool hold_repair(const SliceJob& sj, const std::vector<std::string>& nodes, const std::vector<NodeId>& failed,
                      PlacementRecord& rec, bool running);
     // Of `ids`, the nodes down or drained (a degraded rack's others are not).

@@ -67,10 +67,7 @@ void Cycle::handle_running(const SliceJob& started) {
         // first (hold_repair()): a rack that frees at once from
         // checkpointable work is such a target too, held before that work
         // is requeued, so that nothing else starts there meanwhile.
-        if (cfg_.repair_hold_max_s > 0 && cfg_.repair_reservation &&
-            (j.reservation.empty() || j.reservation == cfg_.lend_name(j.id)) &&
-            hold_repair(sj, j.nodes, d.failed, rec, true))
-            return;
+        if (hold_repair(sj, j.nodes, d.failed, rec, true)) return;
         // Else a rack freed from checkpointable work: the move of a later
         // cycle; the job runs on until then.
         try_defrag(sj, true);
@@ -262,11 +259,7 @@ void Cycle::finish_placed(const SliceJob& sj) {
         // went DOWN, its nodes free): its target where room frees soonest,
         // held as a running job's is (hold_repair()), else its healthy
         // nodes go to other work the moment they free
-        if (PlacementRecord rec = *sj.rec;
-            cfg_.repair_hold_max_s > 0 && cfg_.repair_reservation &&
-            (j.reservation.empty() || j.reservation == cfg_.lend_name(j.id)) &&
-            hold_repair(sj, map_.node_names(d.pinned), d.failed, rec, false))
-            return;
+        if (PlacementRecord rec = *sj.rec; hold_repair(sj, map_.node_names(d.pinned), d.failed, rec, false)) return;
         say_once(j.id, fmt::format("pinned node(s) {} failed; {}", hl(d.failed), plan.reason));
         try_defrag(sj, true);
         return; // pass 2 places it afresh or records why it waits
@@ -516,6 +509,11 @@ void Cycle::start_pinned(const SliceJob& sj, const PlacedDecision& d) {
 bool Cycle::hold_repair(const SliceJob& sj, const std::vector<std::string>& nodes, const std::vector<NodeId>& failed,
                         PlacementRecord& rec, bool running) {
     const SlurmJob& j = *sj.job;
+    // held only in a reservation of its own (none of the site's), and only
+    // where repair_hold_max and repair_reservation allow it
+    if (cfg_.repair_hold_max_s <= 0 || !cfg_.repair_reservation ||
+        !(j.reservation.empty() || j.reservation == cfg_.lend_name(j.id)))
+        return false;
     const auto ends = end_times();
     const LaterRoom later{&ends, now_, now_ + cfg_.repair_hold_max_s, cfg_.defrag_repairs};
     const RepairPlan plan = plan_repair(st_.snap, placement_of(map_, sj, nodes), failed, obs_.unprotected, &later);
