@@ -218,7 +218,9 @@ namespace {
 // A job's mark on the node that a step of it was killed (nvlsliced's abort,
 // for a dead node: end_stray_sruns()); root's alone, gone at the job's end.
 constexpr const char* kMarkDir = "/run/nvlslice";
-std::string abort_mark(uint32_t job) { return fmt::format("{}/aborted.{}", kMarkDir, job); }
+std::string abort_mark(uint32_t job) {
+    return fmt::format("{}/aborted.{}", kMarkDir, job);
+}
 } // namespace
 
 void note_task_exit(spank_t sp) {

@@ -1570,9 +1570,9 @@ TEST_CASE("a job Slurm requeued after a DOWN whose repair has no room now is hel
     CHECK(find<action::Exclude>(out, 8)->start_at == w.now + 1);
     bool said = false;
     for (const auto& l : out.log)
-        said = said || l.line().find("no rack has room now: pending again (Slurm requeued it), its target held for it "
-                                     "in nvlslice_lend_8; it starts when the last of it frees, in 50 s") !=
-                           std::string::npos;
+        said = said ||
+               l.line().find("no rack has room now: pending again (Slurm requeued it), its target held for it "
+                             "in nvlslice_lend_8; it starts when the last of it frees, in 50 s") != std::string::npos;
     CHECK(said);
     // with repair_hold_max 0 nothing is held: placed afresh as before
     World z(2);
