@@ -1340,30 +1340,37 @@ TEST_CASE("a repair with no room now holds the job's healthy slice and the rack 
     World w(3);
     SlurmJob& j = two_slices_in_three_racks(w);
     // r3 busy but for its spares: 8 nodes free in 50 s, 7 in 90 s, 1 in 500 s
-    // (by the jobs' time limits); its spares stay its spares, so the slice
-    // waits for all 16 (taking the spares would have it start in 90 s and
-    // leave r3 with no spare for its own next failure)
+    // (by the jobs' time limits); beside its spares the slice would wait
+    // 500 s, with one of them 90 s: it takes that one, and r3's spare comes
+    // back as the 500-s job's node (kept in the reservation while it runs)
     w.add_plain_job(20, 1, "n[037-044]").end_time = w.now + 50;
     w.add_plain_job(21, 1, "n[045-051]").end_time = w.now + 90;
     w.add_plain_job(22, 1, "n052").end_time = w.now + 500;
     for (int i = 1; i <= 18; ++i) w.node(fmt::format("n{:03d}", i)).state = NodeState::Drained;
-    SECTION("held: the healthy slice and r3's 16 nodes but its spares") {
+    SECTION("held: the healthy slice and r3's 15 nodes that free first with one of its spares") {
         auto out = w.cycle();
         CAPTURE(out.log);
         REQUIRE(find(out, ActionKind::RequeueHold, 7));
         REQUIRE(find<action::Lend>(out, 7));
-        // the target, and the rest of r3 (its spares) held with it
-        CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("slices=n[019-034];n[037-052]"));
+        // the target, and the rest of r3 held with it
+        CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::Contains("slices=n[019-034];n[037-051,053]"));
         CHECK(find<action::Lend>(out, 7)->nodes == "n[019-034,037-054]");
         CHECK_THAT(find<action::SetRecord>(out, 7)->text, Catch::StartsWith("nvlslice/1 repairing"));
         CHECK_THAT(find<action::SetRecord>(out, 7)->text, !Catch::Contains("repairwait=1"));
         CHECK_FALSE(find(out, ActionKind::Requeue, 20)); // nobody's work is taken
-        bool said = false;
-        for (const auto& l : out.log)
-            said = said || l.line().find("it starts when the last of it frees, in 500 s") != std::string::npos;
+        bool said = false, taken = false;
+        for (const auto& l : out.log) {
+            said = said || l.line().find("it starts when the last of it frees, in 90 s") != std::string::npos;
+            taken =
+                taken || l.line().find("1 of its 2 spare(s) taken: beside them it waits longer") != std::string::npos;
+        }
         CHECK(said);
+        CHECK(taken);
         w.apply(out);
         CHECK(j.reservation == "nvlslice_lend_7");
+        // r3 keeps its budget: its other spare, and the node of the job that
+        // ends last, a spare the moment that job ends (r1, degraded, whole)
+        CHECK(w.resv->nodes == "n[001-018,035-036,052,054]");
         // past replace_after, r3's jobs still run: it waits, held, its target kept
         w.complete(7);
         w.now += 61;
@@ -1375,22 +1382,19 @@ TEST_CASE("a repair with no room now holds the job's healthy slice and the rack 
         CHECK_FALSE(wait.follow_up); // no close following while other jobs run there
         w.apply(wait);
         CHECK(j.held);
-        // two of them end: n052 of its target still runs job 22, and the
-        // spares beside it are not taken instead
-        for (JobId id : {JobId(20), JobId(21)}) {
-            w.complete(id);
-            w.job(id).state = JobState::Finished;
-        }
-        w.now += 30;
+        // one of them ends: its target still runs job 21
+        w.complete(20);
+        w.job(20).state = JobState::Finished;
+        w.now += 1;
         bool released = false;
         for (int c = 0; c < 3 && !released; ++c, ++w.now) released = find(w.step(), ActionKind::Release, 7);
         CHECK_FALSE(released);
         CHECK(j.held);
-        CHECK_THAT(j.admin_comment, Catch::Contains("slices=n[019-034];n[037-052]"));
+        CHECK_THAT(j.admin_comment, Catch::Contains("slices=n[019-034];n[037-051,053]"));
         // the last ends: it starts there, pinned from its next second, then released
-        w.complete(22);
-        w.job(22).state = JobState::Finished;
-        w.now += 1;
+        w.complete(21);
+        w.job(21).state = JobState::Finished;
+        w.now += 30;
         for (int c = 0; c < 3 && !released; ++c, ++w.now) released = find(w.step(), ActionKind::Release, 7);
         CAPTURE(w.calls);
         CHECK(released);
@@ -1405,11 +1409,23 @@ TEST_CASE("a repair with no room now holds the job's healthy slice and the rack 
         CHECK_FALSE(find(pending, ActionKind::EndLend));
         w.apply(pending);
         REQUIRE(w.reservations.count("nvlslice_lend_7"));
-        w.run_on(j, "n[019-034,037-052]");
+        w.run_on(j, "n[019-034,037-051,053]");
         ++w.now;
         auto runs = w.cycle();
         CAPTURE(runs.log);
         CHECK(find(runs, ActionKind::EndLend, 7));
+        w.apply(runs);
+        // its other spare back from the held target's reservation, beside
+        // the node of the 500-s job, r3's spare the moment that job ends
+        ++w.now;
+        w.apply(w.cycle());
+        CHECK(w.resv->nodes == "n[001-018,035-036,052,054]");
+        w.complete(22);
+        w.job(22).state = JobState::Finished;
+        ++w.now;
+        w.apply(w.cycle());
+        CHECK(w.resv->nodes == "n[001-018,035-036,052,054]");
+        CHECK(w.node("n052").state == NodeState::Idle);
     }
     SECTION("past repair_hold_max: requeued to wait with its priority instead") {
         w.cfg.repair_hold_max_s = 60;

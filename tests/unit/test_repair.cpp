@@ -192,7 +192,7 @@ TEST_CASE("spare rule: a move target keeps only the spares its failures left", "
     CHECK_FALSE(plan_repair(j.snap, j.placement, j.ids("n001")).feasible);
 }
 
-TEST_CASE("room that frees later: a move keeps the target rack's spares, lent stand-ins and reserved alike",
+TEST_CASE("room that frees later: a move keeps the target rack's spares unless they let it start sooner",
           "[repair][spares][quick]") {
     // r1 lost 3 nodes (spares gone); r3 full: its spares n053-054 taken by a
     // plain job that ends at 500 s, while 2 nodes lent to checkpointable
@@ -208,30 +208,61 @@ TEST_CASE("room that frees later: a move keeps the target rack's spares, lent st
         j.snap.set(id(j.map, n), st);
     }
     const LaterRoom later{&ends, 0, 1000, true};
-    SECTION("the stand-ins stay its spares: the slice waits for the plain job's nodes") {
+    SECTION("the stand-ins taken back: beside them the slice would wait 400 s more for plain work") {
         RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n[001-003]"), NodeSet(), &later);
         REQUIRE(p.feasible);
         CHECK(p.slices[0].action == RepairAction::MoveDomain);
-        CHECK(names(j.map, p.placement.slices[0].nodes) == "n[037-050,053-054]");
-        CHECK(p.ready_at == 500);
-        CHECK(p.preempt.empty()); // the lent work stays where it stands in
-        CHECK(p.evict.empty());
+        CHECK(names(j.map, p.placement.slices[0].nodes) == "n[037-052]");
+        CHECK(p.ready_at == 100);
+        CHECK(p.preempt == std::vector<JobId>{72});
+        CHECK_THAT(p.slices[0].detail, Catch::Contains("2 of its 2 spare(s) taken"));
     }
-    SECTION("a rack whose spares cannot be kept is no target: the job waits") {
+    SECTION("a rack whose spares cannot be kept is a target when they give it room") {
         // the plain job on n053-054 has no end within the hold: r3 has 14
-        // nodes for the slice beside its 2 stand-ins
+        // nodes for the slice beside its 2 stand-ins, 16 with them
         ends[71] = 5000;
+        RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n[001-003]"), NodeSet(), &later);
+        REQUIRE(p.feasible);
+        CHECK(names(j.map, p.placement.slices[0].nodes) == "n[037-052]");
+        CHECK(p.ready_at == 100);
+    }
+    SECTION("no room within the hold even with its spares: the job waits") {
+        ends[70] = 5000;
         RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n[001-003]"), NodeSet(), &later);
         CHECK_FALSE(p.feasible);
         CHECK(p.slices[0].action == RepairAction::Wait);
     }
-    SECTION("its reserved spares likewise, ahead of idle nodes") {
+    SECTION("its reserved spares kept, ahead of idle nodes, when taking them starts it no sooner") {
         set_all(j.snap, "n[051-052]", NodeState::SpareReserved);
         set_all(j.snap, "n[053-054]", NodeState::Idle);
         RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n[001-003]"), NodeSet(), &later);
         REQUIRE(p.feasible);
         CHECK(names(j.map, p.placement.slices[0].nodes) == "n[037-050,053-054]");
         CHECK(p.ready_at == 100);
+        CHECK_THAT(p.slices[0].detail, !Catch::Contains("spare(s) taken"));
+    }
+    SECTION("as few spares as start it now, the reserved ones before stand-ins") {
+        // 14 idle, n051-052 plain work ending at 500 s, n053 reserved, n054
+        // lent: both spares go (2 nodes short), the slice starts now
+        set_all(j.snap, "n[037-050]", NodeState::Idle);
+        for (const auto& n : hostlist_expand("n[051-052]"))
+            j.snap.set(id(j.map, n), {NodeState::Allocated, 71, -1, false});
+        set_all(j.snap, "n053", NodeState::SpareReserved);
+        NodeStatus st{NodeState::Allocated, 72, -1, true};
+        st.lent = true;
+        j.snap.set(id(j.map, "n054"), st);
+        RepairPlan p = plan_repair(j.snap, j.placement, j.ids("n[001-003]"), NodeSet(), &later);
+        REQUIRE(p.feasible);
+        CHECK(names(j.map, p.placement.slices[0].nodes) == "n[037-050,053-054]");
+        CHECK(p.ready_at == 0);
+        // one node short: only the reserved spare goes, the stand-in stays
+        set_all(j.snap, "n051", NodeState::Idle);
+        p = plan_repair(j.snap, j.placement, j.ids("n[001-003]"), NodeSet(), &later);
+        REQUIRE(p.feasible);
+        CHECK(names(j.map, p.placement.slices[0].nodes) == "n[037-051,053]");
+        CHECK(p.ready_at == 0);
+        CHECK(p.preempt.empty());
+        CHECK_THAT(p.slices[0].detail, Catch::Contains("1 of its 2 spare(s) taken"));
     }
 }
 

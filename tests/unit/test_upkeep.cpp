@@ -34,6 +34,41 @@ TEST_CASE("upkeep: the spares wanted for a snapshot, only when Slurm's differ", 
     CHECK_FALSE(wanted_spares(snap, NodeSet::of(m, "n[001-018,035-036]"), true)); // as Slurm has it
 }
 
+TEST_CASE("upkeep: a rack short of free spares keeps the nodes of the plain work that ends first",
+          "[upkeep][spares][quick]") {
+    const RackMap m = make_map(2, 18);
+    Snapshot snap(m);
+    for (const char* n : {"n035", "n036"}) snap.set_state(id(m, n), NodeState::SpareReserved);
+    // r1 full: a slice job on n[001-016] (job 7), plain work on n017 (job 20,
+    // ends at 300 s) and n018 (job 21, at 100 s)
+    for (int i = 1; i <= 16; ++i) snap.set(id(m, fmt::format("n{:03d}", i)), {NodeState::Allocated, 7, 0, false});
+    snap.set(id(m, "n017"), {NodeState::Allocated, 20, -1, false});
+    snap.set(id(m, "n018"), {NodeState::Allocated, 21, -1, false});
+    const NodeSet reserved = NodeSet::of(m, "n[035-036]");
+    // without end times (as before): r1 keeps none
+    CHECK_FALSE(wanted_spares(snap, reserved, true));
+    std::unordered_map<JobId, int64_t> busy{{20, 300}, {21, 100}};
+    CHECK(wanted_spares(snap, reserved, true, NodeSet(), &busy).value_or("?") == "n[017-018,035-036]");
+    // one node freed (n016 idle): it, then the plain node that frees first
+    snap.set(id(m, "n016"), {NodeState::Idle, 0, -1, false});
+    CHECK(wanted_spares(snap, reserved, true, NodeSet(), &busy).value_or("?") == "n[016,018,035-036]");
+    // a job the caller left out (a slice job, one in a reservation) is never
+    // kept; lent work stands in already; the protection's nodes are not added
+    busy.erase(21);
+    CHECK(wanted_spares(snap, reserved, true, NodeSet(), &busy).value_or("?") == "n[016-017,035-036]");
+    NodeStatus lent{NodeState::Allocated, 20, -1, true};
+    lent.lent = true;
+    snap.set(id(m, "n017"), lent); // standing in for one: n016 the other
+    CHECK(wanted_spares(snap, reserved, true, NodeSet(), &busy).value_or("?") == "n[016,035-036]");
+    snap.set(id(m, "n017"), {NodeState::Allocated, 20, -1, false});
+    CHECK(wanted_spares(snap, reserved, true, NodeSet::of(m, "n[001-016,019-036]"), &busy).value_or("?") ==
+          "n[016,035-036]");
+    // a slice job's node, given in `busy` by mistake, is still none
+    busy[7] = 50;
+    CHECK(wanted_spares(snap, reserved, true, NodeSet::of(m, "n[001-016,019-036]"), &busy).value_or("?") ==
+          "n[016,035-036]");
+}
+
 TEST_CASE("upkeep: lent work stands in for spares only on its healthy nodes", "[upkeep][quick]") {
     const RackMap m = make_map(2, 18);
     Snapshot snap(m);

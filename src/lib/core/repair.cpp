@@ -99,8 +99,38 @@ struct SoonestRoom {
     DomainId domain = kNoDomain;
     int64_t when = 0;
     int requeued = 0;        // of its nodes, those whose work is requeued for it
+    int spares_taken = 0;    // of its nodes, those another domain kept as spares
     std::vector<Slot> slots; // the nodes, soonest first
 };
+
+// When the `need` first of `slots` (sorted) are all free; `ok`: there are
+// that many.
+int64_t room_when(const std::vector<Slot>& slots, size_t need, int64_t now, bool& ok) {
+    ok = slots.size() >= need;
+    int64_t when = now;
+    for (size_t k = 0; ok && k < need; ++k) when = std::max(when, slots[k].when);
+    return when;
+}
+
+// Another domain's room that takes some of its spares: the soonest it can
+// have with those of them free now (`aside`, by rank: idle, held for the
+// job, reserved, lent), and as few of them as give it that; the room beside
+// them first in `slots` (sorted), then the spares taken (`taken`), then the
+// rest.
+void take_spares(std::vector<Slot>& slots, std::vector<Slot> aside, int64_t now, size_t need, int& taken) {
+    std::sort(aside.begin(), aside.end());
+    size_t usable = 0; // the spares free now
+    while (usable < aside.size() && aside[usable].when <= now) ++usable;
+    taken = 0;
+    if (usable == 0 || slots.size() + usable < need) return;
+    // the soonest: every usable spare, then the room beside them in order
+    const int64_t soonest = usable >= need ? now : std::max(now, slots[need - usable - 1].when);
+    size_t beside = 0; // the room beside the spares free by then
+    while (beside < slots.size() && slots[beside].when <= soonest) ++beside;
+    if (beside >= need) return;
+    taken = int(need - beside);
+    slots.insert(slots.begin() + std::ptrdiff_t(beside), aside.begin(), aside.begin() + taken);
+}
 
 // Takes out of `slots` (sorted) the nodes the domain keeps as its spares
 // (kept_spares()): those that are spares now first (reserved, then lent to
@@ -108,8 +138,8 @@ struct SoonestRoom {
 // held for the job (a held repair's reservation holds the whole rack, its
 // spares too), then the ones whose jobs end last (spares again when those
 // end); never a node whose work would be requeued to free it. False when
-// too few are left for them.
-bool set_aside_spares(const Snapshot& snap, DomainId d, std::vector<Slot>& slots) {
+// too few are left for them. The nodes set aside go to `aside`.
+bool set_aside_spares(const Snapshot& snap, DomainId d, std::vector<Slot>& slots, std::vector<Slot>& aside) {
     int keep = kept_spares(snap.map().domain(d), snap.counts(d));
     // by rank (idle, held for the job, spare-reserved, lent, requeued, ends
     // later): the pass that sets it aside, -1 never
@@ -117,6 +147,7 @@ bool set_aside_spares(const Snapshot& snap, DomainId d, std::vector<Slot>& slots
     for (int pass = 0; pass < 5 && keep > 0; ++pass) {
         for (size_t i = slots.size(); i-- > 0 && keep > 0;) {
             if (kOrder[slots[i].rank] != pass) continue;
+            aside.push_back(slots[i]);
             slots.erase(slots.begin() + std::ptrdiff_t(i));
             --keep;
         }
@@ -132,7 +163,7 @@ SoonestRoom soonest_room(const Snapshot& snap, JobId job, const PlacedSlice& sli
                          const std::vector<NodeId>& taken, const LaterRoom& later) {
     const int size = int(slice.nodes.size());
     SoonestRoom best;
-    std::vector<Slot> slots;
+    std::vector<Slot> slots, aside;
     for (DomainId d = 0; d < snap.map().domains().size(); ++d) {
         if (!snap.map().domain(d).allows_slice(size) || snap.counts(d).degraded) continue;
         // its own domain: the lost nodes only; another: the whole slice
@@ -157,9 +188,32 @@ SoonestRoom soonest_room(const Snapshot& snap, JobId job, const PlacedSlice& sli
         }
         if (int(slots.size()) < need) continue;
         std::sort(slots.begin(), slots.end());
-        // another domain keeps its spares, as step 2 does: its spare
-        // failure budget stays out of the slice's nodes
-        if (d != slice.domain && !set_aside_spares(snap, d, slots)) continue;
+        // another domain keeps its spares, as step 2 does (its spare
+        // failure budget stays out of the slice's nodes) while the room
+        // beside them is free now; when the slice would wait there for
+        // work that cannot be requeued, it takes as few of them as let it
+        // start sooner (the rack's spares come back first as its nodes
+        // free: upkeep)
+        int spares_taken = 0;
+        if (d != slice.domain) {
+            aside.clear();
+            bool kept_ok = set_aside_spares(snap, d, slots, aside);
+            const int64_t kept_when = room_when(slots, size_t(need), later.now, kept_ok);
+            if (!kept_ok || kept_when > later.now) {
+                std::vector<Slot> taking = slots;
+                int n_taken = 0;
+                take_spares(taking, aside, later.now, size_t(need), n_taken);
+                bool ok = false;
+                const int64_t when = room_when(taking, size_t(need), later.now, ok);
+                if (ok && n_taken > 0 && (!kept_ok || when < kept_when)) {
+                    slots.swap(taking);
+                    kept_ok = true;
+                } else {
+                    aside.clear();
+                }
+            }
+            if (!kept_ok) continue;
+        }
         if (int(slots.size()) < need) continue;
         // work requeued for it frees all its nodes: those of them left
         // over take the place of the rack's spares among the chosen
@@ -176,14 +230,23 @@ SoonestRoom soonest_room(const Snapshot& snap, JobId job, const PlacedSlice& sli
                     break;
                 }
         }
+        if (d != slice.domain)
+            spares_taken = int(std::count_if(slots.begin(), slots.begin() + need, [&](const Slot& s) {
+                return std::any_of(aside.begin(), aside.end(), [&](const Slot& a) { return a.id == s.id; });
+            }));
         int64_t when = later.now;
         for (size_t k = 0; k < size_t(need); ++k) when = std::max(when, slots[k].when);
         const int requeued =
             int(std::count_if(slots.begin(), slots.begin() + need, [](const Slot& s) { return s.requeues(); }));
-        if (best.domain == kNoDomain || when < best.when || (when == best.when && requeued < best.requeued)) {
+        // of those as soon, the one that takes fewer spares, then requeues less
+        const bool better = best.domain == kNoDomain || when < best.when ||
+                            (when == best.when && (spares_taken < best.spares_taken ||
+                                                   (spares_taken == best.spares_taken && requeued < best.requeued)));
+        if (better) {
             best.domain = d;
             best.when = when;
             best.requeued = requeued;
+            best.spares_taken = spares_taken;
             best.slots.assign(slots.begin(), slots.begin() + need);
         }
     }
@@ -296,9 +359,12 @@ class RepairPlanner {
         }
         std::sort(rep.added.begin(), rep.added.end());
         taken_.insert(taken_.end(), rep.added.begin(), rep.added.end());
-        const std::string when_s = soon.when > later_->now
-                                       ? fmt::format("free in {} s by its jobs' time limits", soon.when - later_->now)
-                                       : std::string("free now");
+        std::string when_s = soon.when > later_->now
+                                 ? fmt::format("free in {} s by its jobs' time limits", soon.when - later_->now)
+                                 : std::string("free now");
+        if (soon.spares_taken > 0)
+            when_s += fmt::format(", {} of its {} spare(s) taken: beside them it waits longer", soon.spares_taken,
+                                  map_.domain(soon.domain).spares);
         if (soon.domain == slice.domain) {
             rep.action = RepairAction::ReplaceInDomain;
             slice.nodes = replaced(slice.nodes, rep.removed, rep.added);

@@ -9,7 +9,15 @@ namespace nvl::detail {
 
 void Cycle::keep_spares() {
     if (cfg_.reservation.empty()) return;
-    const auto list = wanted_spares(st_.snap, obs_.reserved, spares_.has_value(), obs_.unprotected);
+    // plain work whose nodes a rack short of free spares may keep as they
+    // free (wanted_spares()): running jobs with a time limit, neither slice
+    // jobs nor in a reservation of their own
+    std::unordered_map<JobId, int64_t> busy = end_times();
+    for (auto it = busy.begin(); it != busy.end();) it = it->second == INT64_MAX ? busy.erase(it) : std::next(it);
+    for (const SlurmJob& j : jobs_)
+        if (!j.reservation.empty()) busy.erase(j.id);
+    for (const SliceJob& sj : st_.slice_jobs) busy.erase(sj.job->id);
+    const auto list = wanted_spares(st_.snap, obs_.reserved, spares_.has_value(), obs_.unprotected, &busy);
     if (!list) {
         // the same nodes: its lease moved on when half of it is gone
         if (spares_ && lease_due(spares_->end_time)) {

@@ -12,7 +12,7 @@
 namespace nvl {
 
 std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& reserved, bool exists,
-                                         const NodeSet& unprotected) {
+                                         const NodeSet& unprotected, const std::unordered_map<JobId, int64_t>* busy) {
     const RackMap& map = snap.map();
     // A node the protection holds is not added: Slurm refuses a reservation
     // on nodes another one holds (the protection leaves a degraded rack in
@@ -74,6 +74,23 @@ std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& re
         }
         for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && int(pick.size()) < want_n; ++it)
             if (snap.node(*it).state == NodeState::Idle && addable(*it)) pick.push_back(*it);
+        // Too few free nodes (a move took the rack's spares, or the backlog
+        // took them while lent work stood in for them): the nodes of plain
+        // work that ends first are kept too (the reservation ignores running
+        // jobs), so that each comes back as a spare the moment its job ends,
+        // before Slurm can start other work there. A slice job's node, a
+        // held target's, lent work's or a job's in a reservation is none.
+        if (busy && int(pick.size()) < want_n) {
+            std::vector<std::pair<int64_t, NodeId>> ending;
+            for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend(); ++it) {
+                const NodeStatus& st = snap.node(*it);
+                if (!st.job_id || st.lent || st.slice >= 0 || !is_healthy(st.state) || !addable(*it)) continue;
+                if (auto e = busy->find(st.job_id); e != busy->end()) ending.emplace_back(e->second, *it);
+            }
+            std::stable_sort(ending.begin(), ending.end(),
+                             [](const auto& a, const auto& b) { return a.first < b.first; });
+            for (size_t i = 0; i < ending.size() && int(pick.size()) < want_n; ++i) pick.push_back(ending[i].second);
+        }
         std::sort(pick.begin(), pick.end());
         size_t picked = 0;
         for (NodeId id : dom.nodes) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <unordered_map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,8 +31,12 @@ namespace nvl {
 // its last idle ones; a rack with nothing on it has its last nodes as spares again. A node the
 // protection holds (outside `unprotected`, unless that is unsized: no
 // protection) is never added, since Slurm refuses overlapping reservations.
+// A rack with too few free nodes for its budget keeps busy ones too: those
+// of the jobs in `busy` (job -> end; plain work the caller chose) that end
+// first, each a spare as soon as its job ends.
 std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& reserved, bool exists,
-                                         const NodeSet& unprotected = NodeSet());
+                                         const NodeSet& unprotected = NodeSet(),
+                                         const std::unordered_map<JobId, int64_t>* busy = nullptr);
 
 // Nodes whose weight differs from their rack's (rack_weight(): the fullest
 // racks lowest, so that Slurm's own placement fills racks already in use),
