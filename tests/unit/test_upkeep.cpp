@@ -52,6 +52,9 @@ TEST_CASE("upkeep: a rack short of free spares keeps the nodes of the plain work
     // one node freed (n016 idle): it, then the plain node that frees first
     snap.set(id(m, "n016"), {NodeState::Idle, 0, -1, false});
     CHECK(wanted_spares(snap, reserved, true, NodeSet(), &busy).value_or("?") == "n[016,018,035-036]");
+    // a node kept already stays, though another job now ends sooner
+    CHECK(wanted_spares(snap, NodeSet::of(m, "n[017,035-036]"), true, NodeSet(), &busy).value_or("?") ==
+          "n[016-017,035-036]");
     // a job the caller left out (a slice job, one in a reservation) is never
     // kept; lent work stands in already; the protection's nodes are not added
     busy.erase(21);

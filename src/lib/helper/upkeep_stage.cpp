@@ -80,12 +80,15 @@ std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& re
         // jobs), so that each comes back as a spare the moment its job ends,
         // before Slurm can start other work there. A slice job's node, a
         // held target's, lent work's or a job's in a reservation is none.
+        // (those it keeps already first: the reservation changes only when
+        // it must)
         if (busy && int(pick.size()) < want_n) {
             std::vector<std::pair<int64_t, NodeId>> ending;
             for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend(); ++it) {
                 const NodeStatus& st = snap.node(*it);
                 if (!st.job_id || st.lent || st.slice >= 0 || !is_healthy(st.state) || !addable(*it)) continue;
-                if (auto e = busy->find(st.job_id); e != busy->end()) ending.emplace_back(e->second, *it);
+                if (auto e = busy->find(st.job_id); e != busy->end())
+                    ending.emplace_back(reserved.contains(*it) ? INT64_MIN : e->second, *it);
             }
             std::stable_sort(ending.begin(), ending.end(),
                              [](const auto& a, const auto& b) { return a.first < b.first; });
