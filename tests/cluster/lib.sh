@@ -162,14 +162,20 @@ bench_draws() {
 }
 
 # bench_summary SIDE KIND RESULTS: bench_busy's summary line of one kind and
-# side from its trial lines ("SIDE KIND TRIAL SECONDS SAME REQUEUES"):
-# p50 / p90 / max, each slice in one rack, requeues, failed trials
+# side from its trial lines ("SIDE KIND TRIAL SECONDS SAME REQUEUES [ROOM]"):
+# p50 / p90 / max, each slice in one rack, requeues, failed trials; where
+# the trials say whether the new rack had room at the fault (ROOM "now" or
+# "later": nvlslice's whole rack), the slowest of those with room and their
+# count
 bench_summary() {
-    awk -v m="$1" -v f="$2" '$1 == m && $2 == f && $4 ~ /^[0-9.]+$/ { t[++n] = $4 + 0; same += ($5 == "yes"); rq = rq (rq == "" ? "" : ",") $6 }
+    awk -v m="$1" -v f="$2" '$1 == m && $2 == f && $4 ~ /^[0-9.]+$/ { t[++n] = $4 + 0; same += ($5 == "yes"); rq = rq (rq == "" ? "" : ",") $6
+            if ($7 == "now" || $7 == "later") { told++ }
+            if ($7 == "now") { rn++; if ($4 + 0 > rmax) rmax = $4 + 0 } }
         $1 == m && $2 == f && $4 !~ /^[0-9.]+$/ { bad++ }
         END { if (!n) { printf "# %-9s %-7s no run came back (%d failed)\n", m, f, bad; exit }
               for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (t[j] < t[i]) { x = t[i]; t[i] = t[j]; t[j] = x }
               i50 = int(0.5 * (n - 1) + 0.5) + 1; i90 = int(0.9 * (n - 1) + 0.5) + 1
-              printf "# %-9s %-7s %2d runs  p50 %6.1f  p90 %6.1f  max %6.1f s  one rack per slice %d/%d  requeues %s%s\n",
-                  m, f, n, t[i50], t[i90], t[n], same, n, rq, bad ? "  (" bad " failed)" : "" }' "$3"
+              room = told ? (rn ? sprintf("  room free now %d/%d, max %.1f s", rn, told, rmax) : sprintf("  room free now 0/%d", told)) : ""
+              printf "# %-9s %-7s %2d runs  p50 %6.1f  p90 %6.1f  max %6.1f s  one rack per slice %d/%d  requeues %s%s%s\n",
+                  m, f, n, t[i50], t[i90], t[n], same, n, rq, bad ? "  (" bad " failed)" : "", room }' "$3"
 }

@@ -363,7 +363,7 @@ class RepairPlanner {
                                  ? fmt::format("free in {} s by its jobs' time limits", soon.when - later_->now)
                                  : std::string("free now");
         if (soon.spares_taken > 0)
-            when_s += fmt::format(", {} of its {} spare(s) taken: beside them it waits longer", soon.spares_taken,
+            when_s += fmt::format(", {} of its {} spares taken: beside them it would wait longer", soon.spares_taken,
                                   map_.domain(soon.domain).spares);
         if (soon.domain == slice.domain) {
             rep.action = RepairAction::ReplaceInDomain;
