@@ -367,7 +367,8 @@ void end_stray_sruns(spank_t sp) {
         struct stat sb {};
         if (!proc_stat(pid_t(pid), comm, ppid) || comm != "srun") continue;
         if (stat(fmt::format("/proc/{}", pid).c_str(), &sb) != 0 || sb.st_uid != uid) continue;
-        if (!of_job(pid_t(pid), job) || under_slurmstepd(pid_t(pid))) continue;
+        // (the srun itself is none: its ancestry is read from its parent)
+        if (!of_job(pid_t(pid), job) || under_slurmstepd(ppid)) continue;
         stray.push_back(pid_t(pid));
     }
     closedir(proc);
