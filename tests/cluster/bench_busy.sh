@@ -248,7 +248,7 @@ trial() {
         # repair's first plan says "free in N s by its jobs' time limits"
         # where it waited for work that cannot be requeued
         if [ "$side/$kind" = nvlslice/rack ] && [ -f "$hlog" ]; then
-            local plan; plan=$(tail -n +"$((hfrom + 1))" "$hlog" | grep -m1 "job $J: repair[^:]*: slice [0-9]*: .*moved to " || true)
+            local plan; plan=$(tail -n +"$((hfrom + 1))" "$hlog" | grep -m1 "job $J: repair.*: slice [0-9]*: .*moved to " || true)
             why=$(grep -o "moved to [a-z0-9]* ([^)]*)" <<< "$plan" | head -1 | sed 's/^moved to [a-z0-9]* (\(.*\))$/\1/' || true)
             case $plan/$why in
                 /*) room=- ;;
