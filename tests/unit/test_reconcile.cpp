@@ -1662,6 +1662,42 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     CHECK(!find<action::Exclude>(d.cycle()));
 }
 
+TEST_CASE("a slice job completing after the helper's DOWN keeps its healthy nodes from other work until its repair",
+          "[reconcile][native][quick]") {
+    // job 7 on n[001-016]; every other node busy. Its silent node n009 is
+    // marked DOWN by the helper: Slurm requeues it, and while it completes
+    // (no slice job of this cycle), the nodes that ended first are idle. A
+    // checkpointable 2-node job waits: it must not take them, since the
+    // repair of job 7 (the next cycle, once it is pending) pins them
+    World w(2);
+    make_native(w);
+    SlurmJob& j = add_native_job(w, 7, 16, 1);
+    w.run_on(j, "n[001-016]");
+    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0 job=7";
+    w.add_plain_job(20, 1, "n[017-018,035-036]").end_time = w.now + 500;
+    w.add_plain_job(21, 1, "n[019-034]").end_time = w.now + 500;
+    w.apply(w.cycle());
+    SlurmJob& small = w.add_slice_job(30, 2, 1, false, true);
+    small.requeue = true;
+    w.node("n009").state = NodeState::Down;
+    w.node("n009").failed = true;
+    j.state = JobState::Completing;
+    j.restarts = 1;
+    // (Slurm lists only the nodes still completing)
+    for (const char* n : {"n001", "n002", "n003", "n004"}) w.node(n).state = NodeState::Idle;
+    j.nodes = hostlist_expand("n[005-016]");
+    w.mem.requeued_at[7] = w.now; // the helper's DOWN requeued it
+    SECTION("requeued by the helper's DOWN") {}
+    SECTION("requeued by Slurm's own DOWN") {
+        w.mem.requeued_at.erase(7);
+    }
+    auto out = w.cycle();
+    CAPTURE(out.log);
+    CHECK_FALSE(find(out, ActionKind::Exclude, 30));
+    CHECK_FALSE(find(out, ActionKind::Lend, 30));
+    CHECK_FALSE(find(out, ActionKind::Pin, 30));
+}
+
 TEST_CASE("native mode, Slurm's expedited requeue: the spare both pick, one requeue, the record follows once",
           "[reconcile][native][quick]") {
     World w(2);
