@@ -255,6 +255,11 @@ if [ "$MODE" = gate ]; then
     # its updates; the log says why it waits)
     records_held() { for k in ${kinds/inactive /}; do record "${HELD[$k.slice]}" | grep -q 'held back by Slurm: ' || return 1; done; }
     wait_for 20 records_held
+    # (its first cycles may have seen it before the partition went
+    # INACTIVE: a refused record, then the helper's backoff, before the
+    # line comes)
+    inactive_said() { grep -q "job ${HELD[inactive.slice]}: not placed: held back by Slurm: PartitionInactive" "$LOG"; }
+    wait_for 30 inactive_said
     expect_match "slice job held by inactive: the log names Slurm's reason" \
         "job ${HELD[inactive.slice]}: not placed: held back by Slurm: PartitionInactive" "$(cat "$LOG")"
     expect_eq "slice job held by inactive: its record refused once at most, not every cycle" "yes" \
