@@ -1662,6 +1662,14 @@ TEST_CASE("native mode: a drained node is repaired from the rack's spare; a DOWN
     CHECK(!find<action::Exclude>(d.cycle()));
 }
 
+// Native job `id` (1 x 16) running on r1 where the helper placed it.
+SlurmJob& placed_on_r1(World& w, JobId id) {
+    SlurmJob& j = add_native_job(w, id, 16, 1);
+    w.run_on(j, "n[001-016]");
+    j.admin_comment = fmt::format("nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0 job={}", id);
+    return j;
+}
+
 TEST_CASE("a slice job completing after the helper's DOWN keeps its healthy nodes from other work until its repair",
           "[reconcile][native][quick]") {
     // job 7 on n[001-016]; every other node busy. Its silent node n009 is
@@ -1671,9 +1679,7 @@ TEST_CASE("a slice job completing after the helper's DOWN keeps its healthy node
     // repair of job 7 (the next cycle, once it is pending) pins them
     World w(2);
     make_native(w);
-    SlurmJob& j = add_native_job(w, 7, 16, 1);
-    w.run_on(j, "n[001-016]");
-    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0 job=7";
+    SlurmJob& j = placed_on_r1(w, 7);
     w.add_plain_job(20, 1, "n[017-018,035-036]").end_time = w.now + 500;
     w.add_plain_job(21, 1, "n[019-034]").end_time = w.now + 500;
     w.apply(w.cycle());
@@ -1702,9 +1708,7 @@ TEST_CASE("native mode, Slurm's expedited requeue: the spare both pick, one requ
           "[reconcile][native][quick]") {
     World w(2);
     make_native(w, /*node_pools=*/true);
-    SlurmJob& j = add_native_job(w, 7, 16, 1);
-    w.run_on(j, "n[001-016]");
-    j.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0 job=7";
+    SlurmJob& j = placed_on_r1(w, 7);
     w.apply(w.cycle()); // as the helper left it: the spares reserved
     REQUIRE(w.resv->nodes == "n[017-018,035-036]");
     // n009's slurmd is gone: Slurm marks it DOWN and requeues the job itself
@@ -1738,9 +1742,7 @@ TEST_CASE("native mode, Slurm's expedited requeue: the spare both pick, one requ
     // the other order: the helper sees it pending first and pins the same node
     World h(2);
     make_native(h, true);
-    SlurmJob& k = add_native_job(h, 8, 16, 1);
-    h.run_on(k, "n[001-016]");
-    k.admin_comment = "nvlslice/1 placed slice=16 slices=n[001-016] repairs=0 moves=0 job=8";
+    SlurmJob& k = placed_on_r1(h, 8);
     h.apply(h.cycle());
     h.node("n009").state = NodeState::Down;
     h.node("n009").failed = true;
