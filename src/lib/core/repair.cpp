@@ -194,7 +194,7 @@ SoonestRoom soonest_room(const Snapshot& snap, JobId job, const PlacedSlice& sli
         // work that cannot be requeued, it takes as few of them as let it
         // start sooner (the rack's spares come back first as its nodes
         // free: upkeep)
-        int spares_taken = 0;
+        bool took = false; // some of the spares set aside
         if (d != slice.domain) {
             aside.clear();
             bool kept_ok = set_aside_spares(snap, d, slots, aside);
@@ -207,9 +207,7 @@ SoonestRoom soonest_room(const Snapshot& snap, JobId job, const PlacedSlice& sli
                 const int64_t when = room_when(taking, size_t(need), later.now, ok);
                 if (ok && n_taken > 0 && (!kept_ok || when < kept_when)) {
                     slots.swap(taking);
-                    kept_ok = true;
-                } else {
-                    aside.clear();
+                    kept_ok = took = true;
                 }
             }
             if (!kept_ok) continue;
@@ -230,12 +228,12 @@ SoonestRoom soonest_room(const Snapshot& snap, JobId job, const PlacedSlice& sli
                     break;
                 }
         }
-        if (d != slice.domain)
-            spares_taken = int(std::count_if(slots.begin(), slots.begin() + need, [&](const Slot& s) {
-                return std::any_of(aside.begin(), aside.end(), [&](const Slot& a) { return a.id == s.id; });
-            }));
-        int64_t when = later.now;
-        for (size_t k = 0; k < size_t(need); ++k) when = std::max(when, slots[k].when);
+        // (a leftover of requeued work may have taken a spare's place)
+        const int spares_taken = !took ? 0 : int(std::count_if(slots.begin(), slots.begin() + need, [&](const Slot& s) {
+            return std::any_of(aside.begin(), aside.end(), [&](const Slot& a) { return a.id == s.id; });
+        }));
+        bool enough = false;
+        const int64_t when = room_when(slots, size_t(need), later.now, enough);
         const int requeued =
             int(std::count_if(slots.begin(), slots.begin() + need, [](const Slot& s) { return s.requeues(); }));
         // of those as soon, the one that takes fewer spares, then requeues less
