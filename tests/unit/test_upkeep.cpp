@@ -34,6 +34,14 @@ TEST_CASE("upkeep: the spares wanted for a snapshot, only when Slurm's differ", 
     CHECK_FALSE(wanted_spares(snap, NodeSet::of(m, "n[001-018,035-036]"), true)); // as Slurm has it
 }
 
+// A lookup of `ends` (job -> end) as wanted_spares() asks it.
+BusyEnd ends_of(const std::unordered_map<JobId, int64_t>& ends) {
+    return [&ends](JobId id) -> std::optional<int64_t> {
+        const auto e = ends.find(id);
+        return e == ends.end() ? std::nullopt : std::optional<int64_t>(e->second);
+    };
+}
+
 TEST_CASE("upkeep: a rack short of free spares keeps the nodes of the plain work that ends first",
           "[upkeep][spares][quick]") {
     const RackMap m = make_map(2, 18);
@@ -48,27 +56,27 @@ TEST_CASE("upkeep: a rack short of free spares keeps the nodes of the plain work
     // without end times (as before): r1 keeps none
     CHECK_FALSE(wanted_spares(snap, reserved, true));
     std::unordered_map<JobId, int64_t> busy{{20, 300}, {21, 100}};
-    CHECK(wanted_spares(snap, reserved, true, NodeSet(), &busy).value_or("?") == "n[017-018,035-036]");
+    CHECK(wanted_spares(snap, reserved, true, NodeSet(), ends_of(busy)).value_or("?") == "n[017-018,035-036]");
     // one node freed (n016 idle): it, then the plain node that frees first
     snap.set(id(m, "n016"), {NodeState::Idle, 0, -1, false});
-    CHECK(wanted_spares(snap, reserved, true, NodeSet(), &busy).value_or("?") == "n[016,018,035-036]");
+    CHECK(wanted_spares(snap, reserved, true, NodeSet(), ends_of(busy)).value_or("?") == "n[016,018,035-036]");
     // a node kept already stays, though another job now ends sooner
-    CHECK(wanted_spares(snap, NodeSet::of(m, "n[017,035-036]"), true, NodeSet(), &busy).value_or("?") ==
+    CHECK(wanted_spares(snap, NodeSet::of(m, "n[017,035-036]"), true, NodeSet(), ends_of(busy)).value_or("?") ==
           "n[016-017,035-036]");
     // a job the caller left out (a slice job, one in a reservation) is never
     // kept; lent work stands in already; the protection's nodes are not added
     busy.erase(21);
-    CHECK(wanted_spares(snap, reserved, true, NodeSet(), &busy).value_or("?") == "n[016-017,035-036]");
+    CHECK(wanted_spares(snap, reserved, true, NodeSet(), ends_of(busy)).value_or("?") == "n[016-017,035-036]");
     NodeStatus lent{NodeState::Allocated, 20, -1, true};
     lent.lent = true;
     snap.set(id(m, "n017"), lent); // standing in for one: n016 the other
-    CHECK(wanted_spares(snap, reserved, true, NodeSet(), &busy).value_or("?") == "n[016,035-036]");
+    CHECK(wanted_spares(snap, reserved, true, NodeSet(), ends_of(busy)).value_or("?") == "n[016,035-036]");
     snap.set(id(m, "n017"), {NodeState::Allocated, 20, -1, false});
-    CHECK(wanted_spares(snap, reserved, true, NodeSet::of(m, "n[001-016,019-036]"), &busy).value_or("?") ==
+    CHECK(wanted_spares(snap, reserved, true, NodeSet::of(m, "n[001-016,019-036]"), ends_of(busy)).value_or("?") ==
           "n[016,035-036]");
     // a slice job's node, given in `busy` by mistake, is still none
     busy[7] = 50;
-    CHECK(wanted_spares(snap, reserved, true, NodeSet::of(m, "n[001-016,019-036]"), &busy).value_or("?") ==
+    CHECK(wanted_spares(snap, reserved, true, NodeSet::of(m, "n[001-016,019-036]"), ends_of(busy)).value_or("?") ==
           "n[016,035-036]");
 }
 

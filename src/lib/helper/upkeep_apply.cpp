@@ -11,13 +11,22 @@ void Cycle::keep_spares() {
     if (cfg_.reservation.empty()) return;
     // plain work whose nodes a rack short of free spares may keep as they
     // free (wanted_spares()): running jobs with a time limit, neither slice
-    // jobs nor in a reservation of their own
-    std::unordered_map<JobId, int64_t> busy = end_times();
-    for (auto it = busy.begin(); it != busy.end();) it = it->second == INT64_MAX ? busy.erase(it) : std::next(it);
-    for (const SlurmJob& j : jobs_)
-        if (!j.reservation.empty()) busy.erase(j.id);
-    for (const SliceJob& sj : st_.slice_jobs) busy.erase(sj.job->id);
-    const auto list = wanted_spares(st_.snap, obs_.reserved, spares_.has_value(), obs_.unprotected, &busy);
+    // jobs nor in a reservation of their own; gathered only when a rack is
+    // short (not every cycle)
+    std::optional<std::unordered_map<JobId, int64_t>> busy;
+    const auto busy_end = [&](JobId id) -> std::optional<int64_t> {
+        if (!busy) {
+            busy = end_times();
+            for (auto it = busy->begin(); it != busy->end();)
+                it = it->second == INT64_MAX ? busy->erase(it) : std::next(it);
+            for (const SlurmJob& j : jobs_)
+                if (!j.reservation.empty()) busy->erase(j.id);
+            for (const SliceJob& sj : st_.slice_jobs) busy->erase(sj.job->id);
+        }
+        const auto e = busy->find(id);
+        return e == busy->end() ? std::nullopt : std::optional<int64_t>(e->second);
+    };
+    const auto list = wanted_spares(st_.snap, obs_.reserved, spares_.has_value(), obs_.unprotected, busy_end);
     if (!list) {
         // the same nodes: its lease moved on when half of it is gone
         if (spares_ && lease_due(spares_->end_time)) {

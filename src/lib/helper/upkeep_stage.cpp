@@ -12,7 +12,7 @@
 namespace nvl {
 
 std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& reserved, bool exists,
-                                         const NodeSet& unprotected, const std::unordered_map<JobId, int64_t>* busy) {
+                                         const NodeSet& unprotected, const BusyEnd& busy_end) {
     const RackMap& map = snap.map();
     // A node the protection holds is not added: Slurm refuses a reservation
     // on nodes another one holds (the protection leaves a degraded rack in
@@ -82,13 +82,13 @@ std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& re
         // held target's, lent work's or a job's in a reservation is none.
         // (those it keeps already first: the reservation changes only when
         // it must)
-        if (busy && int(pick.size()) < want_n) {
+        if (busy_end && int(pick.size()) < want_n) {
             std::vector<std::pair<int64_t, NodeId>> ending;
             for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend(); ++it) {
                 const NodeStatus& st = snap.node(*it);
                 if (!st.job_id || st.lent || st.slice >= 0 || !is_healthy(st.state) || !addable(*it)) continue;
-                if (auto e = busy->find(st.job_id); e != busy->end())
-                    ending.emplace_back(reserved.contains(*it) ? INT64_MIN : e->second, *it);
+                if (const auto e = busy_end(st.job_id))
+                    ending.emplace_back(reserved.contains(*it) ? INT64_MIN : *e, *it);
             }
             std::stable_sort(ending.begin(), ending.end(),
                              [](const auto& a, const auto& b) { return a.first < b.first; });

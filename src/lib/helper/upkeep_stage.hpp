@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <unordered_map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,11 +31,12 @@ namespace nvl {
 // protection holds (outside `unprotected`, unless that is unsized: no
 // protection) is never added, since Slurm refuses overlapping reservations.
 // A rack with too few free nodes for its budget keeps busy ones too: those
-// of the jobs in `busy` (job -> end; plain work the caller chose) that end
-// first, each a spare as soon as its job ends.
+// of the jobs `busy_end` gives an end (plain work the caller chose; asked
+// only for such a rack) that end first, each a spare as soon as its job
+// ends.
+using BusyEnd = std::function<std::optional<int64_t>(JobId)>;
 std::optional<std::string> wanted_spares(const Snapshot& snap, const NodeSet& reserved, bool exists,
-                                         const NodeSet& unprotected = NodeSet(),
-                                         const std::unordered_map<JobId, int64_t>* busy = nullptr);
+                                         const NodeSet& unprotected = NodeSet(), const BusyEnd& busy_end = {});
 
 // Nodes whose weight differs from their rack's (rack_weight(): the fullest
 // racks lowest, so that Slurm's own placement fills racks already in use),
