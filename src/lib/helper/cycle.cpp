@@ -219,6 +219,11 @@ void Cycle::collect_slice_jobs() {
         }
     }
     sort_by_priority(st_.slice_jobs);
+    // the free nodes of `ids` spoken for by `job` in this cycle's snapshot
+    const auto speak_for = [this](const std::vector<NodeId>& ids, JobId job) {
+        for (NodeId id : ids)
+            if (is_free(st_.snap.node(id).state)) st_.snap.set(id, {NodeState::Allocated, job, -1, false});
+    };
     // A job requeued for a repair or a move is still completing for a
     // moment (it is no slice job of this cycle then), or waits held: the
     // nodes it was pinned to are spoken for, whatever job comes first in
@@ -246,9 +251,7 @@ void Cycle::collect_slice_jobs() {
             const bool failed = j.requeue && std::any_of(recorded.begin(), recorded.end(), [&](NodeId id) {
                                     return !is_healthy(st_.snap.node(id).state);
                                 });
-            if (by_down || failed)
-                for (NodeId id : recorded)
-                    if (is_free(st_.snap.node(id).state)) st_.snap.set(id, {NodeState::Allocated, j.id, -1, false});
+            if (by_down || failed) speak_for(recorded, j.id);
             continue;
         }
         if (!rec || !rec->belongs_to(j.id) ||
@@ -263,8 +266,7 @@ void Cycle::collect_slice_jobs() {
                 it != mem_.requeued_at.end() && now_ - it->second <= kFollowCompletingS)
                 st_.out.follow_up = true;
         // the record, written before the pin, names the target
-        for (NodeId id : recorded_nodes(*rec))
-            if (is_free(st_.snap.node(id).state)) st_.snap.set(id, {NodeState::Allocated, j.id, -1, false});
+        speak_for(recorded_nodes(*rec), j.id);
     }
     // A job whose repair is under way or due, waiting (or completing) in
     // its own reservation: the nodes it holds are its (a repair's target
@@ -295,8 +297,7 @@ void Cycle::collect_slice_jobs() {
         // a repair's or restart's target is its record, written before the
         // pin (which may not have followed)
         const bool target_in_record = sj.rec->state != RecordState::Placed && !sj.rec->slices.empty();
-        for (NodeId id : target_in_record ? recorded_nodes(*sj.rec) : pinned_nodes(map_, sj))
-            if (is_free(st_.snap.node(id).state)) st_.snap.set(id, {NodeState::Allocated, j.id, -1, false});
+        speak_for(target_in_record ? recorded_nodes(*sj.rec) : pinned_nodes(map_, sj), j.id);
     }
 }
 
