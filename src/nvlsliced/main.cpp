@@ -840,6 +840,9 @@ int main(int argc, char** argv) {
                                     "(24.05 or later is needed)",
                                     config));
         say_started(s, map, wanted, features, server.get(), opt.dry);
+        if (auto w = not_responding_warning(s.reconcile.repair_not_responding_after_s, features.tcp_timeout_s,
+                                            features.slurmd_timeout_s))
+            say(LOG_WARNING, *w);
         Helper helper(config, opt, std::move(s), std::move(map), slurm, features, metrics);
         return helper.run();
     } catch (const std::exception& e) {

@@ -95,6 +95,8 @@ SlurmFeatures probe_slurm() {
     if (conf->switch_type) f.switch_type = conf->switch_type;
     if (conf->version) f.version = conf->version;
     f.enforce_limits = (conf->accounting_storage_enforce & kEnforceLimits) != 0;
+    f.tcp_timeout_s = conf->tcp_timeout;
+    f.slurmd_timeout_s = static_cast<int>(conf->slurmd_timeout);
     for (uint32_t i = 0; i < conf->control_cnt; ++i)
         if (conf->control_machine && conf->control_machine[i]) f.controllers.emplace_back(conf->control_machine[i]);
     slurm_calls::free_ctl_conf(conf);

@@ -25,6 +25,8 @@ struct SlurmFeatures {
     std::string switch_type;              // SwitchType, e.g. "switch/nvidia_imex"
     std::vector<std::string> controllers; // SlurmctldHost names, primary first
     bool enforce_limits = false; // AccountingStorageEnforce has limits (or safe, qos): Slurm holds jobs to them
+    int tcp_timeout_s = 0;       // TCPTimeout (probe_slurm only; 0: not read)
+    int slurmd_timeout_s = 0;    // SlurmdTimeout (probe_slurm only; 0: not read)
 };
 
 // One request to slurmctld: its configuration, as it runs now (configless

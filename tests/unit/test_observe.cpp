@@ -121,6 +121,21 @@ TEST_CASE("node health: silent nodes of running slice jobs are marked DOWN after
     CHECK(judge_silent(m, nodes, s, later.since, 1031, 0, 0, slice_job).since.empty());
 }
 
+TEST_CASE("observe: repair_not_responding_after within the ping interval at TCPTimeout 1 is warned of at the start",
+          "[observe][quick]") {
+    // SlurmdTimeout 60: slurmctld pings every 20 s
+    auto w = not_responding_warning(5, 1, 60);
+    REQUIRE(w);
+    CHECK(w->find("repair_not_responding_after: 5 s with slurm.conf's TCPTimeout=1") != std::string::npos);
+    CHECK(w->find("SlurmdTimeout/3 = 20 s later") != std::string::npos);
+    CHECK(w->find("Set it above 20 s, or 0") != std::string::npos);
+    CHECK(not_responding_warning(20, 1, 60)); // the flag may last the whole interval
+    CHECK_FALSE(not_responding_warning(21, 1, 60));
+    CHECK_FALSE(not_responding_warning(5, 2, 60)); // Slurm's default: a lost SYN is sent again in time
+    CHECK_FALSE(not_responding_warning(0, 1, 60)); // off
+    CHECK_FALSE(not_responding_warning(5, 0, 0));  // Slurm's configuration not read
+}
+
 TEST_CASE("observe: a node the helper's own probe finds silent for silent_after, a slice job's only; a blip is not",
           "[observe][quick]") {
     const RackMap m = make_map(1, 18);

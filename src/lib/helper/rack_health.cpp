@@ -98,6 +98,17 @@ SilentNodes judge_silent(const RackMap& map, const std::vector<SlurmNode>& nodes
     return out;
 }
 
+std::optional<std::string> not_responding_warning(int64_t after_s, int tcp_timeout_s, int slurmd_timeout_s) {
+    if (after_s <= 0 || tcp_timeout_s <= 0 || tcp_timeout_s >= 2 || slurmd_timeout_s <= 0) return std::nullopt;
+    const int64_t ping_s = slurmd_timeout_s / 3;
+    if (after_s > ping_s) return std::nullopt;
+    return fmt::format("repair_not_responding_after: {} s with slurm.conf's TCPTimeout={}: one lost SYN fails a "
+                       "ping, and slurmctld's NOT_RESPONDING flag on a healthy node lasts until its next ping, "
+                       "SlurmdTimeout/3 = {} s later; this helper would repair such a node. Set it above {} s, or "
+                       "0 (nvlsliced's probe, silent_after, finds silent nodes and dead slurmds without it)",
+                       after_s, tcp_timeout_s, ping_s, ping_s);
+}
+
 std::vector<std::string> node_reasons(const RackMap& map, const std::vector<SlurmNode>& nodes) {
     std::vector<std::string> out(map.node_count());
     for (const auto& n : nodes)

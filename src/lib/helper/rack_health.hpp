@@ -89,6 +89,15 @@ SilentNodes judge_silent(const RackMap& map, const std::vector<SlurmNode>& nodes
                          const std::unordered_map<std::string, int64_t>& since, int64_t mono, int64_t after_s,
                          int64_t probe_after_s, const std::function<bool(JobId)>& runs_slice_job);
 
+// What nvlsliced says at its start when repair_not_responding_after
+// (`after_s`) would repair a healthy node: slurmctld flags a node
+// NOT_RESPONDING after one failed ping, and at TCPTimeout 1 s
+// (`tcp_timeout_s`) one lost SYN fails it; the flag stays until the next
+// ping, a third of SlurmdTimeout (`slurmd_timeout_s`) later. None when
+// the setting is off, TCPTimeout is 2 s or more, or `after_s` outlasts the
+// ping interval.
+std::optional<std::string> not_responding_warning(int64_t after_s, int tcp_timeout_s, int slurmd_timeout_s);
+
 // Each map node's Slurm reason, by NodeId.
 std::vector<std::string> node_reasons(const RackMap& map, const std::vector<SlurmNode>& nodes);
 
