@@ -1,14 +1,18 @@
 #!/bin/bash
 # What a node failure costs a running 32-node job (two 16-node slices, an
 # srun step on every node) on a busy cluster, side by side on the same
-# cluster and the same backlog: nvlslice (native mode, shipped defaults and
-# repair_not_responding_after: 5), Slurm alone with its expedited requeue
+# cluster and the same backlog: nvlslice (native mode, shipped defaults;
+# runs 13-40 added repair_not_responding_after: 5), Slurm alone with its expedited requeue
 # (--requeue=expedite, enable_expedited_requeue, topology/block,
 # --segment=16) and Slurm alone with its plain requeue. Not part of the
 # test command (about 15 minutes a trial of every kind and side); run it by
 # name, on Slurm 26.05, 3 racks x 18, SlurmdTimeout 60:
 #   NVL_SLURM=26.05 NVL_RACKS=3 NVL_SLURMD_TIMEOUT=60 NVL_TESTS=bench_busy \
 #       NVL_BENCH_TRIALS=10 tests/cluster/run.sh
+# README's nvlslice figures add NVL_TCP_TIMEOUT=1 (slurm.conf TCPTimeout=1,
+# as doc/admin-guide.txt advises for nvlslice, its cost stated there);
+# Slurm alone's are at its default 2 s (at 1 s its trials were no faster:
+# bench_tcp_timeout.out). TCPTimeout is the cluster's: one a run.
 # Settings: NVL_BENCH_TRIALS (2), NVL_BENCH_MODES ("nvlslice expedite
 # plain"), NVL_BENCH_FAILURES ("drain slurmd silent rack"), NVL_BENCH_SEED
 # (1), NVL_BENCH_DEPTH (waiting backlog jobs kept, 12), NVL_BENCH_TIMEOUT
@@ -295,12 +299,13 @@ for side in nvlslice expedite plain; do
     wait_for 120 bash -c '[ -z "$(squeue -h -o %i)" ] && [ -z "$(sinfo -h -t completing -o %N)" ]'
     if [ "$side" = nvlslice ]; then
         # the shipped defaults (etc/nvlslice.yaml: a cycle a second,
-        # defragmentation for a job blocked an hour, at most one an hour),
-        # and the silent path on (5 s). Runs 1-12 had the test cluster's
+        # defragmentation for a job blocked an hour, at most one an hour,
+        # the probe's silent_after 5 s). Runs 1-12 had the test cluster's
         # tuning instead (cycle 500 ms, defragmentation after 3 s, one per
-        # 10 s) and not the silent path (the helper's start rewrote it)
+        # 10 s) and not the silent path (the helper's start rewrote it);
+        # runs 13-40 added repair_not_responding_after: 5
         "$CL" kill-helper
-        NVL_HELPER_CONF="repair_not_responding_after: 5" NVL_HELPER_CYCLE_MS=1000 "$CL" helper >/dev/null
+        NVL_HELPER_CONF="" NVL_HELPER_CYCLE_MS=1000 "$CL" helper >/dev/null
         spares_kept() { [ -n "$(resv_nodes)" ]; }
         wait_for 30 spares_kept
     else

@@ -270,7 +270,11 @@ write_conf() {
     local LICENSES="Licenses=nvlslice_gate:1,lic_a:4,nvlslice_lease:1"
     [ -n "$SITE" ] && LICENSES="Licenses=lic_a:4"
     # the settings doc/admin-guide.txt recommends for nvlslice (a site
-    # before it has Slurm's defaults: TreeWidth 16, batch_sched_delay 3)
+    # before it has Slurm's defaults: TreeWidth 16, batch_sched_delay 3);
+    # its TCPTimeout=1, for a network that drops no SYN, only with
+    # NVL_TCP_TIMEOUT=1 (the busy bench's nvlslice runs): the test
+    # command's three tiers share two cores, where a full listen queue
+    # may drop one
     local TREE_LINE="TreeWidth=${NVL_TREE_WIDTH:-64}" SCHED_DELAY=",batch_sched_delay=0"
     [ -n "$SITE" ] && TREE_LINE="# TreeWidth: Slurm's default (a site before nvlslice)" && SCHED_DELAY=""
     write_hosts

@@ -93,8 +93,15 @@ bench() {
             if (match($0, /binaries of [0-9a-f]+/)) what = substr($0, RSTART + 12, RLENGTH - 12)
             date = ""
             if (match($0, /20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]/)) date = substr($0, RSTART, RLENGTH)
-            phase = ""
+            phase = ""; tree = 0
             next
+        }
+        # a run that fails only nodes with children in the srun step'"'"'s
+        # reverse tree (NVL_BENCH_AT of places 2, 10, 18 and 26 of 32: where
+        # a silent node holds its children'"'"'s reports): goal lines of its own
+        /^#    NVL_/ && match($0, /NVL_BENCH_AT="?[0-9 ]+/) {
+            n = split(substr($0, RSTART + 13, RLENGTH - 13), pl, /[" ]+/); tree = 0
+            for (i = 1; i <= n; i++) if (pl[i] != "") { if (pl[i] !~ /^(2|10|18|26)$/) { tree = 0; break } tree = 1 }
         }
         # the run SlurmdTimeout: the table and the goals are the runs at
         # 60 s, a value sites use; Slurm default 300 s gets a line of its own
@@ -104,13 +111,17 @@ bench() {
             sto = 0
             if (match($0, /SlurmdTimeout [0-9]+/)) sto = substr($0, RSTART + 14, RLENGTH - 14) + 0
             ver = $4; sub(/,$/, "", ver); split(ver, vv, "."); ver = vv[1] "." vv[2]
+            tcp = 2   # slurm.conf TCPTimeout (Slurm'"'"'s default when the run did not say)
+            if (match($0, /TCPTimeout [0-9]+/)) tcp = substr($0, RSTART + 11, RLENGTH - 11) + 0
         }
         # (a run at 300 s keyed apart: "300/SIDE/KIND"; on 24.11: "24.11/SIDE/KIND")
         $1 == "#" && $4 ~ /^[0-9]+$/ && $5 == "runs" && $6 == "p50" {
             n = $4 + 0; key = (ver == "24.11" ? "24.11/" : sto == 300 ? "300/" : "") $2 "/" $3
+            # (the reverse tree'"'"'s places: "tree/TCP/[24.11/]SIDE/KIND")
+            if (tree) key = "tree/" tcp "/" (ver == "24.11" ? "24.11/" : "") $2 "/" $3
             if (!(key in best) || n >= best[key]) {
                 best[key] = n; p50[key] = $7; p90[key] = $9; mx[key] = $11; whole[key] = $17
-                src[key] = "run " run ", " what (date != "" ? ", " date : "")
+                src[key] = "run " run ", " what (date != "" ? ", " date : "") (tcp != 2 ? ", TCPTimeout " tcp " s" : "")
                 # a whole rack: the trials whose new rack had room at the
                 # fault, and the slowest of them (runs from 38 on say so)
                 delete roomt[key]
@@ -231,8 +242,25 @@ bench() {
                 else
                     wrap(label[kinds[i]] " under Slurm'"'"'s default SlurmdTimeout (300 s): not run", first, rest)
             }
+            treegoal("", "", first, rest)
+            treegoal("24.11/", " on Slurm 24.11", first, rest)
             price("steady", "beside the measured job", 32, first, rest)
             price("alone", "alone on the whole cluster", 0, first, rest)
+        }
+        # a silent node at the places with children in the step'"'"'s reverse
+        # tree, p99 <= 20 s: at TCPTimeout 1 (the admin guide'"'"'s setting for
+        # it) and at Slurm'"'"'s default 2 s, each from its own runs
+        function treegoal(v, on, first, rest,   t, key, s, from) {
+            s = ""
+            for (t = 1; t <= 2; t++) {
+                key = "tree/" t "/" v "nvlslice/silent"
+                if (!(key in best)) continue
+                from = src[key]; sub(/, TCPTimeout [0-9]+ s$/, "", from)
+                s = s (s == "" ? "" : "; ") sprintf("at TCPTimeout %d s: %s (p50 %.1f s, the slowest %.1f s of %d; %s)", t,
+                    mx[key] <= 20 ? "met" : "not met", p50[key], mx[key], best[key], from)
+            }
+            if (s != "")
+                wrap(sprintf("a silent node%s with children in the srun step'"'"'s reverse tree (places 2, 10, 18 and 26 of 32), p99 <= 20 s: %s", on, s), first, rest)
         }
         # the spares'"'"' price in one phase: the backlog'"'"'s node-hours an
         # hour below Slurm alone'"'"'s best side'"'"'s, against the spares'"'"' share
