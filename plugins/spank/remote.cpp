@@ -24,6 +24,7 @@ extern "C" {
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <dirent.h>
 #include <fstream>
@@ -217,9 +218,15 @@ void drain_on_fabric_failure(spank_t sp) {
 namespace {
 // A job's mark on the node that a step of it was killed (nvlsliced's abort,
 // for a dead node: end_stray_sruns()); root's alone, gone at the job's end.
+// Named after the node too (slurmstepd and the job epilog have its Slurm
+// name in SLURMD_NODENAME): where several slurmds share a host (Slurm's
+// multiple-slurmd mode, the test clusters), another node's epilog, at the
+// job's end, must not take this node's mark before its batch step ends.
 constexpr const char* kMarkDir = "/run/nvlslice";
 std::string abort_mark(uint32_t job) {
-    return fmt::format("{}/aborted.{}", kMarkDir, job);
+    const char* node = std::getenv("SLURMD_NODENAME");
+    if (!node || !*node || std::strchr(node, '/')) return fmt::format("{}/aborted.{}", kMarkDir, job);
+    return fmt::format("{}/aborted.{}.{}", kMarkDir, job, node);
 }
 } // namespace
 
