@@ -108,6 +108,13 @@ void say_read(bool tried, const std::string& error, bool& failed, const char* ag
     failed = true;
 }
 
+// The settings' warnings that need what slurmctld runs: said at the start
+// and after each reload (the settings may have changed, Slurm's not).
+void say_setting_warnings(const HelperSettings& s, const SlurmFeatures& f) {
+    if (auto w = not_responding_warning(s.reconcile.repair_not_responding_after_s, f.tcp_timeout_s, f.slurmd_timeout_s))
+        say(LOG_WARNING, *w);
+}
+
 // The reservations a reload renamed (Renamed, removal.hpp), retired once
 // this helper acts: the old ones go, their jobs taken out of them; the
 // cycles make the new ones. A failure is said and kept for the next
@@ -582,6 +589,7 @@ class Helper {
             set_sink(s_.log);
             say(fmt::format("reloaded {}: map {} ({} racks, {} nodes), mode {}, cycle {} ms", config_, s_.map,
                             map_.domains().size(), map_.node_count(), to_string(s_.reconcile.hand_off), s_.cycle_ms));
+            say_setting_warnings(s_, features_);
         } catch (const std::exception& e) {
             say(LOG_ERR, fmt::format("reload refused, the running configuration is kept: {}", e.what()));
         }
@@ -840,9 +848,7 @@ int main(int argc, char** argv) {
                                     "(24.05 or later is needed)",
                                     config));
         say_started(s, map, wanted, features, server.get(), opt.dry);
-        if (auto w = not_responding_warning(s.reconcile.repair_not_responding_after_s, features.tcp_timeout_s,
-                                            features.slurmd_timeout_s))
-            say(LOG_WARNING, *w);
+        say_setting_warnings(s, features);
         Helper helper(config, opt, std::move(s), std::move(map), slurm, features, metrics);
         return helper.run();
     } catch (const std::exception& e) {
